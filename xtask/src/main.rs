@@ -1,0 +1,1 @@
+fn main() -> nice_plug_xtask::Result<()> { nice_plug_xtask::main() }
