@@ -1,3 +1,76 @@
-//! Stemflow's model core. Placeholder, filled in by the main engine work.
+//! Stemflow's model core: streaming, DSP and separators.
+//!
+//! Nothing here knows about plugin APIs. The plugin (`stemflow`) and the command-line tool
+//! (`stemflow`) are thin layers over these types:
+//!
+//! - [`separator::Separator`]: anything that turns stereo audio at its own sample rate into stems,
+//!   one fixed hop at a time. [`builtin::BuiltinSeparator`] is the embedded DSP default.
+//! - [`pipeline::StemPipeline`]: resamples host audio to the separator's rate and back, runs the
+//!   separator and computes `Other` as the exact residual at the host rate.
+//! - [`stream`]: the real-time boundary. [`stream::StemStreamHandle`] lives on the audio thread and
+//!   talks through lock-free `rtrb` ring buffers to a [`stream::StemStreamWorker`] thread.
+//! - [`offline`]: whole-buffer separation through the very same streaming path.
+#![deny(missing_docs)]
+
+pub mod builtin;
+#[allow(missing_docs)]
 pub mod demo_song;
+pub mod dsp;
 pub mod metrics;
+pub mod offline;
+pub mod pipeline;
+pub mod separator;
+pub mod stem;
+pub mod stream;
+pub mod wav;
+
+pub use stem::{Stem, NUM_STEMS};
+
+/// Errors from setting up or feeding the engine. Never produced on the audio thread.
+#[derive(Debug)]
+pub enum EngineError {
+    /// The host sample rate cannot be used (zero, negative, not finite or out of range).
+    UnsupportedSampleRate(f32),
+    /// A block size of zero or one beyond what the stream was built for.
+    InvalidBlockSize(usize),
+    /// The resampler could not be built for this pair of rates.
+    Resampler(String),
+    /// Reading or writing an audio file failed.
+    Io(String),
+    /// The worker thread could not be started or died.
+    Worker(String),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::UnsupportedSampleRate(sr) => write!(
+                f,
+                "unsupported sample rate {sr} Hz (Stemflow runs at {MIN_SAMPLE_RATE_HZ}–{MAX_SAMPLE_RATE_HZ} Hz)"
+            ),
+            EngineError::InvalidBlockSize(n) => write!(f, "invalid block size {n}"),
+            EngineError::Resampler(e) => write!(f, "resampler: {e}"),
+            EngineError::Io(e) => write!(f, "{e}"),
+            EngineError::Worker(e) => write!(f, "worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// The lowest host sample rate Stemflow accepts.
+pub const MIN_SAMPLE_RATE_HZ: u32 = 8_000;
+/// The highest host sample rate Stemflow accepts.
+pub const MAX_SAMPLE_RATE_HZ: u32 = 384_000;
+
+/// Validates a host sample rate and rounds it to whole hertz.
+pub fn validate_sample_rate(sample_rate_hz: f32) -> Result<u32, EngineError> {
+    if !sample_rate_hz.is_finite() {
+        return Err(EngineError::UnsupportedSampleRate(sample_rate_hz));
+    }
+    let rounded = sample_rate_hz.round();
+    if rounded < MIN_SAMPLE_RATE_HZ as f32 || rounded > MAX_SAMPLE_RATE_HZ as f32 {
+        return Err(EngineError::UnsupportedSampleRate(sample_rate_hz));
+    }
+    Ok(rounded as u32)
+}

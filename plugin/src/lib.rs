@@ -1,1 +1,329 @@
+//! Stemflow: splits the track it is inserted on into vocals, drums, bass and other, streamed
+//! with a fixed reported latency, live and in offline renders.
+//!
+//! This crate is glue: parameters, ports and state around [`stemflow_engine`]'s
+//! [`StemStreamHandle`] (audio thread) and [`StemStreamWorker`] (background thread).
 
+mod params;
+mod state;
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use nice_plug::prelude::*;
+use stemflow_engine::stream::{
+    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
+};
+use stemflow_engine::{Stem, NUM_STEMS};
+
+pub use params::{StemParams, StemflowParams, GAIN_SMOOTHING_MS, SWITCH_SMOOTHING_MS};
+pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
+
+/// Names of the four stem outputs, in port order.
+const STEM_PORT_NAMES: [&str; NUM_STEMS] = ["Vocals", "Drums", "Bass", "Other"];
+/// Channels of the single-bus layout: the mix followed by the four stems, each stereo.
+const TEN_CHANNEL_OUTPUT_CHANNELS: u32 = 2 + 2 * NUM_STEMS as u32;
+
+/// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OutputLayout {
+    /// Stereo main output plus four stereo aux outputs.
+    Stereo,
+    /// Mono main output plus four mono aux outputs.
+    Mono,
+    /// One 10-channel main output: mix, vocals, drums, bass, other (each L/R).
+    TenChannel,
+}
+
+/// The plugin.
+pub struct Stemflow {
+    params: Arc<StemflowParams>,
+    /// Audio-thread side of the stream. Created in `activate`, dropped in `deactivate`.
+    stream: Option<StemStreamHandle>,
+    /// Owner of the worker thread. Only touched on the main thread (activate/deactivate);
+    /// dropping it joins the thread.
+    worker: Option<StemStreamWorker>,
+    layout: OutputLayout,
+    sample_rate_hz: f32,
+    /// Mute/solo gain per stem (0 or 1), ramped.
+    switch_gains: [Smoother<f32>; NUM_STEMS],
+    switch_targets: [f32; NUM_STEMS],
+    /// Bypass crossfade: 0 = processed, 1 = dry.
+    bypass_mix: Smoother<f32>,
+    bypass_target: f32,
+    /// Input copies for the stream (the host's main buffer is overwritten in place).
+    input_scratch: [Vec<f32>; 2],
+}
+
+impl Default for Stemflow {
+    fn default() -> Self {
+        Self {
+            params: Arc::new(StemflowParams::default()),
+            stream: None,
+            worker: None,
+            layout: OutputLayout::Stereo,
+            sample_rate_hz: 44_100.0,
+            switch_gains: std::array::from_fn(|_| {
+                Smoother::new(SmoothingStyle::Linear(SWITCH_SMOOTHING_MS))
+            }),
+            switch_targets: [1.0; NUM_STEMS],
+            bypass_mix: Smoother::new(SmoothingStyle::Linear(SWITCH_SMOOTHING_MS)),
+            bypass_target: 0.0,
+            input_scratch: [Vec::new(), Vec::new()],
+        }
+    }
+}
+
+impl Plugin for Stemflow {
+    const NAME: &'static str = "Stemflow";
+    const VENDOR: &'static str = "Stemflow";
+    const URL: &'static str = env!("CARGO_PKG_HOMEPAGE");
+    const EMAIL: &'static str = "support@stemflow.audio";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = &[
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(2),
+            main_output_channels: NonZeroU32::new(2),
+            aux_input_ports: &[],
+            aux_output_ports: &[new_nonzero_u32(2); NUM_STEMS],
+            names: PortNames {
+                layout: Some("Stereo"),
+                // nice-plug 0.4.2 reports the main *output* under `main_input`'s name, so both
+                // stay `None` and the host sees "Input" and "Output".
+                main_input: None,
+                main_output: None,
+                aux_inputs: &[],
+                aux_outputs: &STEM_PORT_NAMES,
+            },
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(1),
+            main_output_channels: NonZeroU32::new(1),
+            aux_input_ports: &[],
+            aux_output_ports: &[new_nonzero_u32(1); NUM_STEMS],
+            names: PortNames {
+                layout: Some("Mono"),
+                main_input: None,
+                main_output: None,
+                aux_inputs: &[],
+                aux_outputs: &STEM_PORT_NAMES,
+            },
+        },
+        AudioIOLayout {
+            main_input_channels: NonZeroU32::new(2),
+            main_output_channels: NonZeroU32::new(TEN_CHANNEL_OUTPUT_CHANNELS),
+            aux_input_ports: &[],
+            aux_output_ports: &[],
+            names: PortNames {
+                layout: Some("Stereo in, 10 channels out (mix, vocals, drums, bass, other)"),
+                main_input: None,
+                main_output: None,
+                aux_inputs: &[],
+                aux_outputs: &[],
+            },
+        },
+    ];
+
+    const SAMPLE_ACCURATE_AUTOMATION: bool = false;
+
+    type Editor = ();
+    type SysExMessage = ();
+    type BackgroundTask = ();
+
+    fn params(&self) -> Arc<dyn Params> {
+        self.params.clone()
+    }
+
+    fn activate(
+        &mut self,
+        audio_io_layout: &AudioIOLayout,
+        buffer_config: &BufferConfig,
+        context: &mut impl ActivateContext<Self>,
+    ) -> bool {
+        self.layout = match (
+            audio_io_layout.main_input_channels.map(NonZeroU32::get),
+            audio_io_layout.main_output_channels.map(NonZeroU32::get),
+        ) {
+            (Some(1), _) => OutputLayout::Mono,
+            (_, Some(TEN_CHANNEL_OUTPUT_CHANNELS)) => OutputLayout::TenChannel,
+            _ => OutputLayout::Stereo,
+        };
+        self.sample_rate_hz = buffer_config.sample_rate;
+        let max_block_frames = buffer_config.max_buffer_size.max(1) as usize;
+        let config = StreamConfig {
+            host_sample_rate_hz: buffer_config.sample_rate,
+            max_block_frames,
+            mode: match buffer_config.process_mode {
+                ProcessMode::Offline => ProcessingMode::Offline,
+                ProcessMode::Realtime | ProcessMode::Buffered => ProcessingMode::Realtime,
+            },
+        };
+
+        // Replacing the stream drops the old one here, on the main thread.
+        self.stream = None;
+        self.worker = None;
+        let separator = self.params.saved.get().separator_choice().build();
+        match spawn_stream(separator, &config) {
+            Ok((handle, worker)) => {
+                context.set_latency_samples(handle.latency_samples() as u32);
+                self.stream = Some(handle);
+                self.worker = Some(worker);
+            }
+            Err(error) => {
+                nice_error!("Stemflow cannot start: {error}");
+                return false;
+            }
+        }
+        self.input_scratch = [vec![0.0; max_block_frames], vec![0.0; max_block_frames]];
+        self.reset_smoothers();
+        true
+    }
+
+    fn reset(&mut self) {
+        if let Some(stream) = &mut self.stream {
+            stream.reset();
+        }
+        self.reset_smoothers();
+    }
+
+    fn deactivate(&mut self) {
+        self.stream = None;
+        self.worker = None;
+    }
+
+    fn process(
+        &mut self,
+        buffer: &mut Buffer,
+        aux: &mut AuxiliaryBuffers,
+        _context: &mut impl ProcessContext<Self>,
+    ) -> ProcessStatus {
+        self.update_switch_targets();
+        let Some(stream) = self.stream.as_mut() else {
+            return ProcessStatus::Normal;
+        };
+        let num_frames = buffer.samples();
+        let max_block = stream.max_block_frames();
+        let main = buffer.as_slice();
+        let mut start = 0;
+        // Hosts should never exceed the maximum block size, but if one does, split the block.
+        while start < num_frames {
+            let block = max_block.min(num_frames - start);
+            let end = start + block;
+            // Copy the input: the main buffer is also the main output.
+            match self.layout {
+                OutputLayout::Mono => {
+                    self.input_scratch[0][..block].copy_from_slice(&main[0][start..end]);
+                    self.input_scratch[1][..block].copy_from_slice(&main[0][start..end]);
+                }
+                OutputLayout::Stereo | OutputLayout::TenChannel => {
+                    for channel in 0..2 {
+                        self.input_scratch[channel][..block]
+                            .copy_from_slice(&main[channel][start..end]);
+                    }
+                }
+            }
+            stream.process(&self.input_scratch[0][..block], &self.input_scratch[1][..block]);
+
+            for i in 0..block {
+                let frame = start + i;
+                let bypass = self.bypass_mix.next();
+                let wet = 1.0 - bypass;
+                let mut mix = [0.0f32; 2];
+                for stem in Stem::ALL {
+                    let params = self.params.stem(stem);
+                    let gain =
+                        params.gain.smoothed.next() * self.switch_gains[stem.index()].next() * wet;
+                    let left = stream.stem_output(stem, 0)[i] * gain;
+                    let right = stream.stem_output(stem, 1)[i] * gain;
+                    mix[0] += left;
+                    mix[1] += right;
+                    match self.layout {
+                        OutputLayout::Stereo => {
+                            let port = aux.outputs[stem.index()].as_slice();
+                            port[0][frame] = left;
+                            port[1][frame] = right;
+                        }
+                        OutputLayout::Mono => {
+                            aux.outputs[stem.index()].as_slice()[0][frame] = 0.5 * (left + right);
+                        }
+                        OutputLayout::TenChannel => {
+                            main[2 + 2 * stem.index()][frame] = left;
+                            main[3 + 2 * stem.index()][frame] = right;
+                        }
+                    }
+                }
+                let dry = [stream.dry_output(0)[i], stream.dry_output(1)[i]];
+                let out = [mix[0] + bypass * dry[0], mix[1] + bypass * dry[1]];
+                match self.layout {
+                    OutputLayout::Mono => main[0][frame] = 0.5 * (out[0] + out[1]),
+                    OutputLayout::Stereo | OutputLayout::TenChannel => {
+                        main[0][frame] = out[0];
+                        main[1][frame] = out[1];
+                    }
+                }
+            }
+            start = end;
+        }
+        ProcessStatus::Normal
+    }
+}
+
+impl Stemflow {
+    /// Points the mute/solo and bypass ramps at the current parameter values. Realtime-safe.
+    fn update_switch_targets(&mut self) {
+        let any_solo = Stem::ALL.iter().any(|&s| self.params.stem(s).solo.value());
+        for stem in Stem::ALL {
+            let params = self.params.stem(stem);
+            let is_audible = !params.mute.value() && (!any_solo || params.solo.value());
+            let target = if is_audible { 1.0 } else { 0.0 };
+            if target != self.switch_targets[stem.index()] {
+                self.switch_targets[stem.index()] = target;
+                self.switch_gains[stem.index()].set_target(self.sample_rate_hz, target);
+            }
+        }
+        let bypass_target = if self.params.bypass.value() { 1.0 } else { 0.0 };
+        if bypass_target != self.bypass_target {
+            self.bypass_target = bypass_target;
+            self.bypass_mix.set_target(self.sample_rate_hz, bypass_target);
+        }
+    }
+
+    /// Jumps all ramps to their targets (after activation or a reset). Realtime-safe.
+    fn reset_smoothers(&mut self) {
+        let any_solo = Stem::ALL.iter().any(|&s| self.params.stem(s).solo.value());
+        for stem in Stem::ALL {
+            let params = self.params.stem(stem);
+            let is_audible = !params.mute.value() && (!any_solo || params.solo.value());
+            let target = if is_audible { 1.0 } else { 0.0 };
+            self.switch_targets[stem.index()] = target;
+            self.switch_gains[stem.index()].reset(target);
+        }
+        self.bypass_target = if self.params.bypass.value() { 1.0 } else { 0.0 };
+        self.bypass_mix.reset(self.bypass_target);
+    }
+}
+
+impl ClapPlugin for Stemflow {
+    const CLAP_ID: &'static str = "audio.stemflow.stemflow";
+    const CLAP_DESCRIPTION: Option<&'static str> =
+        Some("Splits a track into vocals, drums, bass and other stems");
+    const CLAP_MANUAL_URL: Option<&'static str> = Some(Self::URL);
+    const CLAP_SUPPORT_URL: Option<&'static str> = None;
+    const CLAP_FEATURES: &'static [ClapFeature] = &[
+        ClapFeature::AudioEffect,
+        ClapFeature::Stereo,
+        ClapFeature::Mono,
+        ClapFeature::Utility,
+        ClapFeature::Mixing,
+    ];
+}
+
+impl Vst3Plugin for Stemflow {
+    const VST3_CLASS_ID: [u8; 16] = *b"StemflowSplitter";
+    const VST3_SUBCATEGORIES: &'static [Vst3SubCategory] =
+        &[Vst3SubCategory::Fx, Vst3SubCategory::Tools];
+}
+
+nice_export_clap!(Stemflow);
+nice_export_vst3!(Stemflow);

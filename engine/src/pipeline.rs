@@ -1,0 +1,403 @@
+//! The deterministic chunked pipeline the worker runs: host rate → separator rate → stems →
+//! host rate, with `Other` computed as the exact residual at the host rate.
+//!
+//! Every stage works on fixed-size chunks, so the output depends only on the input samples and
+//! never on how they were split into host blocks: this is what makes offline renders
+//! bit-identical for any block size.
+
+use std::collections::VecDeque;
+
+use rubato::{FftFixedInOut, Resampler};
+
+use crate::dsp::{flush_subnormal, sanitize_sample};
+use crate::separator::{stem_channel, PlanarBlock, Separator, SEPARATED_CHANNELS};
+use crate::stem::{NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
+use crate::EngineError;
+
+/// The separator and the resamplers around it. Lives on the worker thread.
+pub struct StemPipeline {
+    separator: Box<dyn Separator>,
+    host_rate_hz: u32,
+    /// Host frames consumed per [`StemPipeline::process_chunk`] call.
+    input_chunk_frames: usize,
+    /// Host → separator rate, `None` when the rates match.
+    to_separator: Option<Resampling>,
+    /// Separator → host rate for the separated stems, `None` when the rates match.
+    from_separator: Option<Resampling>,
+    /// Input at the separator rate waiting for a full hop.
+    separator_input: [Vec<f32>; 2],
+    /// Separated stems at the separator rate waiting to be resampled back.
+    separator_output: Vec<Vec<f32>>,
+    hop_input: PlanarBlock,
+    hop_output: PlanarBlock,
+    /// Host input delayed by the pipeline delay, for the residual.
+    residual_delay: VecDeque<[f32; 2]>,
+    /// Frames at the separator rate inserted after the separator so that the total delay is a
+    /// whole number of host samples.
+    padding_frames: usize,
+    delay_samples: usize,
+    quantization_samples: usize,
+    /// Scratch for resampled host-rate stems.
+    host_stems: Vec<Vec<f32>>,
+}
+
+/// A fixed-ratio resampler with its output buffer.
+struct Resampling {
+    resampler: FftFixedInOut<f32>,
+    output: Vec<Vec<f32>>,
+}
+
+impl Resampling {
+    fn new(
+        from_hz: u32,
+        to_hz: u32,
+        chunk_frames: usize,
+        num_channels: usize,
+    ) -> Result<Self, EngineError> {
+        let resampler =
+            FftFixedInOut::new(from_hz as usize, to_hz as usize, chunk_frames, num_channels)
+                .map_err(|e| EngineError::Resampler(e.to_string()))?;
+        let output = vec![vec![0.0; resampler.output_frames_max()]; num_channels];
+        Ok(Self { resampler, output })
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl StemPipeline {
+    /// Builds the pipeline for a host sample rate. Not realtime-safe: allocates.
+    pub fn new(separator: Box<dyn Separator>, host_rate_hz: u32) -> Result<Self, EngineError> {
+        let separator_rate_hz = separator.sample_rate_hz();
+        let hop_frames = separator.hop_frames();
+        let separator_latency = separator.latency_frames();
+
+        let (input_chunk_frames, separator_chunk_frames, padding_frames) =
+            if separator_rate_hz == host_rate_hz {
+                (hop_frames, hop_frames, 0)
+            } else {
+                // Chunks are whole multiples of the rates' reduced ratio so that the resamplers'
+                // chunk sizes are exact; an even multiple keeps their delays whole.
+                let g = gcd(host_rate_hz as u64, separator_rate_hz as u64) as usize;
+                let host_unit = host_rate_hz as usize / g;
+                let separator_unit = separator_rate_hz as usize / g;
+                let units = ((hop_frames as f64 / separator_unit as f64).round() as usize).max(1);
+                let units = units.div_ceil(2) * 2;
+                // Pad so the separator's latency is a whole number of host samples.
+                let padding = (separator_unit - separator_latency % separator_unit) % separator_unit;
+                (host_unit * units, separator_unit * units, padding)
+            };
+
+        let (to_separator, from_separator) = if separator_rate_hz == host_rate_hz {
+            (None, None)
+        } else {
+            let to = Resampling::new(host_rate_hz, separator_rate_hz, input_chunk_frames, 2)?;
+            let from = Resampling::new(
+                separator_rate_hz,
+                host_rate_hz,
+                separator_chunk_frames,
+                SEPARATED_CHANNELS,
+            )?;
+            debug_assert_eq!(to.resampler.output_frames_max(), separator_chunk_frames);
+            debug_assert_eq!(from.resampler.output_frames_max(), input_chunk_frames);
+            (Some(to), Some(from))
+        };
+
+        let ratio = host_rate_hz as f64 / separator_rate_hz as f64;
+        let (delay_samples, quantization_samples) = if to_separator.is_some() {
+            // Each FFT resampler delays by half its chunk: together one host chunk.
+            let separator_delay =
+                ((separator_latency + padding_frames) as f64 * ratio).round() as usize;
+            let quantization = 2 * input_chunk_frames + (hop_frames as f64 * ratio).ceil() as usize;
+            (input_chunk_frames + separator_delay, quantization)
+        } else {
+            (separator_latency, hop_frames)
+        };
+
+        let mut pipeline = Self {
+            separator,
+            host_rate_hz,
+            input_chunk_frames,
+            to_separator,
+            from_separator,
+            separator_input: [
+                Vec::with_capacity(separator_chunk_frames + hop_frames),
+                Vec::with_capacity(separator_chunk_frames + hop_frames),
+            ],
+            separator_output: vec![
+                Vec::with_capacity(2 * (separator_chunk_frames + hop_frames) + padding_frames);
+                SEPARATED_CHANNELS
+            ],
+            hop_input: PlanarBlock::new(2, hop_frames),
+            hop_output: PlanarBlock::new(SEPARATED_CHANNELS, hop_frames),
+            residual_delay: VecDeque::with_capacity(delay_samples + 4 * input_chunk_frames),
+            padding_frames,
+            delay_samples,
+            quantization_samples,
+            host_stems: vec![Vec::with_capacity(input_chunk_frames); SEPARATED_CHANNELS],
+        };
+        pipeline.reset();
+        Ok(pipeline)
+    }
+
+    /// Host frames consumed per [`StemPipeline::process_chunk`] call.
+    pub fn input_chunk_frames(&self) -> usize {
+        self.input_chunk_frames
+    }
+
+    /// The pipeline's delay in host samples: output frame `t` holds the stems of input frame
+    /// `t − delay_samples()`.
+    pub fn delay_samples(&self) -> usize {
+        self.delay_samples
+    }
+
+    /// How far, in host samples, the chunked stages may hold output back: an output frame is
+    /// produced at the latest once the input has reached `frame + quantization_samples()`.
+    pub fn quantization_samples(&self) -> usize {
+        self.quantization_samples
+    }
+
+    /// An upper bound of the frames one [`StemPipeline::process_chunk`] call produces.
+    pub fn max_output_frames_per_chunk(&self) -> usize {
+        match &self.to_separator {
+            None => self.input_chunk_frames,
+            Some(to) => {
+                let separator_chunk = to.resampler.output_frames_max();
+                let hop = self.hop_input.num_frames();
+                let max_chunks_out =
+                    (separator_chunk + hop + self.padding_frames).div_ceil(separator_chunk) + 1;
+                max_chunks_out * self.input_chunk_frames
+            }
+        }
+    }
+
+    /// The host sample rate.
+    pub fn host_rate_hz(&self) -> u32 {
+        self.host_rate_hz
+    }
+
+    /// The separator's display name.
+    pub fn separator_name(&self) -> &str {
+        self.separator.name()
+    }
+
+    /// Clears all history, as if newly built. Does not allocate.
+    pub fn reset(&mut self) {
+        self.separator.reset();
+        if let Some(to) = &mut self.to_separator {
+            to.resampler.reset();
+        }
+        if let Some(from) = &mut self.from_separator {
+            from.resampler.reset();
+        }
+        for channel in &mut self.separator_input {
+            channel.clear();
+        }
+        for channel in &mut self.separator_output {
+            channel.clear();
+            channel.resize(self.padding_frames, 0.0);
+        }
+        self.residual_delay.clear();
+        self.residual_delay
+            .extend(std::iter::repeat_n([0.0f32; 2], self.delay_samples));
+    }
+
+    /// Consumes exactly [`StemPipeline::input_chunk_frames`] frames of sanitized host input and
+    /// appends the finished stem frames (interleaved, [`STEM_FRAME_SAMPLES`] per frame, stems in
+    /// [`crate::Stem::ALL`] order, left then right) to `output`.
+    pub fn process_chunk(&mut self, left: &[f32], right: &[f32], output: &mut Vec<f32>) {
+        assert_eq!(left.len(), self.input_chunk_frames);
+        assert_eq!(right.len(), self.input_chunk_frames);
+        self.residual_delay
+            .extend(left.iter().zip(right).map(|(&l, &r)| [l, r]));
+
+        match &mut self.to_separator {
+            Some(to) => {
+                // Lengths match the resampler's fixed chunk, so this cannot fail.
+                let _ = to
+                    .resampler
+                    .process_into_buffer(&[left, right], &mut to.output, None);
+                for (fifo, resampled) in self.separator_input.iter_mut().zip(&to.output) {
+                    fifo.extend_from_slice(resampled);
+                }
+            }
+            None => {
+                self.separator_input[0].extend_from_slice(left);
+                self.separator_input[1].extend_from_slice(right);
+            }
+        }
+
+        let hop = self.hop_input.num_frames();
+        while self.separator_input[0].len() >= hop {
+            for (channel, fifo) in self.separator_input.iter_mut().enumerate() {
+                self.hop_input.channel_mut(channel).copy_from_slice(&fifo[..hop]);
+                fifo.drain(..hop);
+            }
+            self.separator.process_hop(&self.hop_input, &mut self.hop_output);
+            for (channel, fifo) in self.separator_output.iter_mut().enumerate() {
+                // A misbehaving separator never gets NaN into the stems.
+                fifo.extend(self.hop_output.channel(channel).iter().map(|&x| sanitize_sample(x)));
+            }
+        }
+
+        match &mut self.from_separator {
+            Some(from) => {
+                let chunk = from.resampler.input_frames_next();
+                while self.separator_output[0].len() >= chunk {
+                    let inputs: Vec<&[f32]> =
+                        self.separator_output.iter().map(|c| &c[..chunk]).collect();
+                    let _ = from
+                        .resampler
+                        .process_into_buffer(&inputs, &mut from.output, None);
+                    for fifo in &mut self.separator_output {
+                        fifo.drain(..chunk);
+                    }
+                    for (host, resampled) in self.host_stems.iter_mut().zip(&from.output) {
+                        host.clear();
+                        host.extend_from_slice(resampled);
+                    }
+                    Self::emit(&self.host_stems, &mut self.residual_delay, output);
+                }
+            }
+            None => {
+                Self::emit(&self.separator_output, &mut self.residual_delay, output);
+                for fifo in &mut self.separator_output {
+                    fifo.clear();
+                }
+            }
+        }
+    }
+
+    /// Interleaves separated stems with the residual and appends them to `output`.
+    fn emit(stems: &[Vec<f32>], residual_delay: &mut VecDeque<[f32; 2]>, output: &mut Vec<f32>) {
+        let num_frames = stems[0].len();
+        output.reserve(num_frames * STEM_FRAME_SAMPLES);
+        for frame in 0..num_frames {
+            let input = residual_delay.pop_front().unwrap_or([0.0; 2]);
+            let mut separated_sum = [0.0f32; 2];
+            let start = output.len();
+            output.resize(start + STEM_FRAME_SAMPLES, 0.0);
+            let out = &mut output[start..];
+            for stem in 0..NUM_SEPARATED_STEMS {
+                for channel in 0..2 {
+                    let sample = flush_subnormal(stems[stem_channel(stem, channel)][frame]);
+                    out[stem * 2 + channel] = sample;
+                    separated_sum[channel] += sample;
+                }
+            }
+            for channel in 0..2 {
+                out[NUM_SEPARATED_STEMS * 2 + channel] =
+                    flush_subnormal(input[channel] - separated_sum[channel]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::separator::PassthroughSeparator;
+    use crate::stem::Stem;
+
+    fn run_pipeline(pipeline: &mut StemPipeline, left: &[f32], right: &[f32]) -> Vec<f32> {
+        let chunk = pipeline.input_chunk_frames();
+        let mut out = Vec::new();
+        for (l, r) in left.chunks_exact(chunk).zip(right.chunks_exact(chunk)) {
+            let before = out.len();
+            pipeline.process_chunk(l, r, &mut out);
+            assert!(
+                (out.len() - before) / STEM_FRAME_SAMPLES <= pipeline.max_output_frames_per_chunk()
+            );
+        }
+        out
+    }
+
+    fn argmax_abs(values: impl Iterator<Item = f32>) -> usize {
+        values
+            .enumerate()
+            .fold((0, 0.0f32), |best, (i, v)| if v.abs() > best.1 { (i, v.abs()) } else { best })
+            .0
+    }
+
+    #[test]
+    fn impulse_lands_exactly_at_the_pipeline_delay_at_any_rate() {
+        for host_rate_hz in [22_050, 32_000, 44_100, 48_000, 88_200, 96_000, 192_000] {
+            let separator = Box::new(PassthroughSeparator::new(44_100, 1024, 300));
+            let mut pipeline = StemPipeline::new(separator, host_rate_hz).unwrap();
+            let len = pipeline.input_chunk_frames() * 40;
+            let impulse_at = 3_000;
+            let mut left = vec![0.0; len];
+            left[impulse_at] = 1.0;
+            let right = left.clone();
+            let out = run_pipeline(&mut pipeline, &left, &right);
+            let vocals_left = out
+                .chunks_exact(STEM_FRAME_SAMPLES)
+                .map(|f| f[stem_channel(Stem::Vocals.index(), 0)]);
+            let peak = argmax_abs(vocals_left);
+            assert_eq!(
+                peak,
+                impulse_at + pipeline.delay_samples(),
+                "host {host_rate_hz} Hz, delay {}",
+                pipeline.delay_samples()
+            );
+        }
+    }
+
+    #[test]
+    fn stems_sum_to_the_delayed_input() {
+        let separator = Box::new(PassthroughSeparator::new(44_100, 1024, 300));
+        let mut pipeline = StemPipeline::new(separator, 48_000).unwrap();
+        let len = pipeline.input_chunk_frames() * 30;
+        let left: Vec<f32> = (0..len).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
+        let right: Vec<f32> = left.iter().map(|x| -0.5 * x).collect();
+        let out = run_pipeline(&mut pipeline, &left, &right);
+        let delay = pipeline.delay_samples();
+        for (t, frame) in out.chunks_exact(STEM_FRAME_SAMPLES).enumerate() {
+            for channel in 0..2 {
+                let sum: f32 = (0..4).map(|s| frame[s * 2 + channel]).sum();
+                let expected = if t >= delay {
+                    [&left, &right][channel][t - delay]
+                } else {
+                    0.0
+                };
+                assert!((sum - expected).abs() < 1e-6, "t={t} sum={sum} expected={expected}");
+            }
+        }
+    }
+
+    #[test]
+    fn non_finite_separator_output_is_silenced() {
+        struct NanSeparator;
+        impl Separator for NanSeparator {
+            fn name(&self) -> &str {
+                "nan"
+            }
+            fn sample_rate_hz(&self) -> u32 {
+                44_100
+            }
+            fn hop_frames(&self) -> usize {
+                256
+            }
+            fn latency_frames(&self) -> usize {
+                0
+            }
+            fn reset(&mut self) {}
+            fn process_hop(&mut self, _input: &PlanarBlock, stems: &mut PlanarBlock) {
+                for c in 0..stems.num_channels() {
+                    stems.channel_mut(c).fill(f32::NAN);
+                }
+            }
+        }
+        let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 44_100).unwrap();
+        let input = vec![0.25; 256];
+        let mut out = Vec::new();
+        pipeline.process_chunk(&input, &input, &mut out);
+        assert!(out.iter().all(|x| x.is_finite()));
+        // Everything ends up in the residual.
+        assert_eq!(out[6], 0.25);
+    }
+}

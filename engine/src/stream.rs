@@ -1,0 +1,726 @@
+//! The real-time boundary: [`StemStreamHandle`] on the audio thread, [`StemStreamWorker`] behind
+//! it, talking through lock-free `rtrb` ring buffers and a few atomics.
+//!
+//! Timeline: the handle reports a fixed latency `L`. Output frame `t` of every stem is the stem of
+//! input frame `t − L`. The worker's [`StemPipeline`] delays by `D ≤ L`; the output ring is
+//! pre-filled with `L − D` silent frames, so each frame the audio thread reads lines up without
+//! any bookkeeping. When a frame is not ready in time (an underrun, real-time mode only), the
+//! handle outputs the dry input delayed by `L` on `Other` and silence on the other stems, keeps
+//! the mix complete, and later drops the late frame so the timeline never shifts.
+//!
+//! In offline mode the handle waits for the worker instead, so every frame is separated and the
+//! result is bit-identical whatever the host's block size.
+//!
+//! A reset (transport jump) is a generation counter: the handle publishes the input frame count
+//! at which the new generation starts, the worker discards everything before it, clears its
+//! pipeline and acknowledges with the output frame count at which new-generation frames start.
+//! Nothing is allocated or freed on the audio thread.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::dsp::sanitize_sample;
+use crate::pipeline::StemPipeline;
+use crate::separator::Separator;
+use crate::stem::{Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
+use crate::EngineError;
+
+/// Extra latency that covers the host's block and the worker's scheduling in real-time mode.
+pub const SCHEDULING_MARGIN_MS: f64 = 100.0;
+/// How long an offline render waits for a stuck worker before falling back to dry audio.
+pub const OFFLINE_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the worker sleeps when it has nothing to do and nobody wakes it.
+const WORKER_IDLE_PARK: Duration = Duration::from_millis(2);
+
+/// Whether the audio thread may wait for the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessingMode {
+    /// Live playback: never wait; late frames become dry audio on `Other` (an underrun).
+    Realtime,
+    /// The host's offline render: wait for every frame, so the output is exact.
+    Offline,
+}
+
+/// How a stream is set up. Everything the audio side needs is sized from this.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamConfig {
+    /// The host's sample rate.
+    pub host_sample_rate_hz: f32,
+    /// The largest block the host will pass to [`StemStreamHandle::process`].
+    pub max_block_frames: usize,
+    /// Real-time or offline.
+    pub mode: ProcessingMode,
+}
+
+/// The latency a stream reports: the pipeline's delay and chunk quantization plus the
+/// scheduling margin, which is at least one host block. A pure function of its inputs.
+pub fn stream_latency_samples(
+    pipeline_delay_samples: usize,
+    pipeline_quantization_samples: usize,
+    host_sample_rate_hz: u32,
+    max_block_frames: usize,
+) -> usize {
+    let margin_samples = ((SCHEDULING_MARGIN_MS / 1000.0) * host_sample_rate_hz as f64).ceil() as usize;
+    pipeline_delay_samples + pipeline_quantization_samples + margin_samples.max(max_block_frames)
+}
+
+/// Counters shared by the handle, the worker and whoever displays them. All relaxed atomics:
+/// they are statistics, not synchronisation.
+#[derive(Debug, Default)]
+pub struct StreamStats {
+    underrun_blocks: AtomicU64,
+    underrun_frames: AtomicU64,
+    input_overflows: AtomicU64,
+    non_finite_input_samples: AtomicU64,
+    worker_error: Mutex<Option<String>>,
+}
+
+impl StreamStats {
+    /// Blocks in which at least one frame was not ready in time (real-time mode).
+    pub fn underrun_blocks(&self) -> u64 {
+        self.underrun_blocks.load(Ordering::Relaxed)
+    }
+
+    /// Frames that were output as dry fallback because they were not ready in time.
+    pub fn underrun_frames(&self) -> u64 {
+        self.underrun_frames.load(Ordering::Relaxed)
+    }
+
+    /// Times the input ring was full (the worker stalled) and the stream restarted itself.
+    pub fn input_overflows(&self) -> u64 {
+        self.input_overflows.load(Ordering::Relaxed)
+    }
+
+    /// NaN or infinite input samples that were replaced with silence.
+    pub fn non_finite_input_samples(&self) -> u64 {
+        self.non_finite_input_samples.load(Ordering::Relaxed)
+    }
+
+    /// Why the worker stopped, if it died. Not realtime-safe: locks and clones.
+    pub fn worker_error(&self) -> Option<String> {
+        self.worker_error.lock().clone()
+    }
+}
+
+/// State shared between the handle and the worker.
+struct Shared {
+    /// Set by the worker owner to stop the thread.
+    should_stop: AtomicBool,
+    /// Cleared by the worker when it exits (normally or by panic).
+    is_worker_alive: AtomicBool,
+    /// The newest reset generation requested by the handle.
+    reset_generation: AtomicU64,
+    /// Input frame count at which the newest generation starts. Written before
+    /// `reset_generation` (release), read after it (acquire).
+    reset_at_input_frame: AtomicU64,
+    /// The newest generation the worker has switched to.
+    acked_generation: AtomicU64,
+    /// Output frame count at which the acknowledged generation's frames start. Written before
+    /// `acked_generation`.
+    generation_first_output_frame: AtomicU64,
+    stats: Arc<StreamStats>,
+}
+
+/// Creates a handle and its worker. Not realtime-safe: allocates and spawns a thread.
+pub fn spawn_stream(
+    separator: Box<dyn Separator>,
+    config: &StreamConfig,
+) -> Result<(StemStreamHandle, StemStreamWorker), EngineError> {
+    let host_rate_hz = crate::validate_sample_rate(config.host_sample_rate_hz)?;
+    if config.max_block_frames == 0 || config.max_block_frames > 1 << 20 {
+        return Err(EngineError::InvalidBlockSize(config.max_block_frames));
+    }
+    let pipeline = StemPipeline::new(separator, host_rate_hz)?;
+    let latency_samples = stream_latency_samples(
+        pipeline.delay_samples(),
+        pipeline.quantization_samples(),
+        host_rate_hz,
+        config.max_block_frames,
+    );
+    let prefill_frames = latency_samples - pipeline.delay_samples();
+    let max_output_per_chunk = pipeline.max_output_frames_per_chunk();
+    let chunk_frames = pipeline.input_chunk_frames();
+
+    let input_capacity_frames = 2 * (latency_samples + config.max_block_frames + chunk_frames);
+    let output_capacity_frames =
+        2 * (latency_samples + config.max_block_frames + max_output_per_chunk);
+    let (input_producer, input_consumer) = RingBuffer::new(input_capacity_frames * 2);
+    let (mut output_producer, output_consumer) =
+        RingBuffer::new(output_capacity_frames * STEM_FRAME_SAMPLES);
+
+    // The initial pre-fill goes in before the thread starts, so real-time playback starts
+    // without underruns however slowly the worker wakes up.
+    for _ in 0..prefill_frames * STEM_FRAME_SAMPLES {
+        let _ = output_producer.push(0.0);
+    }
+
+    let stats = Arc::new(StreamStats::default());
+    let shared = Arc::new(Shared {
+        should_stop: AtomicBool::new(false),
+        is_worker_alive: AtomicBool::new(true),
+        reset_generation: AtomicU64::new(0),
+        reset_at_input_frame: AtomicU64::new(0),
+        acked_generation: AtomicU64::new(0),
+        generation_first_output_frame: AtomicU64::new(0),
+        stats: stats.clone(),
+    });
+
+    let worker_loop = WorkerLoop {
+        pipeline,
+        input: input_consumer,
+        output: output_producer,
+        shared: shared.clone(),
+        generation: 0,
+        input_frames_popped: 0,
+        output_frames_pushed: prefill_frames as u64,
+        prefill_frames,
+        prefill_remaining: 0,
+        chunk: [vec![0.0; chunk_frames], vec![0.0; chunk_frames]],
+        chunk_fill: 0,
+        chunk_output: Vec::with_capacity(max_output_per_chunk * STEM_FRAME_SAMPLES),
+        max_output_per_chunk,
+    };
+    let thread_shared = shared.clone();
+    let join_handle = std::thread::Builder::new()
+        .name("stemflow-worker".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
+                let mut worker_loop = worker_loop;
+                worker_loop.run();
+            }));
+            if let Err(panic) = result {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                log::error!("Stemflow worker stopped: {message}");
+                *thread_shared.stats.worker_error.lock() = Some(message);
+            }
+            thread_shared.is_worker_alive.store(false, Ordering::Release);
+        })
+        .map_err(|e| EngineError::Worker(e.to_string()))?;
+
+    let max_block = config.max_block_frames;
+    let handle = StemStreamHandle {
+        input: input_producer,
+        output: output_consumer,
+        shared: shared.clone(),
+        worker_thread: join_handle.thread().clone(),
+        mode: config.mode,
+        latency_samples,
+        max_block_frames: max_block,
+        generation: 0,
+        is_awaiting_ack: false,
+        input_frames_pushed: 0,
+        output_frames_popped: 0,
+        owed_output_frames: 0,
+        dry_delay: [
+            vec![0.0; latency_samples + max_block],
+            vec![0.0; latency_samples + max_block],
+        ],
+        dry_write_pos: 0,
+        frames_since_reset: 0,
+        input_scratch: [vec![0.0; max_block], vec![0.0; max_block]],
+        stem_outputs: std::array::from_fn(|_| [vec![0.0; max_block], vec![0.0; max_block]]),
+        dry_output: [vec![0.0; max_block], vec![0.0; max_block]],
+        block_frames: 0,
+    };
+    let worker = StemStreamWorker {
+        shared,
+        join_handle: Some(join_handle),
+        stats,
+        latency_samples,
+    };
+    Ok((handle, worker))
+}
+
+/// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
+pub struct StemStreamHandle {
+    /// Sanitized stereo input, interleaved, to the worker.
+    input: Producer<f32>,
+    /// Finished stem frames ([`STEM_FRAME_SAMPLES`] each) from the worker.
+    output: Consumer<f32>,
+    shared: Arc<Shared>,
+    /// To wake the worker after pushing input.
+    worker_thread: Thread,
+    mode: ProcessingMode,
+    latency_samples: usize,
+    max_block_frames: usize,
+    /// The newest reset generation this handle requested.
+    generation: u64,
+    /// True from a reset until the worker acknowledged it.
+    is_awaiting_ack: bool,
+    input_frames_pushed: u64,
+    output_frames_popped: u64,
+    /// Frames output as fallback whose separated versions must be dropped when they arrive.
+    owed_output_frames: u64,
+    /// The dry input, `latency + max_block` frames per channel, for fallback and bypass.
+    dry_delay: [Vec<f32>; 2],
+    dry_write_pos: usize,
+    /// Dry frames older than this are from before the last reset and read as silence.
+    frames_since_reset: u64,
+    input_scratch: [Vec<f32>; 2],
+    stem_outputs: [[Vec<f32>; 2]; NUM_STEMS],
+    dry_output: [Vec<f32>; 2],
+    block_frames: usize,
+}
+
+impl StemStreamHandle {
+    /// The stream's fixed latency in host samples. Realtime-safe.
+    pub fn latency_samples(&self) -> usize {
+        self.latency_samples
+    }
+
+    /// The largest block [`StemStreamHandle::process`] accepts. Realtime-safe.
+    pub fn max_block_frames(&self) -> usize {
+        self.max_block_frames
+    }
+
+    /// Real-time or offline. Realtime-safe.
+    pub fn mode(&self) -> ProcessingMode {
+        self.mode
+    }
+
+    /// Shared statistics (underruns, overflows). Realtime-safe.
+    pub fn stats(&self) -> &Arc<StreamStats> {
+        &self.shared.stats
+    }
+
+    /// Clears the pipeline, for transport jumps: the next `latency_samples()` output frames are
+    /// silent, then the stems of the input after the reset follow. Realtime-safe: publishes a
+    /// generation and wakes the worker; nothing is allocated or freed.
+    pub fn reset(&mut self) {
+        self.generation += 1;
+        self.shared
+            .reset_at_input_frame
+            .store(self.input_frames_pushed, Ordering::Relaxed);
+        self.shared
+            .reset_generation
+            .store(self.generation, Ordering::Release);
+        self.is_awaiting_ack = true;
+        self.owed_output_frames = 0;
+        self.frames_since_reset = 0;
+        self.worker_thread.unpark();
+    }
+
+    /// Processes one block of `left.len()` frames (at most
+    /// [`StemStreamHandle::max_block_frames`]; longer input is truncated, so split it first).
+    /// Afterwards [`StemStreamHandle::stem_output`] and [`StemStreamHandle::dry_output`] hold
+    /// this block's output. Returns the number of frames processed.
+    ///
+    /// Realtime-safe in [`ProcessingMode::Realtime`]: copies to and from preallocated ring
+    /// buffers, never waits. In [`ProcessingMode::Offline`] it waits for the worker.
+    pub fn process(&mut self, left: &[f32], right: &[f32]) -> usize {
+        let num_frames = left.len().min(right.len()).min(self.max_block_frames);
+        self.block_frames = num_frames;
+        if num_frames == 0 {
+            return 0;
+        }
+
+        // 1. Sanitize the input: NaN/Inf and subnormals become silence.
+        let mut num_non_finite = 0u64;
+        for (channel, source) in [left, right].into_iter().enumerate() {
+            for (dest, &sample) in self.input_scratch[channel][..num_frames].iter_mut().zip(source)
+            {
+                num_non_finite += u64::from(!sample.is_finite());
+                *dest = sanitize_sample(sample);
+            }
+        }
+        if num_non_finite > 0 {
+            self.shared
+                .stats
+                .non_finite_input_samples
+                .fetch_add(num_non_finite, Ordering::Relaxed);
+        }
+
+        // 2. Hand the input to the worker. A full ring means the worker stalled: restart the
+        //    pipeline after this block rather than shift the timeline.
+        let is_pushed = self.push_input(num_frames);
+
+        // 3. The dry signal delayed by the latency, for fallback and bypass.
+        self.update_dry_delay(num_frames);
+        self.worker_thread.unpark();
+
+        // 4. Read the stems.
+        if self.is_awaiting_ack && !self.check_ack() && self.mode == ProcessingMode::Offline {
+            let shared = self.shared.clone();
+            let generation = self.generation;
+            if wait_until(&shared, || {
+                shared.acked_generation.load(Ordering::Acquire) == generation
+            }) {
+                self.check_ack();
+            }
+        }
+        if self.is_awaiting_ack || !is_pushed {
+            self.output_fallback(0, num_frames);
+            if is_pushed {
+                self.owed_output_frames += num_frames as u64;
+            } else {
+                self.request_overflow_reset();
+            }
+        } else {
+            self.read_stems(num_frames);
+        }
+        self.frames_since_reset += num_frames as u64;
+        num_frames
+    }
+
+    /// One stem's output for the last processed block. Realtime-safe.
+    pub fn stem_output(&self, stem: Stem, channel: usize) -> &[f32] {
+        &self.stem_outputs[stem.index()][channel][..self.block_frames]
+    }
+
+    /// The dry input delayed by the latency, for the last processed block. Realtime-safe.
+    pub fn dry_output(&self, channel: usize) -> &[f32] {
+        &self.dry_output[channel][..self.block_frames]
+    }
+
+    fn push_input(&mut self, num_frames: usize) -> bool {
+        let Ok(mut chunk) = self.input.write_chunk(num_frames * 2) else {
+            self.shared
+                .stats
+                .input_overflows
+                .fetch_add(1, Ordering::Relaxed);
+            return false;
+        };
+        let (first, second) = chunk.as_mut_slices();
+        let [left, right] = &self.input_scratch;
+        let mut frames = left.iter().zip(right.iter()).take(num_frames);
+        for pair in first.chunks_exact_mut(2).chain(second.chunks_exact_mut(2)) {
+            if let Some((&l, &r)) = frames.next() {
+                pair[0] = l;
+                pair[1] = r;
+            }
+        }
+        chunk.commit_all();
+        self.input_frames_pushed += num_frames as u64;
+        true
+    }
+
+    /// Restarts the pipeline at the current input position after a dropped block.
+    fn request_overflow_reset(&mut self) {
+        // The dropped block is not part of the new generation, so nothing is owed for it, and
+        // the dry history stays valid.
+        let frames_since_reset = self.frames_since_reset;
+        self.reset();
+        self.frames_since_reset = frames_since_reset;
+    }
+
+    fn update_dry_delay(&mut self, num_frames: usize) {
+        let len = self.dry_delay[0].len();
+        for i in 0..num_frames {
+            let write_pos = (self.dry_write_pos + i) % len;
+            let read_pos = (write_pos + len - self.latency_samples) % len;
+            let is_valid = self.frames_since_reset + i as u64 >= self.latency_samples as u64;
+            for channel in 0..2 {
+                self.dry_delay[channel][write_pos] = self.input_scratch[channel][i];
+                self.dry_output[channel][i] = if is_valid {
+                    self.dry_delay[channel][read_pos]
+                } else {
+                    0.0
+                };
+            }
+        }
+        self.dry_write_pos = (self.dry_write_pos + num_frames) % len;
+    }
+
+    /// Sees whether the worker switched to our generation, and drops the stale frames before it.
+    fn check_ack(&mut self) -> bool {
+        if self.shared.acked_generation.load(Ordering::Acquire) != self.generation {
+            return false;
+        }
+        let first_frame = self
+            .shared
+            .generation_first_output_frame
+            .load(Ordering::Relaxed);
+        let stale_frames = first_frame.saturating_sub(self.output_frames_popped);
+        self.drop_frames(stale_frames as usize);
+        self.is_awaiting_ack = false;
+        true
+    }
+
+    fn available_frames(&self) -> usize {
+        self.output.slots() / STEM_FRAME_SAMPLES
+    }
+
+    fn drop_frames(&mut self, num_frames: usize) -> usize {
+        let num_frames = num_frames.min(self.available_frames());
+        if let Ok(chunk) = self.output.read_chunk(num_frames * STEM_FRAME_SAMPLES) {
+            chunk.commit_all();
+        }
+        self.output_frames_popped += num_frames as u64;
+        num_frames
+    }
+
+    fn read_stems(&mut self, num_frames: usize) {
+        if self.mode == ProcessingMode::Offline {
+            let needed = self.owed_output_frames as usize + num_frames;
+            if self.available_frames() < needed {
+                let shared = self.shared.clone();
+                let output = &self.output;
+                wait_until(&shared, || output.slots() / STEM_FRAME_SAMPLES >= needed);
+            }
+        }
+        if self.owed_output_frames > 0 {
+            let dropped = self.drop_frames(self.owed_output_frames as usize);
+            self.owed_output_frames -= dropped as u64;
+        }
+        let ready_frames = if self.owed_output_frames > 0 {
+            0
+        } else {
+            self.available_frames().min(num_frames)
+        };
+        if let Ok(chunk) = self.output.read_chunk(ready_frames * STEM_FRAME_SAMPLES) {
+            let (first, second) = chunk.as_slices();
+            for (i, frame) in first
+                .chunks_exact(STEM_FRAME_SAMPLES)
+                .chain(second.chunks_exact(STEM_FRAME_SAMPLES))
+                .enumerate()
+            {
+                for (stem, outputs) in self.stem_outputs.iter_mut().enumerate() {
+                    outputs[0][i] = frame[stem * 2];
+                    outputs[1][i] = frame[stem * 2 + 1];
+                }
+            }
+            chunk.commit_all();
+        }
+        self.output_frames_popped += ready_frames as u64;
+        if ready_frames < num_frames {
+            let missing = num_frames - ready_frames;
+            self.output_fallback(ready_frames, num_frames);
+            self.owed_output_frames += missing as u64;
+            let stats = &self.shared.stats;
+            stats.underrun_blocks.fetch_add(1, Ordering::Relaxed);
+            stats
+                .underrun_frames
+                .fetch_add(missing as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Dry (delayed) input on `Other`, silence on the rest, for frames `start..end`.
+    fn output_fallback(&mut self, start: usize, end: usize) {
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                let out = &mut self.stem_outputs[stem.index()][channel][start..end];
+                if stem == Stem::Other {
+                    out.copy_from_slice(&self.dry_output[channel][start..end]);
+                } else {
+                    out.fill(0.0);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StemStreamHandle {
+    fn drop(&mut self) {
+        // Not on the audio thread: the plugin drops handles in deactivate.
+        self.shared.should_stop.store(true, Ordering::Release);
+        self.worker_thread.unpark();
+    }
+}
+
+/// Waits (offline mode only) until `is_ready` holds, the worker died or the timeout passed.
+/// Spins briefly, then yields, then sleeps in short naps. Not realtime-safe: waits.
+fn wait_until(shared: &Shared, mut is_ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    let mut iterations = 0u32;
+    loop {
+        if is_ready() {
+            return true;
+        }
+        if !shared.is_worker_alive.load(Ordering::Acquire) || start.elapsed() > OFFLINE_WAIT_TIMEOUT
+        {
+            return false;
+        }
+        iterations += 1;
+        if iterations < 64 {
+            std::hint::spin_loop();
+        } else if iterations < 256 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// Owns the worker thread. Dropping it stops and joins the thread. Not realtime-safe: lives on
+/// the main thread (the plugin keeps it next to, not inside, the audio state).
+pub struct StemStreamWorker {
+    shared: Arc<Shared>,
+    join_handle: Option<JoinHandle<()>>,
+    stats: Arc<StreamStats>,
+    latency_samples: usize,
+}
+
+impl StemStreamWorker {
+    /// Shared statistics.
+    pub fn stats(&self) -> &Arc<StreamStats> {
+        &self.stats
+    }
+
+    /// The stream's latency in host samples.
+    pub fn latency_samples(&self) -> usize {
+        self.latency_samples
+    }
+
+    /// Whether the thread still runs.
+    pub fn is_alive(&self) -> bool {
+        self.shared.is_worker_alive.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for StemStreamWorker {
+    fn drop(&mut self) {
+        self.shared.should_stop.store(true, Ordering::Release);
+        if let Some(join_handle) = self.join_handle.take() {
+            join_handle.thread().unpark();
+            let _ = join_handle.join();
+        }
+    }
+}
+
+/// The worker thread's state.
+struct WorkerLoop {
+    pipeline: StemPipeline,
+    input: Consumer<f32>,
+    output: Producer<f32>,
+    shared: Arc<Shared>,
+    generation: u64,
+    input_frames_popped: u64,
+    output_frames_pushed: u64,
+    prefill_frames: usize,
+    prefill_remaining: usize,
+    /// The chunk being gathered, `chunk_fill` frames so far: input frames
+    /// `input_frames_popped - chunk_fill .. input_frames_popped`.
+    chunk: [Vec<f32>; 2],
+    chunk_fill: usize,
+    chunk_output: Vec<f32>,
+    max_output_per_chunk: usize,
+}
+
+impl WorkerLoop {
+    fn run(&mut self) {
+        while !self.shared.should_stop.load(Ordering::Acquire) {
+            let generation = self.shared.reset_generation.load(Ordering::Acquire);
+            if generation != self.generation {
+                self.switch_generation(generation);
+            }
+            let has_progressed = self.step();
+            if !has_progressed {
+                std::thread::park_timeout(WORKER_IDLE_PARK);
+            }
+        }
+    }
+
+    fn output_free_frames(&self) -> usize {
+        self.output.slots() / STEM_FRAME_SAMPLES
+    }
+
+    /// Does one unit of work. Returns whether anything happened.
+    fn step(&mut self) -> bool {
+        if self.prefill_remaining > 0 {
+            let num_frames = self.prefill_remaining.min(self.output_free_frames());
+            if let Ok(mut write) = self.output.write_chunk(num_frames * STEM_FRAME_SAMPLES) {
+                let (first, second) = write.as_mut_slices();
+                first.fill(0.0);
+                second.fill(0.0);
+                write.commit_all();
+            }
+            self.prefill_remaining -= num_frames;
+            self.output_frames_pushed += num_frames as u64;
+            return num_frames > 0;
+        }
+
+        // Gather input for the chunk.
+        let chunk_frames = self.pipeline.input_chunk_frames();
+        let wanted = chunk_frames - self.chunk_fill;
+        let available = (self.input.slots() / 2).min(wanted);
+        if available > 0 {
+            if let Ok(read) = self.input.read_chunk(available * 2) {
+                let (first, second) = read.as_slices();
+                for (i, pair) in first
+                    .chunks_exact(2)
+                    .chain(second.chunks_exact(2))
+                    .enumerate()
+                {
+                    self.chunk[0][self.chunk_fill + i] = pair[0];
+                    self.chunk[1][self.chunk_fill + i] = pair[1];
+                }
+                read.commit_all();
+            }
+            self.chunk_fill += available;
+            self.input_frames_popped += available as u64;
+        }
+        if self.chunk_fill < chunk_frames {
+            return available > 0;
+        }
+        // A reset published while we gathered must be handled before these frames are used.
+        if self.shared.reset_generation.load(Ordering::Acquire) != self.generation {
+            return true;
+        }
+        if self.output_free_frames() < self.max_output_per_chunk {
+            // The audio side is behind; wait for it to read.
+            return available > 0;
+        }
+        self.chunk_output.clear();
+        self.pipeline
+            .process_chunk(&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        self.chunk_fill = 0;
+        let num_frames = self.chunk_output.len() / STEM_FRAME_SAMPLES;
+        if let Ok(mut write) = self.output.write_chunk(self.chunk_output.len()) {
+            let (first, second) = write.as_mut_slices();
+            let split = first.len();
+            first.copy_from_slice(&self.chunk_output[..split]);
+            second.copy_from_slice(&self.chunk_output[split..]);
+            write.commit_all();
+        }
+        self.output_frames_pushed += num_frames as u64;
+        true
+    }
+
+    /// Discards input before the reset point, clears the pipeline and acknowledges.
+    fn switch_generation(&mut self, generation: u64) {
+        let reset_at = self.shared.reset_at_input_frame.load(Ordering::Acquire);
+        let chunk_start = self.input_frames_popped - self.chunk_fill as u64;
+        if reset_at <= self.input_frames_popped {
+            // Some post-reset frames are already in the chunk: keep them.
+            let keep_from = reset_at.saturating_sub(chunk_start) as usize;
+            for channel in &mut self.chunk {
+                channel.copy_within(keep_from..self.chunk_fill, 0);
+            }
+            self.chunk_fill -= keep_from;
+        } else {
+            let mut to_discard = (reset_at - self.input_frames_popped) as usize;
+            while to_discard > 0 {
+                let num_frames = (self.input.slots() / 2).min(to_discard);
+                if let Ok(read) = self.input.read_chunk(num_frames * 2) {
+                    read.commit_all();
+                }
+                to_discard -= num_frames;
+                self.input_frames_popped += num_frames as u64;
+                if num_frames == 0 {
+                    // Published before the generation, so this cannot happen; never spin.
+                    break;
+                }
+            }
+            self.chunk_fill = 0;
+        }
+        self.pipeline.reset();
+        self.prefill_remaining = self.prefill_frames;
+        self.shared
+            .generation_first_output_frame
+            .store(self.output_frames_pushed, Ordering::Relaxed);
+        self.shared
+            .acked_generation
+            .store(generation, Ordering::Release);
+        self.generation = generation;
+    }
+}
