@@ -288,6 +288,11 @@ impl StemStreamHandle {
         self.mode
     }
 
+    /// Stem frames the worker has delivered that are waiting to be read. Realtime-safe.
+    pub fn ready_frames(&self) -> usize {
+        self.available_frames()
+    }
+
     /// Shared statistics (underruns, overflows). Realtime-safe.
     pub fn stats(&self) -> &Arc<StreamStats> {
         &self.shared.stats

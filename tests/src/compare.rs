@@ -4,7 +4,13 @@
 /// 0 before `delay`.
 pub fn delayed(x: &[f32], delay: usize, len: usize) -> Vec<f32> {
     (0..len)
-        .map(|t| if t >= delay { x.get(t - delay).copied().unwrap_or(0.0) } else { 0.0 })
+        .map(|t| {
+            if t >= delay {
+                x.get(t - delay).copied().unwrap_or(0.0)
+            } else {
+                0.0
+            }
+        })
         .collect()
 }
 
@@ -43,7 +49,11 @@ pub fn max_abs_diff(a: &[f32], b: &[f32], range: std::ops::Range<usize>) -> (f32
 pub fn peak(x: &[f32], range: std::ops::Range<usize>) -> (f32, usize) {
     let mut worst = (0.0f32, range.start);
     for i in range {
-        let v = if x[i].is_nan() { f32::INFINITY } else { x[i].abs() };
+        let v = if x[i].is_nan() {
+            f32::INFINITY
+        } else {
+            x[i].abs()
+        };
         if v > worst.0 {
             worst = (v, i);
         }
@@ -58,23 +68,42 @@ pub fn argmax_abs(x: &[f32]) -> usize {
 
 /// Panics unless `|actual[i] - expected[i]| <= tolerance` for every `i` in `range`.
 #[track_caller]
-pub fn assert_close(what: &str, actual: &[f32], expected: &[f32], range: std::ops::Range<usize>, tolerance: f32) {
-    assert!(range.end <= actual.len() && range.end <= expected.len(),
-        "{what}: range {range:?} outside the signals ({} and {} frames)", actual.len(), expected.len());
+pub fn assert_close(
+    what: &str,
+    actual: &[f32],
+    expected: &[f32],
+    range: std::ops::Range<usize>,
+    tolerance: f32,
+) {
+    assert!(
+        range.end <= actual.len() && range.end <= expected.len(),
+        "{what}: range {range:?} outside the signals ({} and {} frames)",
+        actual.len(),
+        expected.len()
+    );
     let (diff, at) = max_abs_diff(actual, expected, range.clone());
     assert!(
         diff <= tolerance,
-        "{what}: max |error| {diff:e} (> {tolerance:e}) at frame {at} of {range:?}: actual {} vs expected {}",
-        actual[at], expected[at]
+        "{what}: max |error| {diff:e} (> {tolerance:e}) at frame {at} of {range:?}: \
+         actual {} vs expected {}",
+        actual[at],
+        expected[at]
     );
 }
 
 /// Panics unless `|x[i]| <= tolerance` for every `i` in `range`.
 #[track_caller]
 pub fn assert_silent(what: &str, x: &[f32], range: std::ops::Range<usize>, tolerance: f32) {
-    assert!(range.end <= x.len(), "{what}: range {range:?} outside the signal ({} frames)", x.len());
+    assert!(
+        range.end <= x.len(),
+        "{what}: range {range:?} outside the signal ({} frames)",
+        x.len()
+    );
     let (p, at) = peak(x, range.clone());
-    assert!(p <= tolerance, "{what}: not silent over {range:?}: |x[{at}]| = {p:e} (> {tolerance:e})");
+    assert!(
+        p <= tolerance,
+        "{what}: not silent over {range:?}: |x[{at}]| = {p:e} (> {tolerance:e})"
+    );
 }
 
 /// Panics unless both channels have the same length and the same bits at every frame
@@ -83,11 +112,13 @@ pub fn assert_silent(what: &str, x: &[f32], range: std::ops::Range<usize>, toler
 pub fn assert_bit_identical(what: &str, a: &[f32], b: &[f32]) {
     assert_eq!(a.len(), b.len(), "{what}: lengths differ");
     if let Some(i) = (0..a.len()).find(|&i| a[i].to_bits() != b[i].to_bits()) {
-        let differing = (0..a.len()).filter(|&i| a[i].to_bits() != b[i].to_bits()).count();
+        let differing = (0..a.len())
+            .filter(|&i| a[i].to_bits() != b[i].to_bits())
+            .count();
         let (diff, at) = max_abs_diff(a, b, 0..a.len());
         panic!(
-            "{what}: first difference at frame {i} ({:e} vs {:e}); {differing} of {} frames differ; \
-             max |diff| {diff:e} at frame {at}",
+            "{what}: first difference at frame {i} ({:e} vs {:e}); {differing} of {} frames \
+             differ; max |diff| {diff:e} at frame {at}",
             a[i],
             b[i],
             a.len()
@@ -106,7 +137,10 @@ mod tests {
 
     #[test]
     fn delayed_shifts_and_pads() {
-        assert_eq!(delayed(&[1.0, 2.0, 3.0], 2, 5), vec![0.0, 0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(
+            delayed(&[1.0, 2.0, 3.0], 2, 5),
+            vec![0.0, 0.0, 1.0, 2.0, 3.0]
+        );
         assert_eq!(delayed(&[1.0, 2.0, 3.0], 0, 2), vec![1.0, 2.0]);
     }
 

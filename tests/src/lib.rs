@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 
 pub use clack_extensions::render::RenderMode;
 pub use plugin::{
-    ParamDesc, ParamEvent, PortConfigInfo, PortInfo, PortLayout, RenderSettings, Rendered, TestPlugin, param_hash,
-    render,
+    param_hash, render, ParamDesc, ParamEvent, PortConfigInfo, PortInfo, PortLayout,
+    RenderSettings, Rendered, TestPlugin,
 };
 pub use signal::BlockSizes;
 
@@ -63,7 +63,10 @@ pub const CLI_PATH_ENV: &str = "STEMFLOW_TEST_CLI";
 
 /// The workspace root (the parent of this crate's directory).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
 }
 
 fn artefact(env: &str, default: PathBuf, what: &str) -> PathBuf {
@@ -76,8 +79,9 @@ fn artefact(env: &str, default: PathBuf, what: &str) -> PathBuf {
     path
 }
 
-/// The plugin under test: `$STEMFLOW_TEST_CLAP`, or `<workspace>/target/stemflow-test/Stemflow.clap`.
-/// Panics if the file does not exist: these tests never skip silently.
+/// The plugin under test: `$STEMFLOW_TEST_CLAP`, or
+/// `<workspace>/target/stemflow-test/Stemflow.clap`. Panics if the file does not exist: these
+/// tests never skip silently.
 pub fn plugin_path() -> PathBuf {
     artefact(
         PLUGIN_PATH_ENV,
@@ -89,6 +93,14 @@ pub fn plugin_path() -> PathBuf {
 /// The CLI under test: `$STEMFLOW_TEST_CLI`, or `<workspace>/target/debug/stemflow`.
 /// Panics if the file does not exist.
 pub fn cli_path() -> PathBuf {
-    let name = if cfg!(windows) { "stemflow.exe" } else { "stemflow" };
-    artefact(CLI_PATH_ENV, workspace_root().join("target/debug").join(name), "the stemflow CLI")
+    let name = if cfg!(windows) {
+        "stemflow.exe"
+    } else {
+        "stemflow"
+    };
+    artefact(
+        CLI_PATH_ENV,
+        workspace_root().join("target/debug").join(name),
+        "the stemflow CLI",
+    )
 }

@@ -19,7 +19,7 @@ use clack_host::prelude::*;
 use crate::host::{TestHost, TestHostMainThread, TestHostShared};
 use crate::signal::BlockSizes;
 use crate::state::{decode_state, encode_state};
-use crate::{PLUGIN_ID, plugin_path};
+use crate::{plugin_path, PLUGIN_ID};
 
 /// One audio port as the host sees it through the audio-ports extension.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +100,8 @@ pub struct Rendered {
     pub latency_samples: usize,
     /// `outputs[port][channel][frame]`, ports in the order of [`PortLayout::outputs`].
     pub outputs: Vec<Vec<Vec<f32>>>,
-    /// Whether the plugin called `request_restart` while or after processing.
+    /// Whether the plugin called `request_restart` while processing (restarts requested by the
+    /// activation itself are honoured by [`TestPlugin::activate`]).
     pub restart_requested: bool,
     /// The plugin's latency after processing (should equal `latency_samples`).
     pub latency_after_samples: usize,
@@ -119,7 +120,10 @@ impl Rendered {
 
     /// Number of frames rendered.
     pub fn num_frames(&self) -> usize {
-        self.outputs.first().and_then(|p| p.first()).map_or(0, Vec::len)
+        self.outputs
+            .first()
+            .and_then(|p| p.first())
+            .map_or(0, Vec::len)
     }
 
     /// Every output sample of every port and channel.
@@ -165,8 +169,8 @@ impl Default for RenderSettings {
     }
 }
 
-/// The nice-plug CLAP parameter id of a string parameter id (`nice_plug::wrapper::util::hash_param_id`):
-/// a 31-multiplier string hash with the top bit cleared.
+/// The nice-plug CLAP parameter id of a string parameter id: a 31-multiplier string hash with the
+/// top bit cleared (`nice_plug::wrapper::util::hash_param_id`).
 pub fn param_hash(id: &str) -> u32 {
     let mut hash: u32 = 0;
     for byte in id.bytes() {
@@ -179,14 +183,18 @@ pub fn param_hash(id: &str) -> u32 {
 /// threads or registered thread-local destructors is not safe.
 fn entry_for(path: &Path) -> PluginEntry {
     static ENTRIES: OnceLock<Mutex<HashMap<PathBuf, PluginEntry>>> = OnceLock::new();
-    let mut entries = ENTRIES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut entries = ENTRIES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     entries
         .entry(path.to_path_buf())
         .or_insert_with(|| {
             // SAFETY: loading a library runs its initialisers; this is the plugin under test, built
             // from this workspace, and CLAP entries are designed to be loaded this way.
-            unsafe { PluginEntry::load(path) }
-                .unwrap_or_else(|e| panic!("cannot load the CLAP plugin at {}: {e}", path.display()))
+            unsafe { PluginEntry::load(path) }.unwrap_or_else(|e| {
+                panic!("cannot load the CLAP plugin at {}: {e}", path.display())
+            })
         })
         .clone()
 }
@@ -216,16 +224,25 @@ impl TestPlugin {
     /// Loads the plugin from `path` and creates an instance of `audio.stemflow.stemflow`.
     pub fn load_from(path: &Path) -> Self {
         let entry = entry_for(path);
-        let factory = entry.get_plugin_factory().expect("the plugin has no plugin factory");
+        let factory = entry
+            .get_plugin_factory()
+            .expect("the plugin has no plugin factory");
         let ids: Vec<String> = factory
             .plugin_descriptors()
             .filter_map(|d| d.id().map(|id| id.to_string_lossy().into_owned()))
             .collect();
-        assert!(ids.iter().any(|id| id == PLUGIN_ID), "plugin id {PLUGIN_ID} not in {ids:?}");
+        assert!(
+            ids.iter().any(|id| id == PLUGIN_ID),
+            "plugin id {PLUGIN_ID} not in {ids:?}"
+        );
 
-        let host_info =
-            HostInfo::new("Stemflow host tests", "Stemflow developers", "https://stemflow.audio", env!("CARGO_PKG_VERSION"))
-                .expect("host info");
+        let host_info = HostInfo::new(
+            "Stemflow host tests",
+            "Stemflow developers",
+            "https://stemflow.audio",
+            env!("CARGO_PKG_VERSION"),
+        )
+        .expect("host info");
         let plugin_id = CString::new(PLUGIN_ID).expect("plugin id");
         let instance = PluginInstance::<TestHost>::new(
             |_| TestHostShared::default(),
@@ -236,8 +253,13 @@ impl TestPlugin {
         )
         .unwrap_or_else(|e| panic!("cannot instantiate {PLUGIN_ID}: {e}"));
 
-        let mut plugin =
-            Self { processor: None, instance, params: Vec::new(), activation: None, clap_value_cache: HashMap::new() };
+        let mut plugin = Self {
+            processor: None,
+            instance,
+            params: Vec::new(),
+            activation: None,
+            clap_value_cache: HashMap::new(),
+        };
         plugin.pump_main_thread();
         plugin.params = plugin.read_param_infos();
         plugin
@@ -245,11 +267,18 @@ impl TestPlugin {
 
     /// `(id, name)` of every plugin in the loaded bundle.
     pub fn descriptors(&self) -> Vec<(String, String)> {
-        let factory = self.instance.entry().get_plugin_factory().expect("plugin factory");
+        let factory = self
+            .instance
+            .entry()
+            .get_plugin_factory()
+            .expect("plugin factory");
         factory
             .plugin_descriptors()
             .map(|d| {
-                let text = |s: Option<&std::ffi::CStr>| s.map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let text = |s: Option<&std::ffi::CStr>| {
+                    s.map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                };
                 (text(d.id()), text(d.name()))
             })
             .collect()
@@ -259,7 +288,9 @@ impl TestPlugin {
     /// would. Called after every main-thread interaction.
     pub fn pump_main_thread(&mut self) {
         for _ in 0..16 {
-            let requested = self.instance.access_shared_handler(|h| TestHostShared::take(&h.callback_requested));
+            let requested = self
+                .instance
+                .access_shared_handler(|h| TestHostShared::take(&h.callback_requested));
             if !requested {
                 break;
             }
@@ -274,7 +305,8 @@ impl TestPlugin {
 
     /// Reads and clears the host's "restart requested" flag.
     pub fn take_restart_request(&self) -> bool {
-        self.instance.access_shared_handler(|h| TestHostShared::take(&h.restart_requested))
+        self.instance
+            .access_shared_handler(|h| TestHostShared::take(&h.restart_requested))
     }
 
     /// Whether the plugin is activated.
@@ -317,7 +349,10 @@ impl TestPlugin {
 
     /// Selects an audio-ports-config by id. The plugin must be inactive.
     pub fn select_port_config(&mut self, config_id: u32) {
-        assert!(!self.is_active(), "port configs can only be selected while inactive");
+        assert!(
+            !self.is_active(),
+            "port configs can only be selected while inactive"
+        );
         let ext: PluginAudioPortsConfig = self.extension("audio-ports-config");
         let handle = self.instance.plugin_handle();
         ext.select(&handle, ClapId::new(config_id))
@@ -335,7 +370,9 @@ impl TestPlugin {
                 .map(|index| {
                     let info = ext
                         .get(&handle, index, is_input, &mut buffer)
-                        .unwrap_or_else(|| panic!("audio port {index} (input: {is_input}) cannot be read"));
+                        .unwrap_or_else(|| {
+                            panic!("audio port {index} (input: {is_input}) cannot be read")
+                        });
                     PortInfo {
                         id: info.id.get(),
                         name: String::from_utf8_lossy(info.name).into_owned(),
@@ -357,7 +394,8 @@ impl TestPlugin {
     pub fn set_render_mode(&mut self, mode: RenderMode) {
         let ext: PluginRender = self.extension("render");
         let handle = self.instance.plugin_handle();
-        ext.set(&handle, mode).unwrap_or_else(|_| panic!("the plugin refused render mode {mode:?}"));
+        ext.set(&handle, mode)
+            .unwrap_or_else(|_| panic!("the plugin refused render mode {mode:?}"));
         self.pump_main_thread();
     }
 
@@ -368,7 +406,7 @@ impl TestPlugin {
         ext.get(&handle) as usize
     }
 
-    // --- parameters -------------------------------------------------------------------------------
+    // --- parameters ------------------------------------------------------------------------------
 
     fn read_param_infos(&mut self) -> Vec<ParamDesc> {
         let ext: PluginParams = self.extension("params");
@@ -400,10 +438,13 @@ impl TestPlugin {
     /// The parameter with nice-plug string id `id`. Panics, listing what exists, if there is none.
     pub fn param(&self, id: &str) -> &ParamDesc {
         let hash = param_hash(id);
-        self.params.iter().find(|p| p.clap_id == hash).unwrap_or_else(|| {
-            let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
-            panic!("no parameter with string id {id:?} (CLAP id {hash}); the plugin lists {names:?}")
-        })
+        self.params
+            .iter()
+            .find(|p| p.clap_id == hash)
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+                panic!("no parameter with string id {id:?} (CLAP id {hash}); it lists {names:?}")
+            })
     }
 
     /// The current CLAP value of parameter `id` (`clap_plugin_params::get_value`).
@@ -431,7 +472,10 @@ impl TestPlugin {
     /// (`{"vocals_gain": {"f32": 1.0}, "bypass": {"bool": false}, …}`).
     pub fn saved_params(&mut self) -> serde_json::Map<String, serde_json::Value> {
         let state = decode_state(&self.save_state()).expect("the plugin's own state is valid");
-        state["params"].as_object().cloned().expect("state has a params object")
+        state["params"]
+            .as_object()
+            .cloned()
+            .expect("state has a params object")
     }
 
     /// The CLAP value that means plain value `plain` for parameter `id`.
@@ -443,25 +487,36 @@ impl TestPlugin {
     pub fn clap_value_for_plain(&mut self, id: &str, plain: f64) -> f64 {
         let desc = self.param(id).clone();
         if desc.flags.contains(ParamInfoFlags::IS_STEPPED) {
-            assert!(plain >= desc.min_value && plain <= desc.max_value, "{id}: {plain} out of range");
+            assert!(
+                plain >= desc.min_value && plain <= desc.max_value,
+                "{id}: {plain} out of range"
+            );
             return plain;
         }
         let key = (desc.clap_id, plain.to_bits());
         if let Some(&value) = self.clap_value_cache.get(&key) {
             return value;
         }
-        assert!(!self.is_active(), "probing parameter ranges needs an inactive plugin");
+        assert!(
+            !self.is_active(),
+            "probing parameter ranges needs an inactive plugin"
+        );
         let saved = self.save_state();
         let mut state = decode_state(&saved).expect("the plugin's own state is valid");
         let params_text = state["params"].to_string();
         let slot = state["params"]
             .get_mut(id)
             .unwrap_or_else(|| panic!("the saved state has no parameter {id:?}: {params_text}"));
-        assert!(slot.get("f32").is_some(), "{id} is not saved as an f32 parameter: {slot}");
+        assert!(
+            slot.get("f32").is_some(),
+            "{id} is not saved as an f32 parameter: {slot}"
+        );
         *slot = serde_json::json!({ "f32": plain });
-        self.load_state(&encode_state(&state)).expect("loading a probe state");
+        self.load_state(&encode_state(&state))
+            .expect("loading a probe state");
         let value = self.param_value(id);
-        self.load_state(&saved).expect("restoring the state after a probe");
+        self.load_state(&saved)
+            .expect("restoring the state after a probe");
         self.clap_value_cache.insert(key, value);
         value
     }
@@ -473,11 +528,23 @@ impl TestPlugin {
         let clap_id = self.param(id).clap_id;
         let ext: PluginParams = self.extension("params");
         let mut events = EventBuffer::with_capacity(1);
-        events.push(&ParamValueEvent::new(0, ClapId::new(clap_id), Pckn::match_all(), clap_value));
+        events.push(&ParamValueEvent::new(
+            0,
+            ClapId::new(clap_id),
+            Pckn::match_all(),
+            clap_value,
+        ));
         let mut output_events = EventBuffer::with_capacity(16);
         {
-            let mut handle = self.instance.inactive_plugin_handle().expect("set_param needs an inactive plugin");
-            ext.flush(&mut handle, &events.as_input(), &mut output_events.as_output());
+            let mut handle = self
+                .instance
+                .inactive_plugin_handle()
+                .expect("set_param needs an inactive plugin");
+            ext.flush(
+                &mut handle,
+                &events.as_input(),
+                &mut output_events.as_output(),
+            );
         }
         self.pump_main_thread();
     }
@@ -487,7 +554,11 @@ impl TestPlugin {
     /// [`TestPlugin::clap_value_for_plain`]).
     pub fn param_event(&mut self, frame: usize, id: &str, plain: f64) -> ParamEvent {
         let clap_value = self.clap_value_for_plain(id, plain);
-        ParamEvent { frame, clap_id: self.param(id).clap_id, clap_value }
+        ParamEvent {
+            frame,
+            clap_id: self.param(id).clap_id,
+            clap_value,
+        }
     }
 
     // --- state ----------------------------------------------------------------------------------
@@ -520,7 +591,38 @@ impl TestPlugin {
 
     /// Activates at `sample_rate_hz` for blocks of `min_block_frames..=max_block_frames` frames
     /// and returns the latency reported afterwards.
-    pub fn activate(&mut self, sample_rate_hz: f64, min_block_frames: usize, max_block_frames: usize) -> usize {
+    ///
+    /// Like a real host, this honours a restart request made during activation by deactivating
+    /// and activating again: nice-plug 0.4.2 turns a latency set in `Plugin::activate` into
+    /// `request_restart` (and reports `clap_host_latency::changed` on the next activation) when
+    /// the latency differs from the previous activation's. Panics if the plugin still asks for a
+    /// restart after that.
+    pub fn activate(
+        &mut self,
+        sample_rate_hz: f64,
+        min_block_frames: usize,
+        max_block_frames: usize,
+    ) -> usize {
+        self.take_restart_request();
+        self.activate_once(sample_rate_hz, min_block_frames, max_block_frames);
+        if self.take_restart_request() {
+            self.deactivate();
+            self.activate_once(sample_rate_hz, min_block_frames, max_block_frames);
+            assert!(
+                !self.take_restart_request(),
+                "the plugin asks for a restart on every activation ({sample_rate_hz} Hz, \
+                 {min_block_frames}..={max_block_frames} frames)"
+            );
+        }
+        self.latency_samples()
+    }
+
+    fn activate_once(
+        &mut self,
+        sample_rate_hz: f64,
+        min_block_frames: usize,
+        max_block_frames: usize,
+    ) {
         assert!(self.processor.is_none(), "already active");
         let config = PluginAudioConfiguration {
             sample_rate: sample_rate_hz,
@@ -530,11 +632,19 @@ impl TestPlugin {
         let processor = self
             .instance
             .activate(|_, _| (), config)
-            .unwrap_or_else(|e| panic!("activate({sample_rate_hz} Hz, {min_block_frames}..={max_block_frames}) failed: {e}"));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "activate({sample_rate_hz} Hz, {min_block_frames}..={max_block_frames} frames) \
+                     failed: {e}"
+                )
+            });
         self.processor = Some(processor);
-        self.activation = Some((sample_rate_hz, min_block_frames as u32, max_block_frames as u32));
+        self.activation = Some((
+            sample_rate_hz,
+            min_block_frames as u32,
+            max_block_frames as u32,
+        ));
         self.pump_main_thread();
-        self.latency_samples()
     }
 
     /// Deactivates (no-op if inactive).
@@ -568,17 +678,31 @@ impl TestPlugin {
             block_sizes.max_block_frames()
         );
         let layout = self.audio_ports();
-        let main_input_channels = layout.inputs.first().map_or(0, |p| p.channel_count as usize);
-        assert_eq!(input.len(), main_input_channels, "input channels vs the main input port's");
+        let main_input_channels = layout
+            .inputs
+            .first()
+            .map_or(0, |p| p.channel_count as usize);
+        assert_eq!(
+            input.len(),
+            main_input_channels,
+            "input channels vs the main input port's"
+        );
         let num_frames = input.first().map_or(0, Vec::len);
-        assert!(input.iter().all(|c| c.len() == num_frames), "input channels differ in length");
+        assert!(
+            input.iter().all(|c| c.len() == num_frames),
+            "input channels differ in length"
+        );
 
         let mut inputs: Vec<Vec<Vec<f32>>> = layout
             .inputs
             .iter()
             .enumerate()
             .map(|(index, port)| {
-                if index == 0 { input.to_vec() } else { vec![vec![0.0; num_frames]; port.channel_count as usize] }
+                if index == 0 {
+                    input.to_vec()
+                } else {
+                    vec![vec![0.0; num_frames]; port.channel_count as usize]
+                }
             })
             .collect();
         let mut outputs: Vec<Vec<Vec<f32>>> = layout
@@ -609,7 +733,12 @@ impl TestPlugin {
                 .spawn(move || {
                     let mut started = match processor.start_processing() {
                         Ok(started) => started,
-                        Err(e) => return (e.into_stopped_processor(), Err("start_processing failed".to_string())),
+                        Err(e) => {
+                            return (
+                                e.into_stopped_processor(),
+                                Err("start_processing failed".to_string()),
+                            )
+                        }
                     };
                     let mut input_events = EventBuffer::with_capacity(events.len().max(1));
                     let mut output_events = EventBuffer::with_capacity(256);
@@ -629,18 +758,26 @@ impl TestPlugin {
                             next_event += 1;
                         }
                         output_events.clear();
-                        let input_buffers = input_ports.with_input_buffers(inputs.iter_mut().map(|port| AudioPortBuffer {
-                            latency: 0,
-                            channels: AudioPortBufferType::f32_input_only(
-                                port.iter_mut().map(|c| InputChannel::variable(&mut c[start..start + len])),
-                            ),
-                        }));
-                        let mut output_buffers = output_ports.with_output_buffers(outputs.iter_mut().map(|port| AudioPortBuffer {
-                            latency: 0,
-                            channels: AudioPortBufferType::f32_output_only(
-                                port.iter_mut().map(|c| &mut c[start..start + len]),
-                            ),
-                        }));
+                        let input_buffers =
+                            input_ports.with_input_buffers(inputs.iter_mut().map(|port| {
+                                AudioPortBuffer {
+                                    latency: 0,
+                                    channels: AudioPortBufferType::f32_input_only(
+                                        port.iter_mut().map(|c| {
+                                            InputChannel::variable(&mut c[start..start + len])
+                                        }),
+                                    ),
+                                }
+                            }));
+                        let mut output_buffers =
+                            output_ports.with_output_buffers(outputs.iter_mut().map(|port| {
+                                AudioPortBuffer {
+                                    latency: 0,
+                                    channels: AudioPortBufferType::f32_output_only(
+                                        port.iter_mut().map(|c| &mut c[start..start + len]),
+                                    ),
+                                }
+                            }));
                         let status = started.process(
                             &input_buffers,
                             &mut output_buffers,
@@ -650,11 +787,16 @@ impl TestPlugin {
                             None,
                         );
                         if let Err(e) = status {
-                            let message = format!("process() failed in block {block_index} (frames {start}..{}): {e}", start + len);
+                            let message = format!(
+                                "process() failed in block {block_index} (frames {start}..{}): {e}",
+                                start + len
+                            );
                             return (started.stop_processing(), Err(message));
                         }
                         if let Some(speed) = realtime_speed {
-                            let due = Duration::from_secs_f64((start + len) as f64 / sample_rate_hz / speed);
+                            let due = Duration::from_secs_f64(
+                                (start + len) as f64 / sample_rate_hz / speed,
+                            );
                             let elapsed = start_time.elapsed();
                             if due > elapsed {
                                 std::thread::sleep(due - elapsed);
@@ -687,17 +829,32 @@ impl TestPlugin {
         for (id, plain) in &settings.initial_params {
             self.set_param(id, *plain);
         }
-        let events: Vec<ParamEvent> =
-            settings.param_changes.iter().map(|(frame, id, plain)| self.param_event(*frame, id, *plain)).collect();
-        let max_block = settings.max_block_frames.unwrap_or_else(|| settings.block_sizes.max_block_frames());
+        let events: Vec<ParamEvent> = settings
+            .param_changes
+            .iter()
+            .map(|(frame, id, plain)| self.param_event(*frame, id, *plain))
+            .collect();
+        let max_block = settings
+            .max_block_frames
+            .unwrap_or_else(|| settings.block_sizes.max_block_frames());
         let min_block = settings.block_sizes.min_block_frames().min(max_block);
-        self.take_restart_request();
         let latency_samples = self.activate(settings.sample_rate_hz, min_block, max_block);
-        let outputs = self.process_buffer(input, settings.block_sizes, &events, settings.realtime_speed);
+        let outputs = self.process_buffer(
+            input,
+            settings.block_sizes,
+            &events,
+            settings.realtime_speed,
+        );
         let latency_after_samples = self.latency_samples();
         let restart_requested = self.take_restart_request();
         self.deactivate();
-        Rendered { sample_rate_hz: settings.sample_rate_hz, latency_samples, outputs, restart_requested, latency_after_samples }
+        Rendered {
+            sample_rate_hz: settings.sample_rate_hz,
+            latency_samples,
+            outputs,
+            restart_requested,
+            latency_after_samples,
+        }
     }
 }
 

@@ -16,7 +16,11 @@ impl XorShift64 {
     /// A generator for `seed`; seed 0 is remapped because xorshift must not start at 0.
     pub fn new(seed: u64) -> Self {
         Self {
-            state: if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed },
+            state: if seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                seed
+            },
         }
     }
 
@@ -81,7 +85,10 @@ impl BlockSizes {
 
     /// The `(start, len)` of every block covering `num_frames` frames, in order.
     pub fn blocks(&self, num_frames: usize) -> Vec<(usize, usize)> {
-        assert!(self.max_block_frames() > 0, "blocks must hold at least one frame");
+        assert!(
+            self.max_block_frames() > 0,
+            "blocks must hold at least one frame"
+        );
         let mut rng = match *self {
             BlockSizes::Random { seed, .. } => Some(XorShift64::new(seed)),
             BlockSizes::Fixed(_) => None,
@@ -159,7 +166,11 @@ pub fn test_song(sample_rate_hz: u32, duration_s: f32, seed: u64) -> Vec<Vec<f32
             kick_time_s += 1.0 / sr;
         }
 
-        let click = if i % click_frames == click_frames / 3 { 0.25 } else { 0.0 };
+        let click = if i % click_frames == click_frames / 3 {
+            0.25
+        } else {
+            0.0
+        };
 
         left[i] = bass + 0.8 * voice + 0.15 * drum_env * noise_l + kick + click;
         right[i] = bass + 1.0 * voice + 0.15 * drum_env * noise_r + kick - 0.5 * click;
@@ -169,8 +180,16 @@ pub fn test_song(sample_rate_hz: u32, duration_s: f32, seed: u64) -> Vec<Vec<f32
 
 /// `num_channels` channels of `num_frames` zeros with a single `amplitude` sample at `at_frame`
 /// in every channel.
-pub fn impulse(num_channels: usize, num_frames: usize, at_frame: usize, amplitude: f32) -> Vec<Vec<f32>> {
-    assert!(at_frame < num_frames, "impulse at {at_frame} outside {num_frames} frames");
+pub fn impulse(
+    num_channels: usize,
+    num_frames: usize,
+    at_frame: usize,
+    amplitude: f32,
+) -> Vec<Vec<f32>> {
+    assert!(
+        at_frame < num_frames,
+        "impulse at {at_frame} outside {num_frames} frames"
+    );
     (0..num_channels)
         .map(|_| {
             let mut channel = vec![0.0; num_frames];
