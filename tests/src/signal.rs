@@ -150,7 +150,7 @@ pub fn test_song(sample_rate_hz: u32, duration_s: f32, seed: u64) -> Vec<Vec<f32
 
         if i % beat_frames == 0 {
             drum_env = 1.0;
-            if (i / beat_frames) % 2 == 0 {
+            if (i / beat_frames).is_multiple_of(2) {
                 kick_time_s = 0.0;
                 kick_phase = 0.0;
             }

@@ -92,9 +92,9 @@ fn assert_all_finite(what: &str, rendered: &Rendered) {
 #[track_caller]
 fn assert_reconstructs(what: &str, rendered: &Rendered, input: &[Vec<f32>]) {
     let n = rendered.num_frames();
-    for c in 0..input.len() {
+    for (c, input_channel) in input.iter().enumerate() {
         let stems = stem_sum(rendered, c);
-        let expected = delayed(&input[c], rendered.latency_samples, n);
+        let expected = delayed(input_channel, rendered.latency_samples, n);
         assert_close(
             &format!(
                 "{what}: Σ stems ch {c} vs input delayed by {}",
@@ -426,6 +426,65 @@ fn impulse_peak_lands_at_reported_latency() {
     }
 }
 
+#[test]
+fn reactivation_at_another_rate_reports_the_new_latency() {
+    let _cpu = shared_cpu();
+    let mut fresh = TestPlugin::load();
+    fresh.set_render_mode(RenderMode::Offline);
+    let fresh_latency_96k = fresh.activate(96_000.0, 512, 512);
+    fresh.deactivate();
+
+    let mut plugin = TestPlugin::load();
+    plugin.set_render_mode(RenderMode::Offline);
+    let latency_44k = plugin.activate(44_100.0, 512, 512);
+    plugin.deactivate();
+    let notified_before = plugin.host_counter(|h| h.latency_changed_count.get());
+    let latency_96k = plugin.activate(96_000.0, 512, 512);
+    assert_eq!(
+        latency_96k, fresh_latency_96k,
+        "96 kHz latency after 44.1 kHz vs on a fresh instance"
+    );
+    if latency_96k != latency_44k {
+        assert!(
+            plugin.host_counter(|h| h.latency_changed_count.get()) > notified_before,
+            "latency went from {latency_44k} to {latency_96k} without clap_host_latency::changed"
+        );
+    }
+    let impulse_frame = 9600;
+    let input = impulse(2, impulse_frame + latency_96k + 2048, impulse_frame, 0.5);
+    let outputs = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
+    for c in 0..2 {
+        assert_eq!(
+            argmax_abs(&outputs[0][c]),
+            impulse_frame + latency_96k,
+            "main ch {c} peak after reactivation"
+        );
+    }
+}
+
+#[test]
+fn restarting_processing_starts_a_fresh_stream() {
+    let _cpu = shared_cpu();
+    let input = song(1.0);
+    let mut plugin = TestPlugin::load();
+    plugin.set_render_mode(RenderMode::Offline);
+    plugin.activate(SAMPLE_RATE_HZ as f64, 512, 512);
+    // Each process_buffer is start_processing … stop_processing; nice-plug resets the plugin in
+    // start_processing, so the second pass must not hear the first one's tail.
+    let first = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
+    let second = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
+    plugin.deactivate();
+    for (p, (a, b)) in second.iter().zip(&first).enumerate() {
+        for c in 0..a.len() {
+            assert_bit_identical(
+                &format!("second pass vs first, port {p} ch {c}"),
+                &a[c],
+                &b[c],
+            );
+        }
+    }
+}
+
 // --- offline determinism ------------------------------------------------------------------------
 
 #[test]
@@ -664,8 +723,8 @@ fn bypass_passes_the_delayed_input_and_silences_stems() {
     assert_all_finite("bypass", &bypassed);
     let n = bypassed.num_frames();
     let from = bypass_frame + settle_frames(&bypassed);
-    for c in 0..2 {
-        let expected = delayed(&input[c], bypassed.latency_samples, n);
+    for (c, input_channel) in input.iter().enumerate() {
+        let expected = delayed(input_channel, bypassed.latency_samples, n);
         assert_close(
             &format!("bypassed main ch {c} vs delayed input"),
             &bypassed.main()[c],
@@ -705,9 +764,9 @@ fn bypass_passes_the_delayed_input_and_silences_stems() {
 fn automation_is_sample_accurate_whatever_the_block_size() {
     let _cpu = shared_cpu();
     let input = song(1.0);
-    // Deliberately not on a block boundary of any of the schedules below.
-    let event_frame = 22_050 + 17;
-    let unity = render(&input, &offline(BlockSizes::Fixed(512)));
+    // Inside a block for every schedule below (blocks of 512 start at 22016, of 64 at 22336), so
+    // a plugin that applies events at block starts gets different output per schedule.
+    let event_frame = 22_350;
     let automated = |block_sizes| {
         render(
             &input,
@@ -722,17 +781,6 @@ fn automation_is_sample_accurate_whatever_the_block_size() {
         )
     };
     let reference = automated(BlockSizes::Fixed(512));
-    for p in VOCALS..=DRUMS {
-        for c in 0..2 {
-            assert_close(
-                &format!("port {p} ch {c} before the event at frame {event_frame}"),
-                &reference.port(p)[c],
-                &unity.port(p)[c],
-                0..event_frame,
-                ROUNDING_TOLERANCE,
-            );
-        }
-    }
     for block_sizes in [
         BlockSizes::Fixed(64),
         BlockSizes::Random { seed: 3, max: 1024 },
@@ -746,6 +794,19 @@ fn automation_is_sample_accurate_whatever_the_block_size() {
                     &b[c],
                 );
             }
+        }
+    }
+    // And nothing changes before the event.
+    let unity = render(&input, &offline(BlockSizes::Fixed(512)));
+    for p in VOCALS..=DRUMS {
+        for c in 0..2 {
+            assert_close(
+                &format!("port {p} ch {c} before the event at frame {event_frame}"),
+                &reference.port(p)[c],
+                &unity.port(p)[c],
+                0..event_frame,
+                ROUNDING_TOLERANCE,
+            );
         }
     }
 }
