@@ -128,17 +128,20 @@ impl StemPipeline {
                 Vec::with_capacity(separator_chunk_frames + hop_frames),
                 Vec::with_capacity(separator_chunk_frames + hop_frames),
             ],
-            separator_output: vec![
-                Vec::with_capacity(2 * (separator_chunk_frames + hop_frames) + padding_frames);
-                SEPARATED_CHANNELS
-            ],
+            separator_output: (0..SEPARATED_CHANNELS)
+                .map(|_| {
+                    Vec::with_capacity(2 * (separator_chunk_frames + hop_frames) + padding_frames)
+                })
+                .collect(),
             hop_input: PlanarBlock::new(2, hop_frames),
             hop_output: PlanarBlock::new(SEPARATED_CHANNELS, hop_frames),
             residual_delay: VecDeque::with_capacity(delay_samples + 4 * input_chunk_frames),
             padding_frames,
             delay_samples,
             quantization_samples,
-            host_stems: vec![Vec::with_capacity(input_chunk_frames); SEPARATED_CHANNELS],
+            host_stems: (0..SEPARATED_CHANNELS)
+                .map(|_| Vec::with_capacity(input_chunk_frames))
+                .collect(),
         };
         pipeline.reset();
         Ok(pipeline)

@@ -224,7 +224,6 @@ pub fn spawn_stream(
         output_frames_popped: 0,
         owed_output_frames: 0,
         forced_fallback_frames: 0,
-        prefill_frames,
         dry_delay: [
             vec![0.0; latency_samples + max_block],
             vec![0.0; latency_samples + max_block],
@@ -265,11 +264,10 @@ pub struct StemStreamHandle {
     output_frames_popped: u64,
     /// Frames output as fallback whose separated versions must be dropped when they arrive.
     owed_output_frames: u64,
-    /// Frames still to be output as fallback after an overflow restart: the new generation's
-    /// pre-fill is silence, but the audio before the restart is not.
+    /// Frames still to be output as fallback after an overflow restart: a new generation's
+    /// first `latency` frames (pre-fill and pipeline history) are silence, but the audio before
+    /// the restart is not.
     forced_fallback_frames: usize,
-    /// Silent frames the worker puts first in every generation (`latency − pipeline delay`).
-    prefill_frames: usize,
     /// The dry input, `latency + max_block` frames per channel, for fallback and bypass.
     dry_delay: [Vec<f32>; 2],
     dry_write_pos: usize,
@@ -433,7 +431,7 @@ impl StemStreamHandle {
         let frames_since_reset = self.frames_since_reset;
         self.reset();
         self.frames_since_reset = frames_since_reset;
-        self.forced_fallback_frames = self.prefill_frames;
+        self.forced_fallback_frames = self.latency_samples;
     }
 
     fn update_dry_delay(&mut self, num_frames: usize) {
@@ -919,7 +917,7 @@ mod tests {
     fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
         const BLOCK: usize = 256;
         let separator = StallingPassthrough {
-            inner: PassthroughSeparator::new(44_100, BLOCK, 0),
+            inner: PassthroughSeparator::new(44_100, BLOCK, 700),
             hop_index: 0,
             stalling_hops: 20..21,
             stall,

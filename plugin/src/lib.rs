@@ -125,7 +125,9 @@ impl Plugin for Stemflow {
         },
     ];
 
-    const SAMPLE_ACCURATE_AUTOMATION: bool = false;
+    // Parameter changes land on their exact frame, so automated offline renders are identical for
+    // any block size.
+    const SAMPLE_ACCURATE_AUTOMATION: bool = true;
 
     type Editor = ();
     type SysExMessage = ();

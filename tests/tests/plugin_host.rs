@@ -453,9 +453,9 @@ fn reactivation_at_another_rate_reports_the_new_latency() {
     let impulse_frame = 9600;
     let input = impulse(2, impulse_frame + latency_96k + 2048, impulse_frame, 0.5);
     let outputs = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
-    for c in 0..2 {
+    for (c, main) in outputs[0].iter().enumerate() {
         assert_eq!(
-            argmax_abs(&outputs[0][c]),
+            argmax_abs(main),
             impulse_frame + latency_96k,
             "main ch {c} peak after reactivation"
         );
@@ -1136,6 +1136,43 @@ fn realtime_mode_at_real_time_matches_offline() {
             );
         }
     }
+}
+
+#[test]
+fn realtime_underruns_keep_the_mix_complete() {
+    let _cpu = shared_cpu();
+    // Unpaced: the host asks for audio far faster than real time, so the worker falls behind
+    // and the plugin has to output its fallback. The timeline and the mix must not suffer.
+    let input = song(3.0);
+    let live = render(
+        &input,
+        &RenderSettings {
+            mode: RenderMode::Realtime,
+            realtime_speed: None,
+            ..offline(BlockSizes::Fixed(256))
+        },
+    );
+    assert_all_finite("realtime, unpaced", &live);
+    assert!(
+        !live.restart_requested,
+        "the plugin asked for a restart while processing"
+    );
+    // Diagnostics for a failure: where the stems went silent although the input was not.
+    for (c, input_channel) in input.iter().enumerate() {
+        let stems = stem_sum(&live, c);
+        let lost: Vec<usize> = (live.latency_samples..live.num_frames())
+            .filter(|&t| stems[t] == 0.0 && input_channel[t - live.latency_samples] != 0.0)
+            .collect();
+        if let (Some(first), Some(last)) = (lost.first(), lost.last()) {
+            eprintln!(
+                "ch {c}: {} frames of silent stems over non-silent input, frames {first}..={last}; \
+                 main there: {:e}",
+                lost.len(),
+                live.main()[c][*first]
+            );
+        }
+    }
+    assert_reconstructs("realtime, unpaced", &live, &input);
 }
 
 // --- the CLI -------------------------------------------------------------------------------------
