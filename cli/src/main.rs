@@ -14,7 +14,11 @@ use stemflow_engine::wav::{read_wav, write_wav};
 use stemflow_engine::Stem;
 
 #[derive(Parser)]
-#[command(name = "stemflow", version, about = "Split audio into vocals, drums, bass and other")]
+#[command(
+    name = "stemflow",
+    version,
+    about = "Split audio into vocals, drums, bass and other"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -84,7 +88,8 @@ fn separate_file(
     let choice = SeparatorChoice::from_id(separator_id)
         .ok_or_else(|| format!("unknown separator '{separator_id}' (available: builtin)"))?;
     let audio = read_wav(input).map_err(|e| e.to_string())?;
-    stemflow_engine::validate_sample_rate(audio.sample_rate_hz as f32).map_err(|e| e.to_string())?;
+    stemflow_engine::validate_sample_rate(audio.sample_rate_hz as f32)
+        .map_err(|e| e.to_string())?;
     let name = input
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -94,8 +99,13 @@ fn separate_file(
         .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
 
     let start = Instant::now();
-    let stems = separate_with_progress(choice.build(), &audio.channels, audio.sample_rate_hz, |_| {})
-        .map_err(|e| e.to_string())?;
+    let stems = separate_with_progress(
+        choice.build(),
+        &audio.channels,
+        audio.sample_rate_hz,
+        |_| {},
+    )
+    .map_err(|e| e.to_string())?;
     let elapsed_s = start.elapsed().as_secs_f64();
     write_stems(&folder, &stems)?;
     if !is_quiet {
@@ -105,13 +115,20 @@ fn separate_file(
             input.display(),
             duration_s,
             audio.sample_rate_hz,
-            if audio.source_channels == 1 { "mono" } else { "stereo" },
+            if audio.source_channels == 1 {
+                "mono"
+            } else {
+                "stereo"
+            },
             elapsed_s,
             duration_s / elapsed_s.max(1e-9),
             folder.display()
         );
         for stem in Stem::ALL {
-            println!("  {}", folder.join(format!("{}.wav", stem.file_name())).display());
+            println!(
+                "  {}",
+                folder.join(format!("{}.wav", stem.file_name())).display()
+            );
         }
     }
     Ok(folder)
@@ -144,7 +161,11 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
     }
-    println!("Wrote {} and the true stems in {}", song_path.display(), truth_folder.display());
+    println!(
+        "Wrote {} and the true stems in {}",
+        song_path.display(),
+        truth_folder.display()
+    );
 
     let folder = separate_file(&song_path, output, "builtin", false)?;
     let estimate = read_stems(&folder)?;

@@ -271,8 +271,8 @@ impl Separator for BuiltinSeparator {
             history[FFT_SIZE_SAMPLES - HOP_SAMPLES..].copy_from_slice(input.channel(channel));
         }
         self.analyse_newest_frame();
-        let centre_frame =
-            (self.newest_frame + TIME_MEDIAN_FRAMES - TIME_MEDIAN_LOOKAHEAD_HOPS) % TIME_MEDIAN_FRAMES;
+        let centre_frame = (self.newest_frame + TIME_MEDIAN_FRAMES - TIME_MEDIAN_LOOKAHEAD_HOPS)
+            % TIME_MEDIAN_FRAMES;
         self.median_filter(centre_frame);
         self.synthesise(centre_frame);
 
@@ -385,7 +385,9 @@ mod tests {
     #[test]
     fn sliding_median_matches_naive() {
         let mut state = 42u64;
-        let values: Vec<f32> = (0..300).map(|_| (xorshift(&mut state) * 10.0).floor()).collect();
+        let values: Vec<f32> = (0..300)
+            .map(|_| (xorshift(&mut state) * 10.0).floor())
+            .collect();
         let mut fast = vec![0.0; values.len()];
         sliding_median::<17>(&values, &mut fast);
         for k in 0..values.len() {
@@ -408,7 +410,10 @@ mod tests {
         let mut input = PlanarBlock::new(2, HOP_SAMPLES);
         let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, HOP_SAMPLES);
         let mut out = vec![Vec::new(); SEPARATED_CHANNELS];
-        for (l, r) in left.chunks_exact(HOP_SAMPLES).zip(right.chunks_exact(HOP_SAMPLES)) {
+        for (l, r) in left
+            .chunks_exact(HOP_SAMPLES)
+            .zip(right.chunks_exact(HOP_SAMPLES))
+        {
             input.channel_mut(0).copy_from_slice(l);
             input.channel_mut(1).copy_from_slice(r);
             separator.process_hop(&input, &mut stems);
@@ -433,8 +438,12 @@ mod tests {
             .map(|i| (0..SEPARATED_CHANNELS).step_by(2).map(|c| out[c][i]).sum())
             .collect();
         // A frame spreads the impulse over its own span at most.
-        assert!(sum[..latency + 101 - FFT_SIZE_SAMPLES].iter().all(|&x| x == 0.0));
-        assert!(sum[latency + 100 + FFT_SIZE_SAMPLES..].iter().all(|&x| x == 0.0));
+        assert!(sum[..latency + 101 - FFT_SIZE_SAMPLES]
+            .iter()
+            .all(|&x| x == 0.0));
+        assert!(sum[latency + 100 + FFT_SIZE_SAMPLES..]
+            .iter()
+            .all(|&x| x == 0.0));
         // With all masks summing to at most one, the separated sum cannot exceed the impulse.
         assert!(sum.iter().all(|x| x.abs() <= 1.0 + 1e-5));
     }
@@ -462,8 +471,14 @@ mod tests {
         let input_energy: f32 = left[len / 2..].iter().map(|x| x * x).sum();
         let vocals = energy(stem_channel(Stem::Vocals.index(), 0));
         let drums = energy(stem_channel(Stem::Drums.index(), 0));
-        assert!(vocals < 0.01 * input_energy, "vocals {vocals} of {input_energy}");
-        assert!(drums < 0.05 * input_energy, "drums {drums} of {input_energy}");
+        assert!(
+            vocals < 0.01 * input_energy,
+            "vocals {vocals} of {input_energy}"
+        );
+        assert!(
+            drums < 0.05 * input_energy,
+            "drums {drums} of {input_energy}"
+        );
         // The same tone centred is vocal-band harmonic: vocals.
         separator.reset();
         let out = run(&mut separator, &left, &left);
@@ -471,7 +486,10 @@ mod tests {
             .iter()
             .map(|x| x * x)
             .sum::<f32>();
-        assert!(vocals > 0.8 * input_energy, "vocals {vocals} of {input_energy}");
+        assert!(
+            vocals > 0.8 * input_energy,
+            "vocals {vocals} of {input_energy}"
+        );
     }
 
     #[test]

@@ -65,7 +65,15 @@ mod tests {
 
     #[test]
     fn sanitize_replaces_non_finite_and_subnormal() {
-        let mut samples = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, -0.5, 0.25, 0.0];
+        let mut samples = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1e-40,
+            -0.5,
+            0.25,
+            0.0,
+        ];
         let num_bad = sanitize_in_place(&mut samples);
         assert_eq!(num_bad, 3);
         assert_eq!(samples, [0.0, 0.0, 0.0, 0.0, -0.5, 0.25, 0.0]);

@@ -53,8 +53,12 @@ pub fn separate_with_progress(
     let latency = handle.latency_samples();
     let num_frames = input[0].len();
     let total_frames = num_frames + latency;
-    let mut stems: [[Vec<f32>; 2]; NUM_STEMS] =
-        std::array::from_fn(|_| [Vec::with_capacity(num_frames), Vec::with_capacity(num_frames)]);
+    let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = std::array::from_fn(|_| {
+        [
+            Vec::with_capacity(num_frames),
+            Vec::with_capacity(num_frames),
+        ]
+    });
     let silence = vec![0.0f32; OFFLINE_BLOCK_FRAMES];
     let mut position = 0;
     while position < total_frames {

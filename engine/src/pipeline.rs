@@ -76,21 +76,22 @@ impl StemPipeline {
         let hop_frames = separator.hop_frames();
         let separator_latency = separator.latency_frames();
 
-        let (input_chunk_frames, separator_chunk_frames, padding_frames) =
-            if separator_rate_hz == host_rate_hz {
-                (hop_frames, hop_frames, 0)
-            } else {
-                // Chunks are whole multiples of the rates' reduced ratio so that the resamplers'
-                // chunk sizes are exact; an even multiple keeps their delays whole.
-                let g = gcd(host_rate_hz as u64, separator_rate_hz as u64) as usize;
-                let host_unit = host_rate_hz as usize / g;
-                let separator_unit = separator_rate_hz as usize / g;
-                let units = ((hop_frames as f64 / separator_unit as f64).round() as usize).max(1);
-                let units = units.div_ceil(2) * 2;
-                // Pad so the separator's latency is a whole number of host samples.
-                let padding = (separator_unit - separator_latency % separator_unit) % separator_unit;
-                (host_unit * units, separator_unit * units, padding)
-            };
+        let (input_chunk_frames, separator_chunk_frames, padding_frames) = if separator_rate_hz
+            == host_rate_hz
+        {
+            (hop_frames, hop_frames, 0)
+        } else {
+            // Chunks are whole multiples of the rates' reduced ratio so that the resamplers'
+            // chunk sizes are exact; an even multiple keeps their delays whole.
+            let g = gcd(host_rate_hz as u64, separator_rate_hz as u64) as usize;
+            let host_unit = host_rate_hz as usize / g;
+            let separator_unit = separator_rate_hz as usize / g;
+            let units = ((hop_frames as f64 / separator_unit as f64).round() as usize).max(1);
+            let units = units.div_ceil(2) * 2;
+            // Pad so the separator's latency is a whole number of host samples.
+            let padding = (separator_unit - separator_latency % separator_unit) % separator_unit;
+            (host_unit * units, separator_unit * units, padding)
+        };
 
         let (to_separator, from_separator) = if separator_rate_hz == host_rate_hz {
             (None, None)
@@ -237,13 +238,21 @@ impl StemPipeline {
         let hop = self.hop_input.num_frames();
         while self.separator_input[0].len() >= hop {
             for (channel, fifo) in self.separator_input.iter_mut().enumerate() {
-                self.hop_input.channel_mut(channel).copy_from_slice(&fifo[..hop]);
+                self.hop_input
+                    .channel_mut(channel)
+                    .copy_from_slice(&fifo[..hop]);
                 fifo.drain(..hop);
             }
-            self.separator.process_hop(&self.hop_input, &mut self.hop_output);
+            self.separator
+                .process_hop(&self.hop_input, &mut self.hop_output);
             for (channel, fifo) in self.separator_output.iter_mut().enumerate() {
                 // A misbehaving separator never gets NaN into the stems.
-                fifo.extend(self.hop_output.channel(channel).iter().map(|&x| sanitize_sample(x)));
+                fifo.extend(
+                    self.hop_output
+                        .channel(channel)
+                        .iter()
+                        .map(|&x| sanitize_sample(x)),
+                );
             }
         }
 
@@ -322,7 +331,13 @@ mod tests {
     fn argmax_abs(values: impl Iterator<Item = f32>) -> usize {
         values
             .enumerate()
-            .fold((0, 0.0f32), |best, (i, v)| if v.abs() > best.1 { (i, v.abs()) } else { best })
+            .fold((0, 0.0f32), |best, (i, v)| {
+                if v.abs() > best.1 {
+                    (i, v.abs())
+                } else {
+                    best
+                }
+            })
             .0
     }
 
@@ -355,7 +370,9 @@ mod tests {
         let separator = Box::new(PassthroughSeparator::new(44_100, 1024, 300));
         let mut pipeline = StemPipeline::new(separator, 48_000).unwrap();
         let len = pipeline.input_chunk_frames() * 30;
-        let left: Vec<f32> = (0..len).map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5).collect();
+        let left: Vec<f32> = (0..len)
+            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
         let right: Vec<f32> = left.iter().map(|x| -0.5 * x).collect();
         let out = run_pipeline(&mut pipeline, &left, &right);
         let delay = pipeline.delay_samples();
@@ -367,7 +384,10 @@ mod tests {
                 } else {
                     0.0
                 };
-                assert!((sum - expected).abs() < 1e-6, "t={t} sum={sum} expected={expected}");
+                assert!(
+                    (sum - expected).abs() < 1e-6,
+                    "t={t} sum={sum} expected={expected}"
+                );
             }
         }
     }

@@ -66,7 +66,8 @@ pub fn stream_latency_samples(
     host_sample_rate_hz: u32,
     max_block_frames: usize,
 ) -> usize {
-    let margin_samples = ((SCHEDULING_MARGIN_MS / 1000.0) * host_sample_rate_hz as f64).ceil() as usize;
+    let margin_samples =
+        ((SCHEDULING_MARGIN_MS / 1000.0) * host_sample_rate_hz as f64).ceil() as usize;
     pipeline_delay_samples + pipeline_quantization_samples + margin_samples.max(max_block_frames)
 }
 
@@ -148,8 +149,8 @@ pub fn spawn_stream(
     let chunk_frames = pipeline.input_chunk_frames();
 
     // At least a second of input, so a worker stall has to be long before input is dropped.
-    let input_capacity_frames = (2 * (latency_samples + config.max_block_frames + chunk_frames))
-        .max(host_rate_hz as usize);
+    let input_capacity_frames =
+        (2 * (latency_samples + config.max_block_frames + chunk_frames)).max(host_rate_hz as usize);
     let output_capacity_frames =
         2 * (latency_samples + config.max_block_frames + max_output_per_chunk);
     let (input_producer, input_consumer) = RingBuffer::new(input_capacity_frames * 2);
@@ -205,7 +206,9 @@ pub fn spawn_stream(
                 log::error!("Stemflow worker stopped: {message}");
                 *thread_shared.stats.worker_error.lock() = Some(message);
             }
-            thread_shared.is_worker_alive.store(false, Ordering::Release);
+            thread_shared
+                .is_worker_alive
+                .store(false, Ordering::Release);
         })
         .map_err(|e| EngineError::Worker(e.to_string()))?;
 
@@ -340,7 +343,9 @@ impl StemStreamHandle {
         // 1. Sanitize the input: NaN/Inf and subnormals become silence.
         let mut num_non_finite = 0u64;
         for (channel, source) in [left, right].into_iter().enumerate() {
-            for (dest, &sample) in self.input_scratch[channel][..num_frames].iter_mut().zip(source)
+            for (dest, &sample) in self.input_scratch[channel][..num_frames]
+                .iter_mut()
+                .zip(source)
             {
                 num_non_finite += u64::from(!sample.is_finite());
                 *dest = sanitize_sample(sample);
@@ -375,7 +380,8 @@ impl StemStreamHandle {
             self.output_fallback(0, num_frames);
             if is_pushed {
                 self.owed_output_frames += num_frames as u64;
-                self.forced_fallback_frames = self.forced_fallback_frames.saturating_sub(num_frames);
+                self.forced_fallback_frames =
+                    self.forced_fallback_frames.saturating_sub(num_frames);
             } else {
                 self.request_overflow_reset();
             }
@@ -813,10 +819,17 @@ mod tests {
     fn offline_output_is_bit_identical_for_any_block_size() {
         let input = test_signal(48_000, 1);
         let mut reference = None;
-        for block_sizes in [vec![4096], vec![64], vec![1000], vec![1, 7, 4096, 333, 2048, 5]] {
-            let (mut handle, _worker) =
-                spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(48_000.0, 4096))
-                    .unwrap();
+        for block_sizes in [
+            vec![4096],
+            vec![64],
+            vec![1000],
+            vec![1, 7, 4096, 333, 2048, 5],
+        ] {
+            let (mut handle, _worker) = spawn_stream(
+                Box::new(BuiltinSeparator::new()),
+                &offline_config(48_000.0, 4096),
+            )
+            .unwrap();
             let out = render(&mut handle, &input, &block_sizes);
             match &reference {
                 None => reference = Some(out),
@@ -852,12 +865,18 @@ mod tests {
     #[test]
     fn reset_restarts_the_timeline_as_if_new() {
         let input = test_signal(30_000, 2);
-        let (mut fresh, _w1) =
-            spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(44_100.0, 256)).unwrap();
+        let (mut fresh, _w1) = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(44_100.0, 256),
+        )
+        .unwrap();
         let expected = render(&mut fresh, &input, &[256]);
 
-        let (mut handle, _w2) =
-            spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(44_100.0, 256)).unwrap();
+        let (mut handle, _w2) = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(44_100.0, 256),
+        )
+        .unwrap();
         let other = test_signal(7_777, 3);
         render(&mut handle, &other, &[100]);
         handle.reset();
@@ -908,7 +927,10 @@ mod tests {
     #[test]
     fn a_stall_longer_than_the_input_ring_restarts_without_losing_audio() {
         let stats = stall_worker_and_check_timeline(Duration::from_millis(1_300));
-        assert!(stats.input_overflows() > 0, "expected the input ring to overflow");
+        assert!(
+            stats.input_overflows() > 0,
+            "expected the input ring to overflow"
+        );
     }
 
     /// Stalls the worker for `stall` in the middle of a paced real-time run and checks that every
@@ -993,7 +1015,10 @@ mod tests {
         let input = test_signal(latency + 2_000, 5);
         let out = render(&mut handle, &input, &[128]);
         assert!(!worker.is_alive());
-        assert_eq!(worker.stats().worker_error().as_deref(), Some("model exploded"));
+        assert_eq!(
+            worker.stats().worker_error().as_deref(),
+            Some("model exploded")
+        );
         for t in latency + 500..input[0].len() {
             assert_eq!(out[Stem::Other.index()][0][t], input[0][t - latency]);
             assert_eq!(out[Stem::Vocals.index()][0][t], 0.0);
@@ -1002,8 +1027,11 @@ mod tests {
 
     #[test]
     fn non_finite_and_subnormal_input_never_reaches_the_output() {
-        let (mut handle, _worker) =
-            spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(44_100.0, 512)).unwrap();
+        let (mut handle, _worker) = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(44_100.0, 512),
+        )
+        .unwrap();
         let latency = handle.latency_samples();
         let mut input = test_signal(latency + 8_192, 6);
         for t in (0..input[0].len()).step_by(97) {
@@ -1019,11 +1047,27 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_clear_errors() {
-        let bad_rate = spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(f32::NAN, 64));
-        assert!(matches!(bad_rate, Err(EngineError::UnsupportedSampleRate(_))));
-        let too_low = spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(100.0, 64));
-        assert!(too_low.err().unwrap().to_string().contains("unsupported sample rate"));
-        let bad_block = spawn_stream(Box::new(BuiltinSeparator::new()), &offline_config(48_000.0, 0));
+        let bad_rate = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(f32::NAN, 64),
+        );
+        assert!(matches!(
+            bad_rate,
+            Err(EngineError::UnsupportedSampleRate(_))
+        ));
+        let too_low = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(100.0, 64),
+        );
+        assert!(too_low
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("unsupported sample rate"));
+        let bad_block = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(48_000.0, 0),
+        );
         assert!(matches!(bad_block, Err(EngineError::InvalidBlockSize(0))));
     }
 }

@@ -56,7 +56,11 @@ pub fn read_wav(path: &Path) -> Result<StereoAudio, EngineError> {
 }
 
 /// Writes a stereo 32-bit float WAV file. Not realtime-safe.
-pub fn write_wav(path: &Path, sample_rate_hz: u32, channels: &[Vec<f32>; 2]) -> Result<(), EngineError> {
+pub fn write_wav(
+    path: &Path,
+    sample_rate_hz: u32,
+    channels: &[Vec<f32>; 2],
+) -> Result<(), EngineError> {
     let io_error = |e: hound::Error| EngineError::Io(format!("{}: {e}", path.display()));
     let spec = hound::WavSpec {
         channels: 2,
@@ -108,7 +112,8 @@ mod tests {
 
     #[test]
     fn garbage_file_is_a_clear_error() {
-        let path = std::env::temp_dir().join(format!("stemflow-garbage-{}.wav", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("stemflow-garbage-{}.wav", std::process::id()));
         std::fs::write(&path, b"definitely not a wav file").unwrap();
         let error = read_wav(&path).err().expect("garbage must not decode");
         assert!(error.to_string().contains("stemflow-garbage"), "{error}");

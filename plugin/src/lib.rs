@@ -225,7 +225,10 @@ impl Plugin for Stemflow {
                     }
                 }
             }
-            stream.process(&self.input_scratch[0][..block], &self.input_scratch[1][..block]);
+            stream.process(
+                &self.input_scratch[0][..block],
+                &self.input_scratch[1][..block],
+            );
 
             for i in 0..block {
                 let frame = start + i;
@@ -287,7 +290,8 @@ impl Stemflow {
         let bypass_target = if self.params.bypass.value() { 1.0 } else { 0.0 };
         if bypass_target != self.bypass_target {
             self.bypass_target = bypass_target;
-            self.bypass_mix.set_target(self.sample_rate_hz, bypass_target);
+            self.bypass_mix
+                .set_target(self.sample_rate_hz, bypass_target);
         }
     }
 

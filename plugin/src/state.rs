@@ -162,10 +162,18 @@ mod tests {
         assert_eq!(loaded, SavedState::default());
         assert_eq!(notice, Some(StateNotice::UnknownVersion(999)));
 
-        for garbage in [json!("hello"), json!(null), json!({"version": 1, "device": 5}), json!([1, 2])] {
+        for garbage in [
+            json!("hello"),
+            json!(null),
+            json!({"version": 1, "device": 5}),
+            json!([1, 2]),
+        ] {
             let (loaded, notice) = SavedState::from_json(&garbage);
             assert_eq!(loaded, SavedState::default(), "{garbage}");
-            assert!(matches!(notice, Some(StateNotice::Malformed(_))), "{garbage}");
+            assert!(
+                matches!(notice, Some(StateNotice::Malformed(_))),
+                "{garbage}"
+            );
         }
     }
 
@@ -175,6 +183,9 @@ mod tests {
             SavedState::from_json(&json!({"version": 1, "separator": "mdx:abc", "device": "cpu"}));
         assert_eq!(loaded.separator, "builtin");
         assert_eq!(loaded.device, "cpu");
-        assert_eq!(notice, Some(StateNotice::UnknownSeparator("mdx:abc".into())));
+        assert_eq!(
+            notice,
+            Some(StateNotice::UnknownSeparator("mdx:abc".into()))
+        );
     }
 }

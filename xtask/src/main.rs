@@ -48,9 +48,13 @@ fn plugin_library_name() -> String {
 fn plugin_folders() -> Result<(PathBuf, PathBuf)> {
     let from_env = |name: &str| std::env::var_os(name).map(PathBuf::from);
     let home = || -> Result<PathBuf> {
-        std::env::var_os(if cfg!(windows) { "LOCALAPPDATA" } else { "HOME" })
-            .map(PathBuf::from)
-            .ok_or_else(|| anyhow::anyhow!("no home folder (HOME/LOCALAPPDATA unset)"))
+        std::env::var_os(if cfg!(windows) {
+            "LOCALAPPDATA"
+        } else {
+            "HOME"
+        })
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow::anyhow!("no home folder (HOME/LOCALAPPDATA unset)"))
     };
     let (clap, vst3) = if cfg!(target_os = "macos") {
         let base = home()?.join("Library/Audio/Plug-Ins");
@@ -130,7 +134,10 @@ fn test_bundle() -> Result<PathBuf> {
     let folder = Path::new("target/stemflow-test");
     std::fs::create_dir_all(folder)?;
     let bundle = folder.join(format!("{BUNDLE_NAME}.clap"));
-    std::fs::copy(Path::new("target/debug").join(plugin_library_name()), &bundle)?;
+    std::fs::copy(
+        Path::new("target/debug").join(plugin_library_name()),
+        &bundle,
+    )?;
     Ok(std::fs::canonicalize(bundle)?)
 }
 
