@@ -10,6 +10,8 @@ use stemflow_engine::demo_song::{DemoSong, DEMO_DURATION_S, DEMO_SAMPLE_RATE_HZ}
 use stemflow_engine::metrics::sdr_db;
 use stemflow_engine::offline::{separate_with_progress, SeparatedStems};
 use stemflow_engine::separator::{PlanarBlock, Separator, SeparatorChoice, SEPARATED_CHANNELS};
+use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId, DeviceStatus};
+use stemflow_engine::runtime::runtime;
 use stemflow_engine::wav::{read_wav, write_wav};
 use stemflow_engine::Stem;
 
@@ -36,6 +38,15 @@ enum Command {
         /// Separator: `builtin` (the embedded DSP separator).
         #[arg(long, default_value = "builtin")]
         separator: String,
+        /// An ONNX model file to separate with instead of the built-in separator.
+        #[arg(long, value_name = "PATH")]
+        model: Option<PathBuf>,
+        /// Device for models: auto, cpu, cuda:N, directml:N, migraphx:N or coreml.
+        #[arg(long, default_value = "auto", value_name = "ID")]
+        device: String,
+        /// Fail instead of falling back to the CPU when the device cannot run the model.
+        #[arg(long)]
+        strict_device: bool,
         /// Print nothing but errors.
         #[arg(short, long)]
         quiet: bool,
@@ -48,6 +59,12 @@ enum Command {
         /// Song length in seconds.
         #[arg(long, default_value_t = DEMO_DURATION_S)]
         duration_s: f32,
+    },
+    /// List the devices ONNX Runtime can use, and which one Auto picks.
+    Devices {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// Measure the built-in separator's speed on one core.
     Bench {
@@ -64,8 +81,37 @@ fn main() -> ExitCode {
             input,
             output,
             separator,
+            model,
+            device,
+            strict_device,
             quiet,
-        } => separate_file(&input, &output, &separator, quiet).map(|_| ()),
+        } => {
+            let separator = match model {
+                Some(path) => SeparatorChoice::Model(path),
+                None => match SeparatorChoice::from_id(&separator) {
+                    Some(choice) => choice,
+                    None => {
+                        eprintln!("stemflow: error: unknown separator '{separator}' (use builtin or --model PATH)");
+                        return ExitCode::from(2);
+                    }
+                },
+            };
+            let device = match device.parse::<DeviceChoice>() {
+                Ok(device) => device,
+                Err(e) => {
+                    eprintln!("stemflow: error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let options = SeparateOptions {
+                separator,
+                device,
+                is_strict_device: strict_device,
+                is_quiet: quiet,
+            };
+            separate_file(&input, &output, &options).map(|_| ())
+        }
+        Command::Devices { json } => list_devices(json),
         Command::Demo { output, duration_s } => demo(&output, duration_s),
         Command::Bench { duration_s } => bench(duration_s),
     };
@@ -78,15 +124,53 @@ fn main() -> ExitCode {
     }
 }
 
-/// Separates `input` into `output/<stem of input>/`. Returns the folder written.
-fn separate_file(
-    input: &Path,
-    output: &Path,
-    separator_id: &str,
+/// How to separate.
+struct SeparateOptions {
+    separator: SeparatorChoice,
+    device: DeviceChoice,
+    is_strict_device: bool,
     is_quiet: bool,
-) -> Result<PathBuf, String> {
-    let choice = SeparatorChoice::from_id(separator_id)
-        .ok_or_else(|| format!("unknown separator '{separator_id}' (available: builtin)"))?;
+}
+
+/// Builds the separator and reports (or, when strict, refuses) a device fallback.
+fn build_separator(options: &SeparateOptions) -> Result<Box<dyn Separator>, String> {
+    let separator = options.separator.build(options.device)?;
+    match separator.active_device() {
+        Some(active) => {
+            if let Some(reason) = &active.fallback_reason {
+                if options.is_strict_device {
+                    return Err(format!(
+                        "device {} cannot run the model ({reason}); --strict-device forbids the fallback",
+                        active.requested.id()
+                    ));
+                }
+                eprintln!("stemflow: warning: {reason}");
+            }
+            if !options.is_quiet {
+                println!("Running {} on {}", separator.name(), active.actual);
+            }
+        }
+        None if options.device != DeviceChoice::Auto
+            && options.device != DeviceChoice::Device(DeviceId::CPU) =>
+        {
+            let message = format!(
+                "the built-in separator runs on the CPU, not on {}",
+                options.device.id()
+            );
+            if options.is_strict_device {
+                return Err(message);
+            }
+            eprintln!("stemflow: warning: {message}");
+        }
+        None => {}
+    }
+    Ok(separator)
+}
+
+/// Separates `input` into `output/<stem of input>/`. Returns the folder written.
+fn separate_file(input: &Path, output: &Path, options: &SeparateOptions) -> Result<PathBuf, String> {
+    let is_quiet = options.is_quiet;
+    let separator = build_separator(options)?;
     let audio = read_wav(input).map_err(|e| e.to_string())?;
     stemflow_engine::validate_sample_rate(audio.sample_rate_hz as f32)
         .map_err(|e| e.to_string())?;
@@ -100,7 +184,7 @@ fn separate_file(
 
     let start = Instant::now();
     let stems = separate_with_progress(
-        choice.build(),
+        separator,
         &audio.channels,
         audio.sample_rate_hz,
         |_| {},
@@ -167,7 +251,13 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         truth_folder.display()
     );
 
-    let folder = separate_file(&song_path, output, "builtin", false)?;
+    let options = SeparateOptions {
+        separator: SeparatorChoice::Builtin,
+        device: DeviceChoice::Auto,
+        is_strict_device: false,
+        is_quiet: false,
+    };
+    let folder = separate_file(&song_path, output, &options)?;
     let estimate = read_stems(&folder)?;
     println!();
     println!("{}", sdr_table(&song, &estimate));
@@ -205,6 +295,56 @@ fn sdr_table(song: &DemoSong, estimate: &[[Vec<f32>; 2]]) -> String {
         ));
     }
     table
+}
+
+/// `stemflow devices`: the runtime's state, every device and Auto's pick.
+fn list_devices(is_json: bool) -> Result<(), String> {
+    let runtime = runtime();
+    let devices = devices();
+    let auto = auto_device(devices);
+    if is_json {
+        let value = serde_json::json!({
+            "runtime": match runtime {
+                Ok(r) => serde_json::json!({
+                    "loaded": true,
+                    "version": r.version(),
+                    "library": r.library_path(),
+                    "source": r.source().to_string(),
+                }),
+                Err(e) => serde_json::json!({ "loaded": false, "error": e.to_string() }),
+            },
+            "auto": auto.to_string(),
+            "devices": devices,
+        });
+        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    match runtime {
+        Ok(r) => println!(
+            "ONNX Runtime {} from {} ({})",
+            r.version(),
+            r.library_path().display(),
+            r.source()
+        ),
+        Err(e) => println!("{e}"),
+    }
+    println!();
+    println!("{:<12} {:<40} {:<10} STATUS", "ID", "NAME", "PROVIDER");
+    for device in devices {
+        let status = match &device.status {
+            DeviceStatus::Usable => "usable".to_owned(),
+            DeviceStatus::Unusable(reason) => format!("unusable: {reason}"),
+        };
+        println!(
+            "{:<12} {:<40} {:<10} {status}",
+            device.id.to_string(),
+            device.name,
+            device.provider.prefix()
+        );
+    }
+    println!();
+    println!("Auto picks: {auto}");
+    Ok(())
 }
 
 /// Times the built-in separator alone (one thread, no resampling) and the whole offline path.

@@ -189,6 +189,16 @@ impl StemPipeline {
         self.separator.name()
     }
 
+    /// The separator.
+    pub fn separator(&self) -> &dyn Separator {
+        self.separator.as_ref()
+    }
+
+    /// The separator, mutable (to swap its session between chunks).
+    pub fn separator_mut(&mut self) -> &mut dyn Separator {
+        self.separator.as_mut()
+    }
+
     /// Clears all history, as if newly built. Does not allocate.
     pub fn reset(&mut self) {
         self.separator.reset();

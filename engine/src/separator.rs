@@ -80,6 +80,20 @@ pub trait Separator: Send {
     /// `stems` holds `2 × NUM_SEPARATED_STEMS` channels laid out by [`stem_channel`] for vocals,
     /// drums and bass. The residual `Other` stem is computed by the pipeline.
     fn process_hop(&mut self, input: &PlanarBlock, stems: &mut PlanarBlock);
+
+    /// For separators that run a model on a device: what a new session must be built from. The
+    /// worker builds it on a helper thread while this separator keeps running.
+    fn session_source(&self) -> Option<crate::onnx::SessionSource> {
+        None
+    }
+
+    /// Swaps in a session built from [`Separator::session_source`], between hops.
+    fn install_session(&mut self, _session: crate::runtime::session::AcquiredSession) {}
+
+    /// The device running the model right now, `None` for DSP separators.
+    fn active_device(&self) -> Option<crate::onnx::ActiveDevice> {
+        None
+    }
 }
 
 /// Which separator a stream runs. Saved in the plugin state.
@@ -88,28 +102,42 @@ pub enum SeparatorChoice {
     /// The embedded DSP separator, no model file needed.
     #[default]
     Builtin,
+    /// An ONNX model file.
+    Model(std::path::PathBuf),
 }
 
 impl SeparatorChoice {
-    /// Stable id used in saved state and on the command line.
-    pub fn id(&self) -> &'static str {
+    /// Stable id used in saved state and on the command line: `builtin` or `file:<path>`.
+    pub fn id(&self) -> String {
         match self {
-            SeparatorChoice::Builtin => "builtin",
+            SeparatorChoice::Builtin => "builtin".into(),
+            SeparatorChoice::Model(path) => format!("file:{}", path.display()),
         }
     }
 
-    /// Parses a stable id, see [`SeparatorChoice::id`].
+    /// Parses an id (see [`SeparatorChoice::id`]); a bare path ending in `.onnx` is a model.
     pub fn from_id(id: &str) -> Option<Self> {
         match id {
             "builtin" => Some(SeparatorChoice::Builtin),
-            _ => None,
+            _ => id
+                .strip_prefix("file:")
+                .or_else(|| id.ends_with(".onnx").then_some(id))
+                .filter(|p| !p.is_empty())
+                .map(|p| SeparatorChoice::Model(p.into())),
         }
     }
 
-    /// Builds the separator. Not realtime-safe: allocates.
-    pub fn build(&self) -> Box<dyn Separator> {
+    /// Builds the separator on the chosen device (models only). A model that cannot be loaded is
+    /// an error that says why. Not realtime-safe: allocates, may load a model.
+    pub fn build(
+        &self,
+        device: crate::runtime::devices::DeviceChoice,
+    ) -> Result<Box<dyn Separator>, String> {
         match self {
-            SeparatorChoice::Builtin => Box::new(crate::builtin::BuiltinSeparator::new()),
+            SeparatorChoice::Builtin => Ok(Box::new(crate::builtin::BuiltinSeparator::new())),
+            SeparatorChoice::Model(path) => {
+                Ok(Box::new(crate::onnx::WaveformSeparator::load(path, device)?))
+            }
         }
     }
 }

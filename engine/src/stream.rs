@@ -22,8 +22,13 @@ use std::sync::Arc;
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::onnx::ActiveDevice;
+use crate::runtime::devices::DeviceChoice;
+use crate::runtime::session::{acquire_session, AcquiredSession};
 
 use crate::dsp::sanitize_sample;
 use crate::pipeline::StemPipeline;
@@ -80,6 +85,9 @@ pub struct StreamStats {
     input_overflows: AtomicU64,
     non_finite_input_samples: AtomicU64,
     worker_error: Mutex<Option<String>>,
+    active_device: Mutex<Option<ActiveDevice>>,
+    device_warning: Mutex<Option<String>>,
+    device_switches: AtomicU64,
 }
 
 impl StreamStats {
@@ -107,6 +115,29 @@ impl StreamStats {
     pub fn worker_error(&self) -> Option<String> {
         self.worker_error.lock().clone()
     }
+
+    /// The device the model runs on, `None` for DSP separators. Not realtime-safe: locks.
+    pub fn active_device(&self) -> Option<ActiveDevice> {
+        self.active_device.lock().clone()
+    }
+
+    /// The last device switch that failed (the previous device kept running). Not realtime-safe.
+    pub fn device_warning(&self) -> Option<String> {
+        self.device_warning.lock().clone()
+    }
+
+    /// How many sessions the worker has swapped in.
+    pub fn device_switches(&self) -> u64 {
+        self.device_switches.load(Ordering::Relaxed)
+    }
+}
+
+/// Messages from the plugin, editor or CLI to the worker (never from the audio thread).
+#[derive(Debug, Clone)]
+pub enum WorkerCommand {
+    /// Run the model on another device: the new session is built and warmed up beside the old
+    /// one, which keeps running until the swap at a hop boundary.
+    SetDevice(DeviceChoice),
 }
 
 /// State shared between the handle and the worker.
@@ -164,6 +195,9 @@ pub fn spawn_stream(
     }
 
     let stats = Arc::new(StreamStats::default());
+    *stats.active_device.lock() = pipeline.separator().active_device();
+    let (command_sender, command_receiver) = crossbeam_channel::unbounded();
+    let (session_sender, session_receiver) = crossbeam_channel::unbounded();
     let shared = Arc::new(Shared {
         should_stop: AtomicBool::new(false),
         is_worker_alive: AtomicBool::new(true),
@@ -188,6 +222,9 @@ pub fn spawn_stream(
         chunk_fill: 0,
         chunk_output: Vec::with_capacity(max_output_per_chunk * STEM_FRAME_SAMPLES),
         max_output_per_chunk,
+        commands: command_receiver,
+        session_sender,
+        session_receiver,
     };
     let thread_shared = shared.clone();
     let join_handle = std::thread::Builder::new()
@@ -243,6 +280,7 @@ pub fn spawn_stream(
         join_handle: Some(join_handle),
         stats,
         latency_samples,
+        commands: command_sender,
     };
     Ok((handle, worker))
 }
@@ -590,9 +628,19 @@ pub struct StemStreamWorker {
     join_handle: Option<JoinHandle<()>>,
     stats: Arc<StreamStats>,
     latency_samples: usize,
+    commands: Sender<WorkerCommand>,
 }
 
 impl StemStreamWorker {
+    /// Asks the worker to move the model to another device. Returns at once; the switch happens
+    /// when the new session is ready ([`StreamStats::active_device`] shows it). Not realtime-safe.
+    pub fn set_device(&self, choice: DeviceChoice) {
+        let _ = self.commands.send(WorkerCommand::SetDevice(choice));
+        if let Some(join_handle) = &self.join_handle {
+            join_handle.thread().unpark();
+        }
+    }
+
     /// Shared statistics.
     pub fn stats(&self) -> &Arc<StreamStats> {
         &self.stats
@@ -636,11 +684,53 @@ struct WorkerLoop {
     chunk_fill: usize,
     chunk_output: Vec<f32>,
     max_output_per_chunk: usize,
+    commands: Receiver<WorkerCommand>,
+    /// Sessions built on helper threads arrive here.
+    session_sender: Sender<Result<AcquiredSession, String>>,
+    session_receiver: Receiver<Result<AcquiredSession, String>>,
 }
 
 impl WorkerLoop {
+    /// Handles commands and installs sessions that are ready. Runs between chunks, which are hop
+    /// boundaries.
+    fn handle_control(&mut self) {
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                WorkerCommand::SetDevice(choice) => {
+                    let Some(source) = self.pipeline.separator().session_source() else {
+                        continue;
+                    };
+                    let sender = self.session_sender.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("stemflow-session-builder".into())
+                        .spawn(move || {
+                            let result =
+                                acquire_session(&source.model, choice, source.warm_up.as_ref());
+                            let _ = sender.send(result);
+                        });
+                    if let Err(e) = spawned {
+                        *self.shared.stats.device_warning.lock() = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        while let Ok(result) = self.session_receiver.try_recv() {
+            let stats = &self.shared.stats;
+            match result {
+                Ok(session) => {
+                    self.pipeline.separator_mut().install_session(session);
+                    *stats.active_device.lock() = self.pipeline.separator().active_device();
+                    *stats.device_warning.lock() = None;
+                    stats.device_switches.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(error) => *stats.device_warning.lock() = Some(error),
+            }
+        }
+    }
+
     fn run(&mut self) {
         while !self.shared.should_stop.load(Ordering::Acquire) {
+            self.handle_control();
             let generation = self.shared.reset_generation.load(Ordering::Acquire);
             if generation != self.generation {
                 self.switch_generation(generation);
@@ -705,6 +795,14 @@ impl WorkerLoop {
         self.chunk_output.clear();
         self.pipeline
             .process_chunk(&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        // A mid-session device failure moves the model to the CPU inside the separator.
+        let active = self.pipeline.separator().active_device();
+        if active.is_some() {
+            let mut current = self.shared.stats.active_device.lock();
+            if *current != active {
+                *current = active;
+            }
+        }
         self.chunk_fill = 0;
         let num_frames = self.chunk_output.len() / STEM_FRAME_SAMPLES;
         if let Ok(mut write) = self.output.write_chunk(self.chunk_output.len()) {

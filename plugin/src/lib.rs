@@ -14,6 +14,9 @@ use nice_plug::prelude::*;
 use stemflow_engine::stream::{
     spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
 };
+use stemflow_engine::builtin::BuiltinSeparator;
+use stemflow_engine::runtime::devices::{devices, DeviceChoice};
+use stemflow_engine::separator::{Separator, SeparatorChoice};
 use stemflow_engine::{Stem, NUM_STEMS};
 
 pub use params::{StemParams, StemflowParams, GAIN_SMOOTHING_MS, SWITCH_SMOOTHING_MS};
@@ -165,7 +168,7 @@ impl Plugin for Stemflow {
         // Replacing the stream drops the old one here, on the main thread.
         self.stream = None;
         self.worker = None;
-        let separator = self.params.saved.get().separator_choice().build();
+        let separator = self.build_separator();
         match spawn_stream(separator, &config) {
             Ok((handle, worker)) => {
                 context.set_latency_samples(handle.latency_samples() as u32);
@@ -275,6 +278,28 @@ impl Plugin for Stemflow {
 }
 
 impl Stemflow {
+    /// The saved separator on the saved device. A model that cannot run, or a saved device that
+    /// is gone, falls back (built-in separator, Auto) with a notice instead of failing.
+    /// Not realtime-safe: may load a model.
+    fn build_separator(&self) -> Box<dyn Separator> {
+        let saved = self.params.saved.get();
+        let choice = saved.separator_choice();
+        let mut device = saved.device_choice();
+        if let (SeparatorChoice::Model(_), DeviceChoice::Device(id)) = (&choice, device) {
+            if !devices().iter().any(|d| d.id == id) {
+                self.params.saved.set_notice(StateNotice::UnknownDevice(id.to_string()));
+                device = DeviceChoice::Auto;
+            }
+        }
+        match choice.build(device) {
+            Ok(separator) => separator,
+            Err(error) => {
+                self.params.saved.set_notice(StateNotice::ModelFailed(error));
+                Box::new(BuiltinSeparator::new())
+            }
+        }
+    }
+
     /// Points the mute/solo and bypass ramps at the current parameter values. Realtime-safe.
     fn update_switch_targets(&mut self) {
         let any_solo = Stem::ALL.iter().any(|&s| self.params.stem(s).solo.value());

@@ -3,6 +3,7 @@
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::separator::SeparatorChoice;
 
 /// The current version of [`SavedState`]'s format.
@@ -26,7 +27,7 @@ impl Default for SavedState {
     fn default() -> Self {
         Self {
             version: SAVED_STATE_VERSION,
-            separator: SeparatorChoice::Builtin.id().to_owned(),
+            separator: SeparatorChoice::Builtin.id(),
             device: AUTO_DEVICE_ID.to_owned(),
         }
     }
@@ -41,6 +42,10 @@ pub enum StateNotice {
     Malformed(String),
     /// The saved separator does not exist in this build.
     UnknownSeparator(String),
+    /// The saved device id is not one Stemflow knows, or the device is absent.
+    UnknownDevice(String),
+    /// The saved model could not be loaded; the built-in separator runs instead.
+    ModelFailed(String),
 }
 
 impl std::fmt::Display for StateNotice {
@@ -53,6 +58,12 @@ impl std::fmt::Display for StateNotice {
             StateNotice::Malformed(e) => write!(f, "saved state is corrupt ({e}); using defaults"),
             StateNotice::UnknownSeparator(s) => {
                 write!(f, "saved separator '{s}' is not available; using the built-in separator")
+            }
+            StateNotice::UnknownDevice(d) => {
+                write!(f, "saved device '{d}' is not available; using Auto")
+            }
+            StateNotice::ModelFailed(e) => {
+                write!(f, "the saved model could not be loaded ({e}); using the built-in separator")
             }
         }
     }
@@ -77,7 +88,17 @@ impl SavedState {
                 let notice = StateNotice::UnknownSeparator(state.separator.clone());
                 (
                     Self {
-                        separator: SeparatorChoice::Builtin.id().to_owned(),
+                        separator: SeparatorChoice::Builtin.id(),
+                        ..state
+                    },
+                    Some(notice),
+                )
+            }
+            Ok(state) if state.device.parse::<DeviceChoice>().is_err() => {
+                let notice = StateNotice::UnknownDevice(state.device.clone());
+                (
+                    Self {
+                        device: AUTO_DEVICE_ID.to_owned(),
                         ..state
                     },
                     Some(notice),
@@ -91,6 +112,11 @@ impl SavedState {
     /// The separator to run.
     pub fn separator_choice(&self) -> SeparatorChoice {
         SeparatorChoice::from_id(&self.separator).unwrap_or_default()
+    }
+
+    /// The device to run models on.
+    pub fn device_choice(&self) -> DeviceChoice {
+        self.device.parse().unwrap_or_default()
     }
 }
 
@@ -117,6 +143,12 @@ impl SavedStateField {
     /// The notice from the last load, if the saved state could not be used as it was.
     pub fn last_notice(&self) -> Option<StateNotice> {
         self.last_notice.read().clone()
+    }
+
+    /// Records a problem found after loading (a model that fails, a device that is gone).
+    pub fn set_notice(&self, notice: StateNotice) {
+        nice_plug::nice_log!("Stemflow: {notice}");
+        *self.last_notice.write() = Some(notice);
     }
 }
 
@@ -187,5 +219,20 @@ mod tests {
             notice,
             Some(StateNotice::UnknownSeparator("mdx:abc".into()))
         );
+    }
+
+    #[test]
+    fn unknown_device_falls_back_to_auto_and_keeps_separator() {
+        let (loaded, notice) = SavedState::from_json(
+            &json!({"version": 1, "separator": "builtin", "device": "tpu:3"}),
+        );
+        assert_eq!(loaded.device, "auto");
+        assert_eq!(loaded.device_choice(), DeviceChoice::Auto);
+        assert_eq!(notice, Some(StateNotice::UnknownDevice("tpu:3".into())));
+        let (loaded, notice) = SavedState::from_json(
+            &json!({"version": 1, "separator": "builtin", "device": "cuda:1"}),
+        );
+        assert_eq!(loaded.device_choice().id(), "cuda:1");
+        assert_eq!(notice, None);
     }
 }

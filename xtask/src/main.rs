@@ -15,6 +15,10 @@ fn main() -> Result<()> {
         Some("install") => install(),
         Some("test") => test(&args[1..]),
         Some("test-bundle") => test_bundle().map(|_| ()),
+        Some("fetch-runtime") => fetch_runtime(&flavor_arg(&args[1..])?).map(|path| {
+            println!("ONNX Runtime library: {}", path.display());
+            println!("Use it with: STEMFLOW_ORT_LIB={}", path.display());
+        }),
         _ => nice_plug_xtask::main_with_args("cargo xtask", args),
     }
 }
@@ -91,6 +95,152 @@ fn copy_recursively(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One pinned ONNX Runtime wheel on PyPI.
+struct RuntimeWheel {
+    flavor: &'static str,
+    os: &'static str,
+    arch: &'static str,
+    package: &'static str,
+    version: &'static str,
+    /// The pip `--platform` tag the wheel is published for.
+    platform: &'static str,
+    sha256: &'static str,
+}
+
+/// Pinned wheels (CPython 3.11 builds; the shared library inside does not depend on Python).
+/// CUDA builds need CUDA 13 and cuDNN 9 on the loader path; DirectML is Windows-only and its
+/// last release is 1.24.4; AMD GPUs use MIGraphX (ONNX Runtime removed the ROCm provider).
+const RUNTIME_WHEELS: &[RuntimeWheel] = &[
+    RuntimeWheel { flavor: "cpu", os: "linux", arch: "x86_64", package: "onnxruntime", version: "1.31.0", platform: "manylinux_2_28_x86_64", sha256: "d4092b78fc5bab77ce6522393098cdb2535423045ecdcff15cc0d022162d6b66" },
+    RuntimeWheel { flavor: "cpu", os: "linux", arch: "aarch64", package: "onnxruntime", version: "1.31.0", platform: "manylinux_2_28_aarch64", sha256: "37c7dfe398550afdf9670a29315dbb88e49d8afc473ffaf1f410376efbb9c80a" },
+    RuntimeWheel { flavor: "cpu", os: "macos", arch: "aarch64", package: "onnxruntime", version: "1.31.0", platform: "macosx_14_0_arm64", sha256: "cbf1a7f6470ddfe9dbc781966af8ce4a10e1858d75a93f93cc6b9367c9587870" },
+    RuntimeWheel { flavor: "cpu", os: "windows", arch: "x86_64", package: "onnxruntime", version: "1.31.0", platform: "win_amd64", sha256: "317608967b03807ed4661113b08293fac02a1db6496a6863a07d9f19232936ad" },
+    RuntimeWheel { flavor: "cuda", os: "linux", arch: "x86_64", package: "onnxruntime-gpu", version: "1.31.0", platform: "manylinux_2_28_x86_64", sha256: "f9a79e13492ce69cf58d7b97a7639bf407c8a4db291d9f6125131eac1d5758b9" },
+    RuntimeWheel { flavor: "cuda", os: "windows", arch: "x86_64", package: "onnxruntime-gpu", version: "1.31.0", platform: "win_amd64", sha256: "d6eae6141dff34f26b68ba8adace5a5d5e545b3246c759991b6019f585cf99ba" },
+    RuntimeWheel { flavor: "directml", os: "windows", arch: "x86_64", package: "onnxruntime-directml", version: "1.24.4", platform: "win_amd64", sha256: "96642a787e5a6f33bf043521c0f06eb1eb663f6b830e5862a2026d03f9c90543" },
+    RuntimeWheel { flavor: "migraphx", os: "linux", arch: "x86_64", package: "onnxruntime-migraphx", version: "1.27.1", platform: "manylinux_2_34_x86_64", sha256: "4a178713a67dbcd1a952edb89d60e856ec70538f8f9848c89745ae2328305b6d" },
+];
+
+/// `--flavor X` from the arguments, `cpu` by default.
+fn flavor_arg(args: &[String]) -> Result<String> {
+    match args.iter().position(|a| a == "--flavor") {
+        Some(i) => args
+            .get(i + 1)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("--flavor needs a value: cpu, cuda, directml or migraphx")),
+        None => Ok(args
+            .iter()
+            .find_map(|a| a.strip_prefix("--flavor=").map(String::from))
+            .unwrap_or_else(|| "cpu".into())),
+    }
+}
+
+fn sha256_hex(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(path)?;
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+fn python() -> Result<&'static str> {
+    for candidate in ["python3", "python"] {
+        if Command::new(candidate).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!("fetching ONNX Runtime needs Python 3 with pip (to download the wheel from PyPI)")
+}
+
+/// Downloads the pinned wheel for `flavor` with pip, checks its SHA-256 and unpacks the shared
+/// libraries into `runtime/<flavor>/`. Returns the main library's path.
+fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
+    let os = std::env::consts::OS;
+    let arch = std::env::consts::ARCH;
+    let wheel = RUNTIME_WHEELS
+        .iter()
+        .find(|w| w.flavor == flavor && w.os == os && w.arch == arch)
+        .ok_or_else(|| {
+            let available: Vec<String> = RUNTIME_WHEELS
+                .iter()
+                .filter(|w| w.os == os && w.arch == arch)
+                .map(|w| w.flavor.to_string())
+                .collect();
+            anyhow::anyhow!(
+                "no pinned ONNX Runtime '{flavor}' build for {os}/{arch} (available here: {})",
+                if available.is_empty() { "none".into() } else { available.join(", ") }
+            )
+        })?;
+    let out_dir = Path::new("runtime").join(flavor);
+    let marker = out_dir.join("WHEEL_SHA256");
+    if std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == wheel.sha256) {
+        if let Some(library) = find_library(&out_dir) {
+            eprintln!("xtask: ONNX Runtime {} ({flavor}) already in {}", wheel.version, out_dir.display());
+            return Ok(std::fs::canonicalize(library)?);
+        }
+    }
+
+    let cache = Path::new("target/ort-wheels");
+    std::fs::create_dir_all(cache)?;
+    let file_prefix = format!("{}-{}-", wheel.package.replace('-', "_"), wheel.version);
+    let find_wheel = || -> Option<PathBuf> {
+        std::fs::read_dir(cache).ok()?.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&file_prefix) && n.contains(wheel.platform) && n.ends_with(".whl"))
+        })
+    };
+    let wheel_path = match find_wheel().filter(|p| sha256_hex(p).is_ok_and(|h| h == wheel.sha256)) {
+        Some(path) => path,
+        None => {
+            run(Command::new(python()?).args([
+                "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+                "--python-version", "3.11", "--platform", wheel.platform, "-d",
+            ]).arg(cache).arg(format!("{}=={}", wheel.package, wheel.version)))?;
+            find_wheel().ok_or_else(|| anyhow::anyhow!("pip did not produce the {} wheel", wheel.package))?
+        }
+    };
+    let actual = sha256_hex(&wheel_path)?;
+    if actual != wheel.sha256 {
+        anyhow::bail!(
+            "{} has SHA-256 {actual}, expected {}: refusing to use it",
+            wheel_path.display(),
+            wheel.sha256
+        );
+    }
+
+    if out_dir.exists() {
+        std::fs::remove_dir_all(&out_dir)?;
+    }
+    std::fs::create_dir_all(&out_dir)?;
+    // Only the runtime and its provider libraries, not the Python extension module.
+    run(Command::new(python()?).args([
+        "-c",
+        UNPACK_WHEEL_PY,
+    ]).arg(&wheel_path).arg(&out_dir))?;
+    std::fs::write(&marker, wheel.sha256)?;
+    let library = find_library(&out_dir)
+        .ok_or_else(|| anyhow::anyhow!("the wheel held no ONNX Runtime library"))?;
+    eprintln!("xtask: ONNX Runtime {} ({flavor}) unpacked to {}", wheel.version, out_dir.display());
+    Ok(std::fs::canonicalize(library)?)
+}
+
+/// Extracts the ONNX Runtime shared libraries (not the Python module) from a wheel (a zip file).
+const UNPACK_WHEEL_PY: &str = r#"
+import os, sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+for name in wheel.namelist():
+    base = os.path.basename(name)
+    is_library = base.endswith((".so", ".dll", ".dylib")) or ".so." in base
+    if name.startswith("onnxruntime/capi/") and "onnxruntime" in base and "pybind" not in base and is_library:
+        with open(os.path.join(sys.argv[2], base), "wb") as out:
+            out.write(wheel.read(name))
+"#;
+
+fn find_library(dir: &Path) -> Option<PathBuf> {
+    stemflow_engine::paths::find_onnxruntime_in(dir)
+}
+
 /// README command 1: build the release bundles, install them, separate the demo song.
 fn install() -> Result<()> {
     nice_plug_xtask::main_with_args(
@@ -106,6 +256,14 @@ fn install() -> Result<()> {
     copy_recursively(&bundled.join(format!("{BUNDLE_NAME}.clap")), &clap_target)?;
     copy_recursively(&bundled.join(format!("{BUNDLE_NAME}.vst3")), &vst3_target)?;
 
+    let runtime_library = fetch_runtime(&flavor_arg(&std::env::args().collect::<Vec<_>>())?)?;
+    let user_runtime = stemflow_engine::paths::user_runtime_dir()
+        .ok_or_else(|| anyhow::anyhow!("no user data folder (HOME unset)"))?;
+    if user_runtime.exists() {
+        std::fs::remove_dir_all(&user_runtime)?;
+    }
+    copy_recursively(runtime_library.parent().expect("library has a folder"), &user_runtime)?;
+
     run(cargo().args(["build", "--release", "-p", "stemflow-cli"]))?;
     let cli = Path::new("target/release").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX));
     run(Command::new(&cli).args(["demo", "-o", "stemflow-demo"]))?;
@@ -115,6 +273,7 @@ fn install() -> Result<()> {
     println!("  CLAP: {}", clap_target.display());
     println!("  VST3: {}", vst3_target.display());
     println!("  CLI:  {}", cli.display());
+    println!("  ONNX Runtime: {}", user_runtime.display());
     println!("Rescan plugins in your DAW, insert \"Stemflow\" on a stereo track and route its");
     println!("Vocals/Drums/Bass/Other outputs to their own tracks. The demo stems are in ./stemflow-demo/.");
     Ok(())
@@ -143,6 +302,7 @@ fn test_bundle() -> Result<PathBuf> {
 
 /// README command 2: every test, including the ones that host the built plugin.
 fn test(extra_args: &[String]) -> Result<()> {
+    let runtime_library = fetch_runtime("cpu")?;
     let bundle = test_bundle()?;
     run(cargo().args(["build", "-p", "stemflow-cli"]))?;
     let cli = std::fs::canonicalize(
@@ -152,5 +312,6 @@ fn test(extra_args: &[String]) -> Result<()> {
         .args(["test", "--workspace"])
         .args(extra_args)
         .env("STEMFLOW_TEST_CLAP", &bundle)
+        .env("STEMFLOW_ORT_LIB", &runtime_library)
         .env("STEMFLOW_TEST_CLI", &cli))
 }

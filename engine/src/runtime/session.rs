@@ -1,0 +1,226 @@
+//! Sessions: built on the device the user picked with a visible fallback, warmed up, and shared
+//! between plugin instances that run the same model on the same device.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use ort::session::Session;
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+
+use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
+use super::runtime;
+
+/// Overrides the number of threads one inference uses.
+pub const INTRA_THREADS_ENV: &str = "STEMFLOW_INTRA_THREADS";
+
+/// Threads per inference: `STEMFLOW_INTRA_THREADS`, else every core but one, which is left to
+/// the DAW.
+pub fn default_intra_threads() -> usize {
+    if let Some(n) = std::env::var(INTRA_THREADS_ENV)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
+        return n;
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get().saturating_sub(1).max(1))
+        .unwrap_or(1)
+}
+
+/// A model file's bytes and content hash.
+#[derive(Debug)]
+pub struct ModelBytes {
+    /// A short name for messages (the file name).
+    pub name: String,
+    /// SHA-256 of the bytes, lower-case hex.
+    pub sha256: String,
+    /// The file's contents.
+    pub bytes: Vec<u8>,
+}
+
+impl ModelBytes {
+    /// Wraps bytes, hashing them.
+    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        let sha256 = format!("{:x}", Sha256::digest(&bytes));
+        Self {
+            name: name.into(),
+            sha256,
+            bytes,
+        }
+    }
+
+    /// Reads a model file. Not realtime-safe.
+    pub fn read(path: &std::path::Path) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        Ok(Self::new(name, bytes))
+    }
+}
+
+/// Numeric precision a session runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// 32-bit float.
+    F32,
+}
+
+/// What makes two sessions interchangeable.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey {
+    /// The model's SHA-256.
+    pub model_sha256: String,
+    /// Where it runs.
+    pub device: DeviceId,
+    /// At what precision.
+    pub precision: Precision,
+}
+
+/// A session that several plugin instances may share. Inference locks it (off the audio thread).
+pub struct SharedSession {
+    key: SessionKey,
+    session: Mutex<Session>,
+}
+
+impl SharedSession {
+    /// The device it runs on.
+    pub fn device(&self) -> DeviceId {
+        self.key.device
+    }
+
+    /// Its cache key.
+    pub fn key(&self) -> &SessionKey {
+        &self.key
+    }
+
+    /// Runs `f` with exclusive use of the session. Not realtime-safe: locks.
+    pub fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
+        f(&mut self.session.lock())
+    }
+}
+
+/// A session and how it came to run where it runs.
+#[derive(Clone)]
+pub struct AcquiredSession {
+    /// The session.
+    pub session: Arc<SharedSession>,
+    /// What was asked for.
+    pub requested: DeviceChoice,
+    /// Devices tried before, with their errors.
+    pub failures: Vec<(DeviceId, String)>,
+}
+
+impl AcquiredSession {
+    /// The device it runs on.
+    pub fn device(&self) -> DeviceId {
+        self.session.device()
+    }
+
+    /// Why it does not run on the requested device, if it does not.
+    pub fn fallback_reason(&self) -> Option<String> {
+        if self.failures.is_empty() {
+            return None;
+        }
+        Some(
+            self.failures
+                .iter()
+                .map(|(id, e)| format!("{id} failed: {e}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+                + &format!("; running on {}", self.device()),
+        )
+    }
+}
+
+static SESSIONS: Mutex<Option<HashMap<SessionKey, Weak<SharedSession>>>> = Mutex::new(None);
+
+/// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
+/// an error. Requires a loaded runtime. Not realtime-safe.
+pub fn build_session(device: DeviceId, model_bytes: &[u8], intra_threads: usize) -> Result<Session, String> {
+    let runtime = runtime().map_err(|e| e.to_string())?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut builder = Session::builder(runtime.environment())
+            .map_err(|e| e.to_string())?
+            .with_intra_threads(intra_threads)
+            .map_err(|e| e.to_string())?;
+        if let Some(provider) = device.execution_provider() {
+            builder = builder
+                .with_execution_providers([provider])
+                .map_err(|e| e.to_string())?;
+        }
+        builder.commit_from_memory(model_bytes).map_err(|e| e.to_string())
+    }));
+    result.unwrap_or_else(|_| Err(format!("ONNX Runtime panicked while creating a session on {device}")))
+}
+
+/// Gets a session for `model` on the best device for `choice`: shared if another instance already
+/// has one for the same model, device and precision, else built and warmed up with `warm_up`.
+/// Devices that fail are recorded and the next is tried, the CPU last. Not realtime-safe.
+pub fn acquire_session(
+    model: &ModelBytes,
+    choice: DeviceChoice,
+    warm_up: &dyn Fn(&mut Session) -> Result<(), String>,
+) -> Result<AcquiredSession, String> {
+    runtime().map_err(|e| e.to_string())?;
+    let mut failures = Vec::new();
+    for device in candidates_for(choice, devices()) {
+        let key = SessionKey {
+            model_sha256: model.sha256.clone(),
+            device,
+            precision: Precision::F32,
+        };
+        // Held while building, so two instances asking at once share one session.
+        let mut sessions = SESSIONS.lock();
+        let sessions = sessions.get_or_insert_with(HashMap::new);
+        sessions.retain(|_, weak| weak.strong_count() > 0);
+        if let Some(session) = sessions.get(&key).and_then(Weak::upgrade) {
+            return Ok(AcquiredSession {
+                session,
+                requested: choice,
+                failures,
+            });
+        }
+        let built = build_session(device, &model.bytes, default_intra_threads())
+            .and_then(|mut session| warm_up(&mut session).map(|()| session));
+        match built {
+            Ok(session) => {
+                let session = Arc::new(SharedSession {
+                    key: key.clone(),
+                    session: Mutex::new(session),
+                });
+                sessions.insert(key, Arc::downgrade(&session));
+                if !failures.is_empty() {
+                    log::warn!("{}: falling back to {device}: {failures:?}", model.name);
+                }
+                return Ok(AcquiredSession {
+                    session,
+                    requested: choice,
+                    failures,
+                });
+            }
+            Err(error) => failures.push((device, error)),
+        }
+    }
+    Err(format!(
+        "{} could not run on any device: {}",
+        model.name,
+        failures
+            .iter()
+            .map(|(id, e)| format!("{id}: {e}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+}
+
+/// How many distinct live sessions exist (for tests and diagnostics).
+pub fn live_session_count() -> usize {
+    SESSIONS
+        .lock()
+        .as_ref()
+        .map(|s| s.values().filter(|w| w.strong_count() > 0).count())
+        .unwrap_or(0)
+}
