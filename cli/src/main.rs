@@ -66,11 +66,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Measure the built-in separator's speed on one core.
+    /// Measure the built-in separator's speed on one core, or a model's on each device.
     Bench {
         /// Seconds of audio to separate.
         #[arg(long, default_value_t = 20.0)]
         duration_s: f32,
+        /// An ONNX model to time instead of the built-in separator.
+        #[arg(long, value_name = "PATH")]
+        model: Option<PathBuf>,
+        /// Devices to time the model on (repeat or comma-separate); default: cpu and Auto's pick.
+        #[arg(long, value_name = "ID", value_delimiter = ',')]
+        device: Vec<String>,
     },
 }
 
@@ -113,7 +119,12 @@ fn main() -> ExitCode {
         }
         Command::Devices { json } => list_devices(json),
         Command::Demo { output, duration_s } => demo(&output, duration_s),
-        Command::Bench { duration_s } => bench(duration_s),
+        Command::Bench {
+            duration_s,
+            model: Some(model),
+            device,
+        } => bench_model(&model, &device, duration_s),
+        Command::Bench { duration_s, .. } => bench(duration_s),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -344,6 +355,71 @@ fn list_devices(is_json: bool) -> Result<(), String> {
     }
     println!();
     println!("Auto picks: {auto}");
+    Ok(())
+}
+
+/// Times a model's inference per segment on each device, and the whole offline path.
+fn bench_model(model: &Path, device_ids: &[String], duration_s: f32) -> Result<(), String> {
+    let mut choices: Vec<DeviceChoice> = device_ids
+        .iter()
+        .map(|id| id.parse::<DeviceChoice>())
+        .collect::<Result<_, _>>()?;
+    if choices.is_empty() {
+        choices.push(DeviceChoice::Device(DeviceId::CPU));
+        let auto = auto_device(devices());
+        if auto != DeviceId::CPU {
+            choices.push(DeviceChoice::Device(auto));
+        }
+    }
+    let song = DemoSong::generate(DEMO_SAMPLE_RATE_HZ, duration_s.clamp(1.0, 600.0));
+    let mix = song.mix();
+    println!(
+        "{:<10} {:>10} {:>12} {:>12} {:>12} {:>14} {:>10}",
+        "DEVICE", "SEGMENT", "MIN ms", "MEDIAN ms", "MAX ms", "REAL TIME", "OVERHEAD"
+    );
+    for choice in choices {
+        let mut separator = SeparatorChoice::Model(model.to_path_buf()).build(choice)?;
+        let active = separator.active_device().ok_or("not a model")?;
+        if let Some(reason) = &active.fallback_reason {
+            eprintln!("stemflow: warning: {reason}");
+        }
+        let hop = separator.hop_frames();
+        let mut input = PlanarBlock::new(2, hop);
+        let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
+        let mut times_ms = Vec::new();
+        let num_hops = (mix[0].len() / hop).max(1);
+        for index in 0..num_hops.max(3) {
+            let start = (index % num_hops) * hop;
+            for channel in 0..2 {
+                let source = &mix[channel][start..(start + hop).min(mix[channel].len())];
+                input.channel_mut(channel)[..source.len()].copy_from_slice(source);
+            }
+            let t = Instant::now();
+            separator.process_hop(&input, &mut stems);
+            times_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        times_ms.sort_by(f64::total_cmp);
+        let median_ms = times_ms[times_ms.len() / 2];
+        let segment_s = hop as f64 / separator.sample_rate_hz() as f64;
+
+        // The whole offline path (resampling, streaming, residual) on the same device.
+        let separator = SeparatorChoice::Model(model.to_path_buf()).build(choice)?;
+        let start = Instant::now();
+        stemflow_engine::offline::separate(separator, &mix, DEMO_SAMPLE_RATE_HZ).map_err(|e| e.to_string())?;
+        let total_s = start.elapsed().as_secs_f64();
+        let audio_s = mix[0].len() as f64 / DEMO_SAMPLE_RATE_HZ as f64;
+        let inference_s = median_ms / 1000.0 * (audio_s / segment_s).ceil();
+        println!(
+            "{:<10} {:>9.2}s {:>12.2} {:>12.2} {:>12.2} {:>13.1}x {:>9.2}x",
+            active.actual.to_string(),
+            segment_s,
+            times_ms[0],
+            median_ms,
+            times_ms[times_ms.len() - 1],
+            audio_s / total_s,
+            total_s / inference_s.max(1e-9),
+        );
+    }
     Ok(())
 }
 
