@@ -11,6 +11,14 @@ Graphs written to models/test/:
 - waveform_gain.onnx: the raw-waveform contract (input `mix` [1, 2, 4096] at 44.1 kHz, output
   `stems` [1, 4, 2, 4096]): stem s, channel c = mix[c] * GAINS[s][c]. Checkable by hand.
 
+With `--fixtures DIR`, also writes one test graph per model family into DIR (with the exact
+signature of the family: HTDemucs `mix` [1, 2, 343980] -> `stems` [1, 4, 2, 343980]; MDX-Net
+[1, 4, dim_f, dim_t]; RoFormer [1, 2050, frames, 2] -> mask [1, 2, 2050, frames, 2]), each with
+positional and nonlinear behaviour so misaligned chunks or bins show, plus fixtures: a stereo test
+signal and the stems that the numpy reference pipelines in `families_reference.py` compute from
+it (running the graphs with `onnx.reference.ReferenceEvaluator`, not ONNX Runtime). Fixtures are
+raw little-endian f32, planar, described by `DIR/fixtures.json`.
+
 With `--bench`, also models/bench/waveform_bench.onnx (not checked in): the same contract with a
 7.8 s segment and a small random convolutional encoder/decoder (about 10 GFLOP per segment), to
 time devices with a realistic amount of work.
@@ -33,7 +41,7 @@ WAVEFORM_GAINS = np.array(
 )
 
 
-def save(graph, name):
+def save(graph, name, out=None):
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", OPSET)],
@@ -41,8 +49,9 @@ def save(graph, name):
     )
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / name
+    out = out or OUT
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
     # Deterministic bytes: no doc strings with dates, fixed producer.
     path.write_bytes(model.SerializeToString(deterministic=True))
     print(f"wrote {path} ({path.stat().st_size} bytes)")
@@ -120,7 +129,243 @@ def waveform_bench():
     save(graph, "waveform_bench.onnx")
 
 
+# --- Family test graphs and fixtures ------------------------------------------------------------
+
+SAMPLE_RATE = 44_100
+DEMUCS_SEGMENT = 343_980
+MDX = dict(n_fft=2048, hop=1024, dim_f=1024, dim_t=64, compensate=1.035)
+ROFORMER = dict(n_fft=2048, hop=441, frames=101, num_overlap=4, stems=["vocals", "other"])
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def demucs_graph(out):
+    """mix [1,2,T] -> stems [1,4,2,T] (drums, bass, other, vocals), positively homogeneous:
+    drums = relu(mix) * ramp(t), bass = 31-tap low-pass FIR, other = -0.3 relu(-mix),
+    vocals = 0.8 * mid on both channels."""
+    t = DEMUCS_SEGMENT
+    taps = np.hanning(33)[1:-1]
+    taps = (taps / taps.sum()).astype(np.float32)
+    nodes = [
+        helper.make_node("Relu", ["mix"], ["pos"]),
+        helper.make_node("Mul", ["pos", "ramp"], ["drums"]),
+        helper.make_node("Conv", ["mix", "fir"], ["bass"], group=2, pads=[15, 15], kernel_shape=[31]),
+        helper.make_node("Neg", ["mix"], ["negmix"]),
+        helper.make_node("Relu", ["negmix"], ["neg"]),
+        helper.make_node("Mul", ["neg", "minus03"], ["other"]),
+        helper.make_node("ReduceMean", ["mix"], ["mid"], axes=[1], keepdims=1),
+        helper.make_node("Mul", ["mid", "gain08"], ["mid08"]),
+        helper.make_node("Concat", ["mid08", "mid08"], ["vocals"], axis=1),
+        helper.make_node("Unsqueeze", ["drums", "axis1"], ["d4"]),
+        helper.make_node("Unsqueeze", ["bass", "axis1"], ["b4"]),
+        helper.make_node("Unsqueeze", ["other", "axis1"], ["o4"]),
+        helper.make_node("Unsqueeze", ["vocals", "axis1"], ["v4"]),
+        helper.make_node("Concat", ["d4", "b4", "o4", "v4"], ["stems"], axis=1),
+    ]
+    init = [
+        const("ramp", np.linspace(0.5, 1.5, t, dtype=np.float32).reshape(1, 1, t) * np.float32(0.5)),
+        const("fir", np.stack([taps, taps]).reshape(2, 1, 31)),
+        const("minus03", np.array(-0.3, dtype=np.float32)),
+        const("gain08", np.array(0.8, dtype=np.float32)),
+        const("axis1", np.array([1], dtype=np.int64)),
+    ]
+    graph = helper.make_graph(
+        nodes, "stemflow_test_htdemucs",
+        [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
+        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
+        initializer=init,
+    )
+    save(graph, "htdemucs_test.onnx", out)
+
+
+def mdx_graph(out):
+    """[1,4,dim_f,dim_t] -> same: a frequency- and frame-dependent gain, a phase rotation
+    (re/im mixing) and a rectified part, all positively homogeneous."""
+    f, t = MDX["dim_f"], MDX["dim_t"]
+    theta = 0.3
+    rotation = np.zeros((4, 4, 1, 1), dtype=np.float32)
+    for c in range(2):
+        rotation[2 * c, 2 * c] = np.cos(theta)
+        rotation[2 * c, 2 * c + 1] = -np.sin(theta)
+        rotation[2 * c + 1, 2 * c] = np.sin(theta)
+        rotation[2 * c + 1, 2 * c + 1] = np.cos(theta)
+    gain_f = (0.2 + 0.8 * np.exp(-np.arange(f) / 200.0)).astype(np.float32).reshape(1, 1, f, 1)
+    gain_t = np.linspace(0.7, 1.3, t, dtype=np.float32).reshape(1, 1, 1, t)
+    nodes = [
+        helper.make_node("Mul", ["input", "gain_f"], ["a"]),
+        helper.make_node("Mul", ["a", "gain_t"], ["b"]),
+        helper.make_node("Conv", ["b", "rotation"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["input"], ["r"]),
+        helper.make_node("Mul", ["r", "tenth"], ["r10"]),
+        helper.make_node("Add", ["c", "r10"], ["output"]),
+    ]
+    init = [const("gain_f", gain_f), const("gain_t", gain_t), const("rotation", rotation),
+            const("tenth", np.array(0.1, dtype=np.float32))]
+    graph = helper.make_graph(
+        nodes, "stemflow_test_mdx",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4, f, t])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4, f, t])],
+        initializer=init,
+    )
+    save(graph, "mdx_vocals_test.onnx", out)
+    save(graph, "mdx_inst_test.onnx", out)
+    sidecar = dict(mdx_n_fft_scale_set=MDX["n_fft"], mdx_dim_f_set=f,
+                   mdx_dim_t_set=int(np.log2(t)), compensate=MDX["compensate"])
+    import json
+    (out / "mdx_vocals_test.json").write_text(json.dumps(dict(sidecar, primary_stem="Vocals"), indent=1))
+    (out / "mdx_inst_test.json").write_text(json.dumps(dict(sidecar, primary_stem="Instrumental"), indent=1))
+
+
+def roformer_graph(out):
+    """[1, 2F, T, 2] -> mask [1, 2, 2F, T, 2]: per stem a frequency profile times (1 + tanh(x))
+    times a frame ramp; stem 0 favours low bins, stem 1 high ones."""
+    bins2 = 2 * (ROFORMER["n_fft"] // 2 + 1)
+    t = ROFORMER["frames"]
+    f = np.arange(bins2) // 2
+    profile = np.stack([np.exp(-f / 150.0), 1.0 - 0.9 * np.exp(-f / 150.0)]).astype(np.float32)
+    nodes = [
+        helper.make_node("Tanh", ["spec"], ["th"]),
+        helper.make_node("Add", ["th", "one"], ["th1"]),
+        helper.make_node("Mul", ["th1", "ramp"], ["shaped"]),
+        helper.make_node("Unsqueeze", ["shaped", "axis1"], ["shaped5"]),
+        helper.make_node("Mul", ["shaped5", "profile"], ["mask"]),
+    ]
+    init = [
+        const("one", np.array(1.0, dtype=np.float32)),
+        const("ramp", np.linspace(0.4, 0.6, t, dtype=np.float32).reshape(1, 1, t, 1)),
+        const("axis1", np.array([1], dtype=np.int64)),
+        const("profile", profile.reshape(1, 2, bins2, 1, 1)),
+    ]
+    graph = helper.make_graph(
+        nodes, "stemflow_test_roformer",
+        [helper.make_tensor_value_info("spec", TensorProto.FLOAT, [1, bins2, t, 2])],
+        [helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 2, bins2, t, 2])],
+        initializer=init,
+    )
+    save(graph, "roformer_test.onnx", out)
+    chunk = ROFORMER["hop"] * (t - 1)
+    # An MSST-style config, with the Python tags real configs carry.
+    (out / "roformer_test.yaml").write_text(
+        "audio:\n"
+        f"  chunk_size: {chunk}\n"
+        f"  n_fft: {ROFORMER['n_fft']}\n"
+        f"  hop_length: {ROFORMER['hop']}\n"
+        f"  sample_rate: {SAMPLE_RATE}\n"
+        "model:\n"
+        "  freqs_per_bands: !!python/tuple\n  - 2\n  - 4\n"
+        f"  stft_n_fft: {ROFORMER['n_fft']}\n"
+        f"  stft_hop_length: {ROFORMER['hop']}\n"
+        "  zero_dc: true\n"
+        "training:\n"
+        f"  instruments: {ROFORMER['stems']}\n"
+        "  target_instrument: null\n"
+        "inference:\n"
+        f"  num_overlap: {ROFORMER['num_overlap']}\n"
+    )
+
+
+def test_signal(seconds, seed):
+    """Stereo, zero-mean: tones, a swept tone, decaying noise bursts."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * SAMPLE_RATE)
+    t = np.arange(n) / SAMPLE_RATE
+    left = 0.2 * np.sin(2 * np.pi * 110 * t) + 0.1 * np.sin(2 * np.pi * (300 + 400 * t) * t)
+    right = 0.15 * np.sin(2 * np.pi * 220 * t + 0.5) + 0.1 * np.sin(2 * np.pi * 1750 * t)
+    burst = np.zeros(n)
+    for start in range(0, n, SAMPLE_RATE // 2):
+        length = min(4000, n - start)
+        burst[start:start + length] += rng.standard_normal(length) * np.exp(-np.arange(length) / 800.0)
+    x = np.stack([left + 0.2 * burst, right + 0.15 * burst])
+    x -= x.mean(0).mean()
+    return x.astype(np.float32)
+
+
+def evaluator(path, input_name, output_name):
+    """Runs a graph with onnx's own numpy evaluator (independent of ONNX Runtime)."""
+    from onnx.reference import ReferenceEvaluator
+    session = ReferenceEvaluator(str(path))
+    return lambda array: session.run([output_name], {input_name: np.asarray(array, dtype=np.float32)})[0]
+
+
+def write_f32(path, array):
+    np.ascontiguousarray(array, dtype="<f4").tofile(path)
+
+
+def stems_from_routes(x, vocals=None, drums=None, bass=None):
+    zeros = np.zeros_like(x, dtype=np.float64)
+    v = zeros if vocals is None else vocals
+    d = zeros if drums is None else drums
+    b = zeros if bass is None else bass
+    return dict(vocals=v, drums=d, bass=b, other=x.astype(np.float64) - v - d - b)
+
+
+def fixtures(out):
+    import json
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import families_reference as ref
+
+    out.mkdir(parents=True, exist_ok=True)
+    demucs_graph(out)
+    mdx_graph(out)
+    roformer_graph(out)
+    cases = []
+
+    def record(name, model, x, stems, valid_frames, reference):
+        write_f32(out / f"{name}.input.f32", x)
+        files = {}
+        for stem, values in stems.items():
+            files[stem] = f"{name}.{stem}.f32"
+            write_f32(out / files[stem], values)
+        cases.append(dict(name=name, model=model, frames=int(x.shape[1]), valid_frames=int(valid_frames),
+                          sample_rate_hz=SAMPLE_RATE, input=f"{name}.input.f32", stems=files,
+                          reference=reference))
+        print(f"fixture {name}: {x.shape[1]} frames, {valid_frames} comparable")
+
+    # HTDemucs: stems of chunks that are whole in the file are what a stream computes.
+    x = test_signal(19.0, 1)
+    run = evaluator(out / "htdemucs_test.onnx", "mix", "stems")
+    est = ref.demucs_separate(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
+    stride = int(0.75 * DEMUCS_SEGMENT)
+    valid = next(o for o in range(0, x.shape[1], stride) if o + DEMUCS_SEGMENT > x.shape[1])
+    record("htdemucs", "htdemucs_test.onnx", x, stems_from_routes(x, vocals=est[3], drums=est[0], bass=est[1]),
+           valid, "demucs 4.1.0 demucs/apply.py apply_model + demucs/separate.py normalisation")
+
+    # MDX-Net, primary vocals and primary instrumental.
+    x = test_signal(6.0, 2)
+    run = evaluator(out / "mdx_vocals_test.onnx", "input", "output")
+    primary = ref.mdx_demix(run, x, MDX["n_fft"], MDX["hop"], MDX["dim_f"], MDX["dim_t"])
+    chunk = MDX["hop"] * (MDX["dim_t"] - 1)
+    trim = MDX["n_fft"] // 2
+    starts = ref.mdx_chunks_start(x.shape[1], MDX["n_fft"], MDX["hop"], MDX["dim_t"])
+    valid = next(s for s in starts if s + chunk > trim + x.shape[1]) - trim
+    c = MDX["compensate"]
+    secondary = x.astype(np.float64) - primary * np.float32(c)
+    reference = "audio-separator 0.47.1 mdx_separator.py demix/run_model + uvr_lib_v5/stft.py"
+    record("mdx_vocals", "mdx_vocals_test.onnx", x, stems_from_routes(x, vocals=primary * np.float32(c)), valid, reference)
+    record("mdx_inst", "mdx_inst_test.onnx", x, stems_from_routes(x, vocals=secondary), valid, reference)
+
+    # RoFormer.
+    x = test_signal(5.0, 3)
+    run = evaluator(out / "roformer_test.onnx", "spec", "mask")
+    chunk = ROFORMER["hop"] * (ROFORMER["frames"] - 1)
+    est = ref.msst_demix(lambda part: ref.roformer_forward(run, part, ROFORMER["n_fft"], ROFORMER["hop"]),
+                         x, chunk, ROFORMER["num_overlap"])
+    step = chunk // ROFORMER["num_overlap"]
+    border = chunk - step
+    valid = next(s for s in range(0, x.shape[1] + 2 * border, step) if s + chunk > border + x.shape[1]) - border
+    record("roformer", "roformer_test.onnx", x, stems_from_routes(x, vocals=est[0]), valid,
+           "Music-Source-Separation-Training ccc011a utils/model_utils.py demix + models/bs_roformer/bs_roformer.py forward")
+
+    (out / "fixtures.json").write_text(json.dumps(dict(version=1, cases=cases), indent=1))
+    print(f"wrote {out / 'fixtures.json'}")
+
+
 if __name__ == "__main__":
+    if "--fixtures" in sys.argv:
+        fixtures(Path(sys.argv[sys.argv.index("--fixtures") + 1]).resolve())
+        sys.exit(0)
     probe()
     waveform_gain()
     if "--bench" in sys.argv:

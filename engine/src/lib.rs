@@ -16,7 +16,9 @@ pub mod builtin;
 #[allow(missing_docs)]
 pub mod demo_song;
 pub mod dsp;
+pub mod families;
 pub mod metrics;
+pub mod models;
 pub mod offline;
 pub mod onnx;
 pub mod paths;

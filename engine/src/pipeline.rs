@@ -109,14 +109,16 @@ impl StemPipeline {
         };
 
         let ratio = host_rate_hz as f64 / separator_rate_hz as f64;
+        // Time for the separator's own work (a neural chunk's inference), in host samples.
+        let margin_samples = (separator.scheduling_margin_frames() as f64 * ratio).ceil() as usize;
         let (delay_samples, quantization_samples) = if to_separator.is_some() {
             // Each FFT resampler delays by half its chunk: together one host chunk.
             let separator_delay =
                 ((separator_latency + padding_frames) as f64 * ratio).round() as usize;
             let quantization = 2 * input_chunk_frames + (hop_frames as f64 * ratio).ceil() as usize;
-            (input_chunk_frames + separator_delay, quantization)
+            (input_chunk_frames + separator_delay, quantization + margin_samples)
         } else {
-            (separator_latency, hop_frames)
+            (separator_latency, hop_frames + margin_samples)
         };
 
         let mut pipeline = Self {

@@ -73,6 +73,13 @@ pub trait Separator: Send {
     /// Algorithmic delay (look-ahead) in frames at the separator's rate.
     fn latency_frames(&self) -> usize;
 
+    /// Extra output buffering, in frames at the separator's rate, that real-time playback needs
+    /// beyond the pipeline's own quantization: for neural models, the time one chunk's inference
+    /// may take. Deterministic, so the reported latency is too.
+    fn scheduling_margin_frames(&self) -> usize {
+        0
+    }
+
     /// Forgets all history, as if newly created. Must not allocate.
     fn reset(&mut self);
 
@@ -136,7 +143,7 @@ impl SeparatorChoice {
         match self {
             SeparatorChoice::Builtin => Ok(Box::new(crate::builtin::BuiltinSeparator::new())),
             SeparatorChoice::Model(path) => {
-                Ok(Box::new(crate::onnx::WaveformSeparator::load(path, device)?))
+                Ok(Box::new(crate::families::ModelSeparator::load(path, device)?))
             }
         }
     }

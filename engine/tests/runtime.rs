@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stemflow_engine::onnx::WaveformSeparator;
+use stemflow_engine::families::ModelSeparator;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::separator::Separator;
@@ -76,7 +76,7 @@ fn the_runtime_loads_once_and_lists_a_usable_cpu() {
 #[test]
 fn the_waveform_model_runs_and_its_numbers_are_right() {
     require_runtime();
-    let separator = WaveformSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let separator = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &offline(44_100.0)).unwrap();
     let latency = handle.latency_samples();
     let input = signal(latency + 3 * SEGMENT);
@@ -98,8 +98,8 @@ fn the_waveform_model_runs_and_its_numbers_are_right() {
 #[test]
 fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
     require_runtime();
-    let on_cpu = WaveformSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
-    let on_cuda = WaveformSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
+    let on_cpu = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let on_cuda = ModelSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
     let active = on_cuda.active_device().unwrap();
     assert_eq!(active.requested, cuda0());
     if is_cuda0_usable() {
@@ -128,8 +128,8 @@ fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
 #[test]
 fn two_instances_share_one_session() {
     require_runtime();
-    let a = WaveformSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
-    let b = WaveformSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let a = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let b = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
     assert!(Arc::ptr_eq(&a.session().session, &b.session().session));
 }
 
@@ -137,7 +137,7 @@ fn two_instances_share_one_session() {
 fn switching_device_while_streaming_leaves_no_gap() {
     require_runtime();
     let input = signal(10 * SEGMENT);
-    let load = || WaveformSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let load = || ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
 
     let (mut handle, _worker) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
     let mut unswitched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
@@ -172,9 +172,9 @@ fn switching_device_while_streaming_leaves_no_gap() {
 #[test]
 fn a_model_with_the_wrong_signature_names_expected_and_found() {
     require_runtime();
-    let error = WaveformSeparator::load(&model_path("probe.onnx"), DeviceChoice::Auto).err().unwrap();
-    assert!(error.contains("expected input `mix` [1, 2, T]"), "{error}");
-    assert!(error.contains("found inputs x [1, 4]"), "{error}");
+    let error = ModelSeparator::load(&model_path("probe.onnx"), DeviceChoice::Auto).err().unwrap();
+    assert!(error.contains("HTDemucs `mix` [1, 2, T]") && error.contains("MDX-Net") && error.contains("RoFormer"), "{error}");
+    assert!(error.contains("found inputs `x` [1, 4] → outputs `y` [1, 4]"), "{error}");
 }
 
 #[test]
@@ -182,9 +182,9 @@ fn a_corrupt_model_file_is_refused_cleanly() {
     require_runtime();
     let path = std::env::temp_dir().join(format!("stemflow-corrupt-{}.onnx", std::process::id()));
     std::fs::write(&path, b"\x08\x07garbage that is not protobuf at all").unwrap();
-    let error = WaveformSeparator::load(&path, DeviceChoice::Auto).err().unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Auto).err().unwrap();
     std::fs::remove_file(&path).unwrap();
-    assert!(error.contains("not a usable ONNX model"), "{error}");
-    let missing = WaveformSeparator::load(&model_path("does-not-exist.onnx"), DeviceChoice::Auto).err().unwrap();
+    assert!(error.contains("not an ONNX model"), "{error}");
+    let missing = ModelSeparator::load(&model_path("does-not-exist.onnx"), DeviceChoice::Auto).err().unwrap();
     assert!(missing.contains("does-not-exist.onnx"), "{missing}");
 }

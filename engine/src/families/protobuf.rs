@@ -1,0 +1,165 @@
+//! Just enough protobuf to find external-data references in an ONNX file before ONNX Runtime
+//! sees it: graphs, nodes, attributes and tensors, walked without building anything.
+
+/// Protobuf wire types.
+const VARINT: u64 = 0;
+const FIXED64: u64 = 1;
+const LEN: u64 = 2;
+const FIXED32: u64 = 5;
+/// Nesting deeper than this is refused (a hostile file could otherwise exhaust the stack).
+const MAX_DEPTH: usize = 64;
+
+/// What kind of message a byte range holds.
+#[derive(Clone, Copy)]
+enum Message {
+    Model,
+    Graph,
+    Node,
+    Attribute,
+    Tensor,
+    SparseTensor,
+    StringEntry,
+}
+
+/// Every `location` of a tensor stored outside the file. An error when the bytes are not a
+/// well-formed protobuf message.
+pub fn external_data_locations(bytes: &[u8]) -> Result<Vec<String>, String> {
+    if bytes.is_empty() {
+        return Err("empty file".into());
+    }
+    let mut locations = Vec::new();
+    walk(bytes, Message::Model, 0, &mut locations)?;
+    Ok(locations)
+}
+
+fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes.get(*pos).ok_or("truncated")?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("malformed varint".into())
+}
+
+/// Walks a message; returns (for tensors) whether it is external and its location.
+fn walk(bytes: &[u8], message: Message, depth: usize, locations: &mut Vec<String>) -> Result<(bool, Option<String>), String> {
+    if depth > MAX_DEPTH {
+        return Err("nested too deeply".into());
+    }
+    let mut pos = 0;
+    let mut is_external = false;
+    let mut location = None;
+    let mut entry_key = None;
+    let mut entry_value = None;
+    while pos < bytes.len() {
+        let key = read_varint(bytes, &mut pos)?;
+        let (field, wire) = (key >> 3, key & 7);
+        if field == 0 {
+            return Err("field number 0".into());
+        }
+        match wire {
+            VARINT => {
+                let value = read_varint(bytes, &mut pos)?;
+                if let (Message::Tensor, 14) = (message, field) {
+                    is_external = value == 1;
+                }
+            }
+            FIXED64 => pos = pos.checked_add(8).filter(|&p| p <= bytes.len()).ok_or("truncated")?,
+            FIXED32 => pos = pos.checked_add(4).filter(|&p| p <= bytes.len()).ok_or("truncated")?,
+            LEN => {
+                let len = read_varint(bytes, &mut pos)? as usize;
+                let end = pos.checked_add(len).filter(|&e| e <= bytes.len()).ok_or("truncated")?;
+                let body = &bytes[pos..end];
+                pos = end;
+                let child = match (message, field) {
+                    (Message::Model, 7) => Some(Message::Graph),
+                    (Message::Graph, 1) => Some(Message::Node),
+                    (Message::Graph, 5) => Some(Message::Tensor),
+                    (Message::Graph, 15) => Some(Message::SparseTensor),
+                    (Message::Node, 5) => Some(Message::Attribute),
+                    (Message::Attribute, 5 | 10) => Some(Message::Tensor),
+                    (Message::Attribute, 6 | 11) => Some(Message::Graph),
+                    (Message::Attribute, 22 | 23) => Some(Message::SparseTensor),
+                    (Message::SparseTensor, 1 | 2) => Some(Message::Tensor),
+                    (Message::Tensor, 13) => Some(Message::StringEntry),
+                    (Message::StringEntry, 1) => {
+                        entry_key = Some(String::from_utf8_lossy(body).into_owned());
+                        None
+                    }
+                    (Message::StringEntry, 2) => {
+                        entry_value = Some(String::from_utf8_lossy(body).into_owned());
+                        None
+                    }
+                    _ => None,
+                };
+                match child {
+                    Some(Message::StringEntry) => {
+                        let (_, entry) = walk(body, Message::StringEntry, depth + 1, locations)?;
+                        if let Some(value) = entry {
+                            location = Some(value);
+                        }
+                    }
+                    Some(Message::Tensor) => {
+                        let (external, tensor_location) = walk(body, Message::Tensor, depth + 1, locations)?;
+                        if external || tensor_location.is_some() {
+                            locations.push(tensor_location.unwrap_or_else(|| "(no location)".into()));
+                        }
+                    }
+                    Some(child) => {
+                        walk(body, child, depth + 1, locations)?;
+                    }
+                    None => {}
+                }
+            }
+            _ => return Err(format!("unknown wire type {wire}")),
+        }
+    }
+    if let Message::StringEntry = message {
+        let location = (entry_key.as_deref() == Some("location")).then_some(entry_value).flatten();
+        return Ok((false, location));
+    }
+    Ok((is_external, location))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(number: u64, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![((number << 3) | LEN) as u8, body.len() as u8];
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn finds_an_external_initializer_and_accepts_a_plain_one() {
+        let entry = [field(1, b"location"), field(2, b"../../etc/passwd")].concat();
+        let external_tensor = [field(13, &entry), vec![(14 << 3) as u8, 1]].concat();
+        let graph = field(5, &external_tensor);
+        let model = [vec![(1 << 3) as u8, 9], field(7, &graph)].concat();
+        assert_eq!(external_data_locations(&model).unwrap(), vec!["../../etc/passwd".to_string()]);
+
+        let plain_tensor = [field(8, b"w"), vec![(14 << 3) as u8, 0]].concat();
+        let model = field(7, &field(5, &plain_tensor));
+        assert!(external_data_locations(&model).unwrap().is_empty());
+    }
+
+    #[test]
+    fn garbage_and_truncation_are_errors() {
+        assert!(external_data_locations(b"").is_err());
+        assert!(external_data_locations(&[0x3a, 50, 1, 2]).is_err());
+        assert!(external_data_locations(&[0x07]).is_err());
+    }
+
+    #[test]
+    fn the_checked_in_models_have_no_external_data() {
+        for name in ["probe.onnx", "waveform_gain.onnx"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/test").join(name);
+            assert!(external_data_locations(&std::fs::read(path).unwrap()).unwrap().is_empty());
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The models folder: which `.onnx` files the user has, what they are and whether they work.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use crate::families::ModelFamily;
+use crate::families::{describe_model, read_model_file};
+
+/// A model file found in a models folder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelInfo {
+    /// Where it is.
+    pub path: PathBuf,
+    /// The file name without `.onnx`.
+    pub name: String,
+    /// The family its graph matches, when it matches one.
+    pub family: Option<ModelFamily>,
+    /// The model's stems, in output order (e.g. `["vocals"]`, `["drums", "bass", "other", "vocals"]`).
+    pub stems: Vec<String>,
+    /// The rate it runs at.
+    pub sample_rate_hz: u32,
+    /// SHA-256 of the file, lower-case hex (what the plugin saves to find it again).
+    pub sha256: String,
+    /// Algorithmic latency in frames at the model's rate (chunk look-ahead), when known.
+    pub latency_frames: Option<usize>,
+    /// Why it cannot be used; `None` when it validated.
+    pub error: Option<String>,
+}
+
+impl ModelInfo {
+    /// Whether the model validated.
+    pub fn is_usable(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// The folders searched for models: the user's models folder first, then `extra`.
+pub fn models_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = crate::paths::user_models_dir().into_iter().collect();
+    for dir in extra {
+        if !dirs.contains(dir) {
+            dirs.push(dir.clone());
+        }
+    }
+    dirs
+}
+
+/// Checks one model file: hash, family, stems. Never fails: problems land in
+/// [`ModelInfo::error`]. Not realtime-safe: reads the file and builds a CPU session.
+pub fn inspect_model(path: &Path) -> ModelInfo {
+    let name = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let mut info = ModelInfo {
+        path: path.to_path_buf(),
+        name,
+        family: None,
+        stems: Vec::new(),
+        sample_rate_hz: crate::families::MODEL_SAMPLE_RATE_HZ,
+        sha256: String::new(),
+        latency_frames: None,
+        error: None,
+    };
+    let model = match read_model_file(path) {
+        Ok(model) => model,
+        Err(error) => {
+            info.error = Some(error);
+            return info;
+        }
+    };
+    info.sha256 = model.sha256.clone();
+    if let Err(error) = crate::runtime::runtime() {
+        info.error = Some(format!("cannot check the model: {error}"));
+        return info;
+    }
+    match describe_model(path, &model) {
+        Ok(description) => {
+            info.family = Some(description.family);
+            info.stems = description.stems.clone();
+            info.sample_rate_hz = description.sample_rate_hz;
+            info.latency_frames = Some(description.layout.latency_frames());
+        }
+        Err(error) => info.error = Some(error),
+    }
+    info
+}
+
+/// Every `.onnx` file directly inside `dirs`, inspected, sorted by name. Missing folders are
+/// skipped. Not realtime-safe: may take seconds for large models.
+pub fn scan_models(dirs: &[PathBuf]) -> Vec<ModelInfo> {
+    let mut paths: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) && p.is_file())
+        .collect();
+    paths.sort_by_key(|p| (p.file_name().map(|n| n.to_os_string()), p.clone()));
+    paths.dedup();
+    paths.iter().map(|p| inspect_model(p)).collect()
+}
+
+/// Resolves what a user typed for `--model`: an existing path, or a model name (file name with or
+/// without `.onnx`) in `dirs`.
+pub fn resolve_model(name_or_path: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
+    let as_path = Path::new(name_or_path);
+    if as_path.is_file() {
+        return Ok(as_path.to_path_buf());
+    }
+    let file_name = if name_or_path.to_ascii_lowercase().ends_with(".onnx") {
+        name_or_path.to_string()
+    } else {
+        format!("{name_or_path}.onnx")
+    };
+    for dir in dirs {
+        let candidate = dir.join(&file_name);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(format!(
+        "unknown model `{name_or_path}`: not a file, and no {file_name} in {}",
+        if searched.is_empty() { "any models folder".to_string() } else { searched.join(", ") }
+    ))
+}
+
+/// Finds a model by content hash in `dirs` (a saved model that was moved or renamed).
+/// Not realtime-safe: hashes every file.
+pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
+        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")))
+        .find(|p| {
+            std::fs::read(p)
+                .map(|bytes| crate::runtime::session::ModelBytes::new("", bytes).sha256 == sha256)
+                .unwrap_or(false)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_in_the_models_folders_and_unknown_ones_say_where_they_looked() {
+        let dir = std::env::temp_dir().join(format!("stemflow-models-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("My Model.onnx"), b"x").unwrap();
+        let dirs = vec![dir.clone()];
+        assert_eq!(resolve_model("My Model", &dirs).unwrap(), dir.join("My Model.onnx"));
+        assert_eq!(resolve_model("My Model.onnx", &dirs).unwrap(), dir.join("My Model.onnx"));
+        let error = resolve_model("nope", &dirs).unwrap_err();
+        assert!(error.contains("nope.onnx") && error.contains(&dir.display().to_string()), "{error}");
+        let sha = crate::runtime::session::ModelBytes::new("", b"x".to_vec()).sha256;
+        assert_eq!(find_by_sha256(&sha, &dirs), Some(dir.join("My Model.onnx")));
+        assert_eq!(find_by_sha256("00", &dirs), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_model_is_listed_with_an_error() {
+        let dir = std::env::temp_dir().join(format!("stemflow-models-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("broken.onnx"), [0xffu8; 16]).unwrap();
+        std::fs::write(dir.join("notes.txt"), b"not a model").unwrap();
+        let found = scan_models(&[dir.clone()]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "broken");
+        assert!(!found[0].is_usable());
+        assert!(found[0].error.as_ref().unwrap().contains("not an ONNX model"), "{:?}", found[0].error);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

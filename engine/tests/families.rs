@@ -1,0 +1,187 @@
+//! Parity of each model family's streamed pipeline with the numpy reference implementations
+//! (`models/families_reference.py`). `cargo xtask test` writes the test graphs and fixtures with
+//! `models/make_test_models.py --fixtures` and sets `STEMFLOW_FIXTURES_DIR`; it also fetches
+//! ONNX Runtime and sets `STEMFLOW_ORT_LIB`. Without them these tests fail and say so.
+
+use std::path::{Path, PathBuf};
+
+use stemflow_engine::families::{describe_model, read_model_file, ModelFamily, ModelSeparator};
+use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use stemflow_engine::{Stem, NUM_STEMS};
+
+/// The largest difference from the reference accepted, on a full-scale signal.
+const MAX_ABS_ERROR: f32 = 1e-5;
+
+fn fixtures_dir() -> PathBuf {
+    let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
+    });
+    assert!(dir.join("fixtures.json").is_file(), "no fixtures.json in {}", dir.display());
+    dir
+}
+
+fn read_f32(path: &Path, frames: usize) -> [Vec<f32>; 2] {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(bytes.len(), frames * 2 * 4, "{}", path.display());
+    let values: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    [values[..frames].to_vec(), values[frames..].to_vec()]
+}
+
+struct Case {
+    name: String,
+    model: PathBuf,
+    input: [Vec<f32>; 2],
+    expected: [[Vec<f32>; 2]; NUM_STEMS],
+    valid_frames: usize,
+}
+
+fn cases() -> Vec<Case> {
+    let dir = fixtures_dir();
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fixtures.json")).unwrap()).unwrap();
+    index["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let frames = case["frames"].as_u64().unwrap() as usize;
+            Case {
+                name: case["name"].as_str().unwrap().to_string(),
+                model: dir.join(case["model"].as_str().unwrap()),
+                input: read_f32(&dir.join(case["input"].as_str().unwrap()), frames),
+                expected: Stem::ALL.map(|stem| {
+                    read_f32(&dir.join(case["stems"][stem.file_name()].as_str().unwrap()), frames)
+                }),
+                valid_frames: case["valid_frames"].as_u64().unwrap() as usize,
+            }
+        })
+        .collect()
+}
+
+/// Streams `input` through the model in offline mode with blocks of `block_frames`, returning the
+/// stems aligned to the input (the reported latency removed).
+fn stream(model: &Path, input: &[Vec<f32>; 2], block_frames: usize) -> [[Vec<f32>; 2]; NUM_STEMS] {
+    let separator = ModelSeparator::load(model, DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let config = StreamConfig { host_sample_rate_hz: 44_100.0, max_block_frames: block_frames, mode: ProcessingMode::Offline };
+    let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+    let latency = handle.latency_samples();
+    let total = input[0].len() + latency;
+    let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
+        let mut v = input[c].clone();
+        v.resize(total, 0.0);
+        v
+    });
+    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+    let mut position = 0;
+    while position < total {
+        let end = (position + block_frames).min(total);
+        handle.process(&padded[0][position..end], &padded[1][position..end]);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+        position = end;
+    }
+    assert_eq!(handle.stats().underrun_blocks(), 0);
+    out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
+}
+
+fn assert_parity(case: &Case, got: &[[Vec<f32>; 2]; NUM_STEMS], block_frames: usize) {
+    for stem in Stem::ALL {
+        for channel in 0..2 {
+            let expected = &case.expected[stem.index()][channel][..case.valid_frames];
+            let actual = &got[stem.index()][channel][..case.valid_frames];
+            let (worst, at) = expected
+                .iter()
+                .zip(actual)
+                .enumerate()
+                .map(|(i, (e, a))| ((e - a).abs(), i))
+                .fold((0.0f32, 0), |m, x| if x.0 > m.0 { x } else { m });
+            println!("{} {} ch{channel} block {block_frames}: max abs error {worst:.2e}", case.name, stem.file_name());
+            assert!(
+                worst <= MAX_ABS_ERROR,
+                "{} {:?} channel {channel}, block {block_frames}: error {worst} at frame {at} (expected {}, got {})",
+                case.name,
+                stem,
+                expected[at],
+                actual[at]
+            );
+        }
+    }
+    // Not trivially silent: the model stems carry signal.
+    let energy: f32 = got[Stem::Vocals.index()][0][..case.valid_frames].iter().map(|v| v * v).sum();
+    assert!(energy > 1.0, "{}: vocals are nearly silent ({energy})", case.name);
+}
+
+#[test]
+fn every_family_matches_its_numpy_reference_at_block_sizes_64_and_4096() {
+    let cases = cases();
+    assert_eq!(cases.len(), 4);
+    for case in &cases {
+        for block_frames in [64, 4096] {
+            let got = stream(&case.model, &case.input, block_frames);
+            assert_parity(case, &got, block_frames);
+        }
+    }
+}
+
+#[test]
+fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
+    let dir = fixtures_dir();
+    let expect = [
+        ("htdemucs_test.onnx", ModelFamily::HtDemucs, vec!["drums", "bass", "other", "vocals"]),
+        ("mdx_vocals_test.onnx", ModelFamily::MdxNet, vec!["vocals"]),
+        ("mdx_inst_test.onnx", ModelFamily::MdxNet, vec!["instrumental"]),
+        ("roformer_test.onnx", ModelFamily::RoFormer, vec!["vocals", "other"]),
+    ];
+    for (file, family, stems) in expect {
+        let path = dir.join(file);
+        let model = read_model_file(&path).unwrap();
+        let description = describe_model(&path, &model).unwrap();
+        assert_eq!(description.family, family, "{file}");
+        assert_eq!(description.stems, stems, "{file}");
+        assert!(description.layout.latency_frames() >= description.layout.chunk_frames / 2, "{file}");
+    }
+}
+
+#[test]
+fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
+    let dir = std::env::temp_dir().join(format!("stemflow-nosidecar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mystery.onnx");
+    std::fs::copy(fixtures_dir().join("mdx_vocals_test.onnx"), &path).unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    assert!(error.contains("mystery.json") && error.contains("mdx_n_fft_scale_set"), "{error}");
+    std::fs::write(dir.join("mystery.json"), r#"{"mdx_n_fft_scale_set": 2048, "mdx_dim_f_set": 512, "mdx_dim_t_set": 6}"#).unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    assert!(error.contains("dim_f 512") && error.contains("dim_f 1024"), "{error}");
+    std::fs::write(dir.join("mystery.json"), "{ not json").unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    assert!(error.contains("sidecar mystery.json"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_multi_stem_roformer_without_config_asks_for_it() {
+    let dir = std::env::temp_dir().join(format!("stemflow-noconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("roformer.onnx");
+    std::fs::copy(fixtures_dir().join("roformer_test.onnx"), &path).unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    assert!(error.contains("roformer.yaml"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn truncated_and_external_data_models_are_refused_cleanly() {
+    let dir = std::env::temp_dir().join(format!("stemflow-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bytes = std::fs::read(fixtures_dir().join("roformer_test.onnx")).unwrap();
+    let truncated = dir.join("truncated.onnx");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let error = ModelSeparator::load(&truncated, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    assert!(error.contains("truncated.onnx"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
