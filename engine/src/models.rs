@@ -94,7 +94,11 @@ pub fn scan_models(dirs: &[PathBuf]) -> Vec<ModelInfo> {
         .iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) && p.is_file())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+                && p.is_file()
+        })
         .collect();
     paths.sort_by_key(|p| (p.file_name().map(|n| n.to_os_string()), p.clone()));
     paths.dedup();
@@ -122,7 +126,11 @@ pub fn resolve_model(name_or_path: &str, dirs: &[PathBuf]) -> Result<PathBuf, St
     let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     Err(format!(
         "unknown model `{name_or_path}`: not a file, and no {file_name} in {}",
-        if searched.is_empty() { "any models folder".to_string() } else { searched.join(", ") }
+        if searched.is_empty() {
+            "any models folder".to_string()
+        } else {
+            searched.join(", ")
+        }
     ))
 }
 
@@ -132,7 +140,10 @@ pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     dirs.iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+        })
         .find(|p| {
             std::fs::read(p)
                 .map(|bytes| crate::runtime::session::ModelBytes::new("", bytes).sha256 == sha256)
@@ -150,10 +161,19 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("My Model.onnx"), b"x").unwrap();
         let dirs = vec![dir.clone()];
-        assert_eq!(resolve_model("My Model", &dirs).unwrap(), dir.join("My Model.onnx"));
-        assert_eq!(resolve_model("My Model.onnx", &dirs).unwrap(), dir.join("My Model.onnx"));
+        assert_eq!(
+            resolve_model("My Model", &dirs).unwrap(),
+            dir.join("My Model.onnx")
+        );
+        assert_eq!(
+            resolve_model("My Model.onnx", &dirs).unwrap(),
+            dir.join("My Model.onnx")
+        );
         let error = resolve_model("nope", &dirs).unwrap_err();
-        assert!(error.contains("nope.onnx") && error.contains(&dir.display().to_string()), "{error}");
+        assert!(
+            error.contains("nope.onnx") && error.contains(&dir.display().to_string()),
+            "{error}"
+        );
         let sha = crate::runtime::session::ModelBytes::new("", b"x".to_vec()).sha256;
         assert_eq!(find_by_sha256(&sha, &dirs), Some(dir.join("My Model.onnx")));
         assert_eq!(find_by_sha256("00", &dirs), None);
@@ -170,7 +190,15 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "broken");
         assert!(!found[0].is_usable());
-        assert!(found[0].error.as_ref().unwrap().contains("not an ONNX model"), "{:?}", found[0].error);
+        assert!(
+            found[0]
+                .error
+                .as_ref()
+                .unwrap()
+                .contains("not an ONNX model"),
+            "{:?}",
+            found[0].error
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

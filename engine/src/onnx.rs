@@ -46,9 +46,21 @@ impl std::fmt::Display for TensorSignature {
         let dims: Vec<String> = self
             .dims
             .iter()
-            .map(|&d| if d < 0 { "?".to_string() } else { d.to_string() })
+            .map(|&d| {
+                if d < 0 {
+                    "?".to_string()
+                } else {
+                    d.to_string()
+                }
+            })
             .collect();
-        write!(f, "`{}` [{}]{}", self.name, dims.join(", "), if self.is_f32 { "" } else { " (not f32)" })
+        write!(
+            f,
+            "`{}` [{}]{}",
+            self.name,
+            dims.join(", "),
+            if self.is_f32 { "" } else { " (not f32)" }
+        )
     }
 }
 
@@ -63,8 +75,18 @@ pub struct GraphSignature {
 
 impl std::fmt::Display for GraphSignature {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let list = |t: &[TensorSignature]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
-        write!(f, "inputs {} → outputs {}", list(&self.inputs), list(&self.outputs))
+        let list = |t: &[TensorSignature]| {
+            t.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        write!(
+            f,
+            "inputs {} → outputs {}",
+            list(&self.inputs),
+            list(&self.outputs)
+        )
     }
 }
 
@@ -114,8 +136,11 @@ impl ModelRunner {
         input_shape: Vec<usize>,
     ) -> Result<Self, String> {
         let warm_up: Arc<dyn Fn(&mut Session) -> Result<(), String> + Send + Sync> = {
-            let (input_name, output_name, shape) =
-                (input_name.to_string(), output_name.to_string(), input_shape.clone());
+            let (input_name, output_name, shape) = (
+                input_name.to_string(),
+                output_name.to_string(),
+                input_shape.clone(),
+            );
             Arc::new(move |session: &mut Session| {
                 let zeros = vec![0.0; shape.iter().product()];
                 run_graph(session, &input_name, &output_name, &shape, &zeros).map(|_| ())
@@ -151,25 +176,42 @@ impl ModelRunner {
     /// Runs the graph on `input` (laid out as the input shape). A device that fails is replaced by
     /// the CPU and the run repeated. Not realtime-safe: runs on the worker thread.
     pub fn run(&mut self, input: &[f32]) -> Result<Vec<f32>, String> {
-        let run = |session: &AcquiredSession, shape: &[usize], input_name: &str, output_name: &str| {
-            session
-                .session
-                .with_session(|s| run_graph(s, input_name, output_name, shape, input))
-        };
-        match run(&self.session, &self.input_shape, &self.input_name, &self.output_name) {
+        let run =
+            |session: &AcquiredSession, shape: &[usize], input_name: &str, output_name: &str| {
+                session
+                    .session
+                    .with_session(|s| run_graph(s, input_name, output_name, shape, input))
+            };
+        match run(
+            &self.session,
+            &self.input_shape,
+            &self.input_name,
+            &self.output_name,
+        ) {
             Ok(output) => Ok(output),
             Err(error) if self.active.actual != DeviceId::CPU => {
-                log::warn!("{}: inference failed on {}: {error}", self.source.model.name, self.active.actual);
+                log::warn!(
+                    "{}: inference failed on {}: {error}",
+                    self.source.model.name,
+                    self.active.actual
+                );
                 let session = acquire_session(
                     &self.source.model,
                     DeviceChoice::Device(DeviceId::CPU),
                     self.source.warm_up.as_ref(),
                 )?;
-                self.active.fallback_reason =
-                    Some(format!("{} failed: {error}; running on cpu", self.active.actual));
+                self.active.fallback_reason = Some(format!(
+                    "{} failed: {error}; running on cpu",
+                    self.active.actual
+                ));
                 self.active.actual = session.device();
                 self.session = session;
-                run(&self.session, &self.input_shape, &self.input_name, &self.output_name)
+                run(
+                    &self.session,
+                    &self.input_shape,
+                    &self.input_name,
+                    &self.output_name,
+                )
             }
             Err(error) => Err(error),
         }

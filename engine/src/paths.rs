@@ -14,7 +14,11 @@ pub fn user_data_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    let home = || std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+    };
     if cfg!(target_os = "macos") {
         home().map(|h| h.join("Library/Application Support/Stemflow"))
     } else if cfg!(windows) {

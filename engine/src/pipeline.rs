@@ -116,7 +116,10 @@ impl StemPipeline {
             let separator_delay =
                 ((separator_latency + padding_frames) as f64 * ratio).round() as usize;
             let quantization = 2 * input_chunk_frames + (hop_frames as f64 * ratio).ceil() as usize;
-            (input_chunk_frames + separator_delay, quantization + margin_samples)
+            (
+                input_chunk_frames + separator_delay,
+                quantization + margin_samples,
+            )
         } else {
             (separator_latency, hop_frames + margin_samples)
         };

@@ -142,9 +142,9 @@ impl SeparatorChoice {
     ) -> Result<Box<dyn Separator>, String> {
         match self {
             SeparatorChoice::Builtin => Ok(Box::new(crate::builtin::BuiltinSeparator::new())),
-            SeparatorChoice::Model(path) => {
-                Ok(Box::new(crate::families::ModelSeparator::load(path, device)?))
-            }
+            SeparatorChoice::Model(path) => Ok(Box::new(crate::families::ModelSeparator::load(
+                path, device,
+            )?)),
         }
     }
 }

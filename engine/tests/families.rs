@@ -17,14 +17,21 @@ fn fixtures_dir() -> PathBuf {
     let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
         panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
     });
-    assert!(dir.join("fixtures.json").is_file(), "no fixtures.json in {}", dir.display());
+    assert!(
+        dir.join("fixtures.json").is_file(),
+        "no fixtures.json in {}",
+        dir.display()
+    );
     dir
 }
 
 fn read_f32(path: &Path, frames: usize) -> [Vec<f32>; 2] {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(bytes.len(), frames * 2 * 4, "{}", path.display());
-    let values: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     [values[..frames].to_vec(), values[frames..].to_vec()]
 }
 
@@ -51,7 +58,10 @@ fn cases() -> Vec<Case> {
                 model: dir.join(case["model"].as_str().unwrap()),
                 input: read_f32(&dir.join(case["input"].as_str().unwrap()), frames),
                 expected: Stem::ALL.map(|stem| {
-                    read_f32(&dir.join(case["stems"][stem.file_name()].as_str().unwrap()), frames)
+                    read_f32(
+                        &dir.join(case["stems"][stem.file_name()].as_str().unwrap()),
+                        frames,
+                    )
                 }),
                 valid_frames: case["valid_frames"].as_u64().unwrap() as usize,
             }
@@ -63,7 +73,11 @@ fn cases() -> Vec<Case> {
 /// stems aligned to the input (the reported latency removed).
 fn stream(model: &Path, input: &[Vec<f32>; 2], block_frames: usize) -> [[Vec<f32>; 2]; NUM_STEMS] {
     let separator = ModelSeparator::load(model, DeviceChoice::Device(DeviceId::CPU)).unwrap();
-    let config = StreamConfig { host_sample_rate_hz: 44_100.0, max_block_frames: block_frames, mode: ProcessingMode::Offline };
+    let config = StreamConfig {
+        host_sample_rate_hz: 44_100.0,
+        max_block_frames: block_frames,
+        mode: ProcessingMode::Offline,
+    };
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
     let latency = handle.latency_samples();
     let total = input[0].len() + latency;
@@ -99,7 +113,11 @@ fn assert_parity(case: &Case, got: &[[Vec<f32>; 2]; NUM_STEMS], block_frames: us
                 .enumerate()
                 .map(|(i, (e, a))| ((e - a).abs(), i))
                 .fold((0.0f32, 0), |m, x| if x.0 > m.0 { x } else { m });
-            println!("{} {} ch{channel} block {block_frames}: max abs error {worst:.2e}", case.name, stem.file_name());
+            println!(
+                "{} {} ch{channel} block {block_frames}: max abs error {worst:.2e}",
+                case.name,
+                stem.file_name()
+            );
             assert!(
                 worst <= MAX_ABS_ERROR,
                 "{} {:?} channel {channel}, block {block_frames}: error {worst} at frame {at} (expected {}, got {})",
@@ -111,8 +129,15 @@ fn assert_parity(case: &Case, got: &[[Vec<f32>; 2]; NUM_STEMS], block_frames: us
         }
     }
     // Not trivially silent: the model stems carry signal.
-    let energy: f32 = got[Stem::Vocals.index()][0][..case.valid_frames].iter().map(|v| v * v).sum();
-    assert!(energy > 1.0, "{}: vocals are nearly silent ({energy})", case.name);
+    let energy: f32 = got[Stem::Vocals.index()][0][..case.valid_frames]
+        .iter()
+        .map(|v| v * v)
+        .sum();
+    assert!(
+        energy > 1.0,
+        "{}: vocals are nearly silent ({energy})",
+        case.name
+    );
 }
 
 #[test]
@@ -131,10 +156,22 @@ fn every_family_matches_its_numpy_reference_at_block_sizes_64_and_4096() {
 fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
     let dir = fixtures_dir();
     let expect = [
-        ("htdemucs_test.onnx", ModelFamily::HtDemucs, vec!["drums", "bass", "other", "vocals"]),
+        (
+            "htdemucs_test.onnx",
+            ModelFamily::HtDemucs,
+            vec!["drums", "bass", "other", "vocals"],
+        ),
         ("mdx_vocals_test.onnx", ModelFamily::MdxNet, vec!["vocals"]),
-        ("mdx_inst_test.onnx", ModelFamily::MdxNet, vec!["instrumental"]),
-        ("roformer_test.onnx", ModelFamily::RoFormer, vec!["vocals", "other"]),
+        (
+            "mdx_inst_test.onnx",
+            ModelFamily::MdxNet,
+            vec!["instrumental"],
+        ),
+        (
+            "roformer_test.onnx",
+            ModelFamily::RoFormer,
+            vec!["vocals", "other"],
+        ),
     ];
     for (file, family, stems) in expect {
         let path = dir.join(file);
@@ -142,7 +179,10 @@ fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
         let description = describe_model(&path, &model).unwrap();
         assert_eq!(description.family, family, "{file}");
         assert_eq!(description.stems, stems, "{file}");
-        assert!(description.layout.latency_frames() >= description.layout.chunk_frames / 2, "{file}");
+        assert!(
+            description.layout.latency_frames() >= description.layout.chunk_frames / 2,
+            "{file}"
+        );
     }
 }
 
@@ -152,13 +192,29 @@ fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("mystery.onnx");
     std::fs::copy(fixtures_dir().join("mdx_vocals_test.onnx"), &path).unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
-    assert!(error.contains("mystery.json") && error.contains("mdx_n_fft_scale_set"), "{error}");
-    std::fs::write(dir.join("mystery.json"), r#"{"mdx_n_fft_scale_set": 2048, "mdx_dim_f_set": 512, "mdx_dim_t_set": 6}"#).unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
-    assert!(error.contains("dim_f 512") && error.contains("dim_f 1024"), "{error}");
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .unwrap();
+    assert!(
+        error.contains("mystery.json") && error.contains("mdx_n_fft_scale_set"),
+        "{error}"
+    );
+    std::fs::write(
+        dir.join("mystery.json"),
+        r#"{"mdx_n_fft_scale_set": 2048, "mdx_dim_f_set": 512, "mdx_dim_t_set": 6}"#,
+    )
+    .unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .unwrap();
+    assert!(
+        error.contains("dim_f 512") && error.contains("dim_f 1024"),
+        "{error}"
+    );
     std::fs::write(dir.join("mystery.json"), "{ not json").unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .unwrap();
     assert!(error.contains("sidecar mystery.json"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -169,7 +225,9 @@ fn a_multi_stem_roformer_without_config_asks_for_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("roformer.onnx");
     std::fs::copy(fixtures_dir().join("roformer_test.onnx"), &path).unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .unwrap();
     assert!(error.contains("roformer.yaml"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -181,7 +239,9 @@ fn truncated_and_external_data_models_are_refused_cleanly() {
     let bytes = std::fs::read(fixtures_dir().join("roformer_test.onnx")).unwrap();
     let truncated = dir.join("truncated.onnx");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-    let error = ModelSeparator::load(&truncated, DeviceChoice::Device(DeviceId::CPU)).err().unwrap();
+    let error = ModelSeparator::load(&truncated, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .unwrap();
     assert!(error.contains("truncated.onnx"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,7 +23,9 @@ fn require_runtime() {
 }
 
 fn model_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/test").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/test")
+        .join(name)
 }
 
 fn cuda0() -> DeviceChoice {
@@ -43,7 +45,12 @@ fn signal(len: usize) -> [Vec<f32>; 2] {
     ]
 }
 
-fn render(handle: &mut StemStreamHandle, input: &[Vec<f32>; 2], range: std::ops::Range<usize>, out: &mut [[Vec<f32>; 2]; NUM_STEMS]) {
+fn render(
+    handle: &mut StemStreamHandle,
+    input: &[Vec<f32>; 2],
+    range: std::ops::Range<usize>,
+    out: &mut [[Vec<f32>; 2]; NUM_STEMS],
+) {
     for start in range.clone().step_by(512) {
         let end = (start + 512).min(range.end);
         handle.process(&input[0][start..end], &input[1][start..end]);
@@ -68,15 +75,26 @@ fn the_runtime_loads_once_and_lists_a_usable_cpu() {
     require_runtime();
     let runtime = runtime().unwrap();
     assert!(runtime.version().starts_with("1."), "{}", runtime.version());
-    let cpu = devices().iter().find(|d| d.id == DeviceId::CPU).expect("cpu listed");
+    let cpu = devices()
+        .iter()
+        .find(|d| d.id == DeviceId::CPU)
+        .expect("cpu listed");
     assert!(cpu.is_usable(), "{:?}", cpu.status);
-    assert_eq!(devices().last().unwrap().id, DeviceId::CPU, "cpu comes last");
+    assert_eq!(
+        devices().last().unwrap().id,
+        DeviceId::CPU,
+        "cpu comes last"
+    );
 }
 
 #[test]
 fn the_waveform_model_runs_and_its_numbers_are_right() {
     require_runtime();
-    let separator = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let separator = ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap();
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &offline(44_100.0)).unwrap();
     let latency = handle.latency_samples();
     let input = signal(latency + 3 * SEGMENT);
@@ -86,9 +104,18 @@ fn the_waveform_model_runs_and_its_numbers_are_right() {
         for channel in 0..2 {
             let x = input[channel][t - latency];
             let expect = |row: usize| x * GAINS[row][channel];
-            assert!((out[Stem::Drums.index()][channel][t] - expect(0)).abs() < 1e-6, "drums at {t}");
-            assert!((out[Stem::Bass.index()][channel][t] - expect(1)).abs() < 1e-6, "bass at {t}");
-            assert!((out[Stem::Vocals.index()][channel][t] - expect(3)).abs() < 1e-6, "vocals at {t}");
+            assert!(
+                (out[Stem::Drums.index()][channel][t] - expect(0)).abs() < 1e-6,
+                "drums at {t}"
+            );
+            assert!(
+                (out[Stem::Bass.index()][channel][t] - expect(1)).abs() < 1e-6,
+                "bass at {t}"
+            );
+            assert!(
+                (out[Stem::Vocals.index()][channel][t] - expect(3)).abs() < 1e-6,
+                "vocals at {t}"
+            );
             let sum: f32 = (0..NUM_STEMS).map(|s| out[s][channel][t]).sum();
             assert!((sum - x).abs() < 1e-6, "stems sum to the input at {t}");
         }
@@ -98,7 +125,11 @@ fn the_waveform_model_runs_and_its_numbers_are_right() {
 #[test]
 fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
     require_runtime();
-    let on_cpu = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let on_cpu = ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap();
     let on_cuda = ModelSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
     let active = on_cuda.active_device().unwrap();
     assert_eq!(active.requested, cuda0());
@@ -128,8 +159,16 @@ fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
 #[test]
 fn two_instances_share_one_session() {
     require_runtime();
-    let a = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
-    let b = ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let a = ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap();
+    let b = ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap();
     assert!(Arc::ptr_eq(&a.session().session, &b.session().session));
 }
 
@@ -137,7 +176,13 @@ fn two_instances_share_one_session() {
 fn switching_device_while_streaming_leaves_no_gap() {
     require_runtime();
     let input = signal(10 * SEGMENT);
-    let load = || ModelSeparator::load(&model_path("waveform_gain.onnx"), DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    let load = || {
+        ModelSeparator::load(
+            &model_path("waveform_gain.onnx"),
+            DeviceChoice::Device(DeviceId::CPU),
+        )
+        .unwrap()
+    };
 
     let (mut handle, _worker) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
     let mut unswitched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
@@ -150,7 +195,11 @@ fn switching_device_while_streaming_leaves_no_gap() {
     worker.set_device(cuda0());
     let start = Instant::now();
     while worker.stats().device_switches() == 0 {
-        assert!(start.elapsed() < Duration::from_secs(30), "the switch never happened: {:?}", worker.stats().device_warning());
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the switch never happened: {:?}",
+            worker.stats().device_warning()
+        );
         // Keep the worker's loop turning (it handles commands between chunks).
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -172,9 +221,19 @@ fn switching_device_while_streaming_leaves_no_gap() {
 #[test]
 fn a_model_with_the_wrong_signature_names_expected_and_found() {
     require_runtime();
-    let error = ModelSeparator::load(&model_path("probe.onnx"), DeviceChoice::Auto).err().unwrap();
-    assert!(error.contains("HTDemucs `mix` [1, 2, T]") && error.contains("MDX-Net") && error.contains("RoFormer"), "{error}");
-    assert!(error.contains("found inputs `x` [1, 4] → outputs `y` [1, 4]"), "{error}");
+    let error = ModelSeparator::load(&model_path("probe.onnx"), DeviceChoice::Auto)
+        .err()
+        .unwrap();
+    assert!(
+        error.contains("HTDemucs `mix` [1, 2, T]")
+            && error.contains("MDX-Net")
+            && error.contains("RoFormer"),
+        "{error}"
+    );
+    assert!(
+        error.contains("found inputs `x` [1, 4] → outputs `y` [1, 4]"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -182,9 +241,13 @@ fn a_corrupt_model_file_is_refused_cleanly() {
     require_runtime();
     let path = std::env::temp_dir().join(format!("stemflow-corrupt-{}.onnx", std::process::id()));
     std::fs::write(&path, b"\x08\x07garbage that is not protobuf at all").unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Auto).err().unwrap();
+    let error = ModelSeparator::load(&path, DeviceChoice::Auto)
+        .err()
+        .unwrap();
     std::fs::remove_file(&path).unwrap();
     assert!(error.contains("not an ONNX model"), "{error}");
-    let missing = ModelSeparator::load(&model_path("does-not-exist.onnx"), DeviceChoice::Auto).err().unwrap();
+    let missing = ModelSeparator::load(&model_path("does-not-exist.onnx"), DeviceChoice::Auto)
+        .err()
+        .unwrap();
     assert!(missing.contains("does-not-exist.onnx"), "{missing}");
 }

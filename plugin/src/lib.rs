@@ -11,12 +11,12 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use nice_plug::prelude::*;
-use stemflow_engine::stream::{
-    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
-};
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::{Separator, SeparatorChoice};
+use stemflow_engine::stream::{
+    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
+};
 use stemflow_engine::{Stem, NUM_STEMS};
 
 pub use params::{StemParams, StemflowParams, GAIN_SMOOTHING_MS, SWITCH_SMOOTHING_MS};
@@ -282,19 +282,48 @@ impl Stemflow {
     /// is gone, falls back (built-in separator, Auto) with a notice instead of failing.
     /// Not realtime-safe: may load a model.
     fn build_separator(&self) -> Box<dyn Separator> {
-        let saved = self.params.saved.get();
-        let choice = saved.separator_choice();
+        let mut saved = self.params.saved.get();
+        let mut choice = saved.separator_choice();
+        // A model that moved: find the same file (by hash) in the models folders.
+        if let (SeparatorChoice::Model(path), Some(sha256)) = (&choice, &saved.model_sha256) {
+            if !path.is_file() {
+                let dirs = stemflow_engine::models::models_dirs(&[]);
+                if let Some(found) = stemflow_engine::models::find_by_sha256(sha256, &dirs) {
+                    self.params.saved.set_notice(StateNotice::ModelMoved {
+                        from: path.display().to_string(),
+                        to: found.display().to_string(),
+                    });
+                    choice = SeparatorChoice::Model(found);
+                    saved.separator = choice.id();
+                    self.params.saved.set_state(saved.clone());
+                }
+            }
+        }
         let mut device = saved.device_choice();
         if let (SeparatorChoice::Model(_), DeviceChoice::Device(id)) = (&choice, device) {
             if !devices().iter().any(|d| d.id == id) {
-                self.params.saved.set_notice(StateNotice::UnknownDevice(id.to_string()));
+                self.params
+                    .saved
+                    .set_notice(StateNotice::UnknownDevice(id.to_string()));
                 device = DeviceChoice::Auto;
             }
         }
         match choice.build(device) {
-            Ok(separator) => separator,
+            Ok(separator) => {
+                // Remember the model's hash, so it can be found again if it moves.
+                let sha256 = separator.session_source().map(|s| s.model.sha256.clone());
+                if sha256 != saved.model_sha256 {
+                    self.params.saved.set_state(SavedState {
+                        model_sha256: sha256,
+                        ..saved
+                    });
+                }
+                separator
+            }
             Err(error) => {
-                self.params.saved.set_notice(StateNotice::ModelFailed(error));
+                self.params
+                    .saved
+                    .set_notice(StateNotice::ModelFailed(error));
                 Box::new(BuiltinSeparator::new())
             }
         }

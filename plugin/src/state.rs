@@ -21,6 +21,10 @@ pub struct SavedState {
     pub separator: String,
     /// Device id (`auto`, `cpu`, `cuda:0`, …), used once neural models arrive.
     pub device: String,
+    /// SHA-256 of the model file, so a model that was moved or renamed inside a models folder is
+    /// found again. Absent for the built-in separator and in older saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_sha256: Option<String>,
 }
 
 impl Default for SavedState {
@@ -29,6 +33,7 @@ impl Default for SavedState {
             version: SAVED_STATE_VERSION,
             separator: SeparatorChoice::Builtin.id(),
             device: AUTO_DEVICE_ID.to_owned(),
+            model_sha256: None,
         }
     }
 }
@@ -46,6 +51,13 @@ pub enum StateNotice {
     UnknownDevice(String),
     /// The saved model could not be loaded; the built-in separator runs instead.
     ModelFailed(String),
+    /// The saved model was not at its saved path but was found by its hash.
+    ModelMoved {
+        /// Where it was saved.
+        from: String,
+        /// Where it was found.
+        to: String,
+    },
 }
 
 impl std::fmt::Display for StateNotice {
@@ -64,6 +76,9 @@ impl std::fmt::Display for StateNotice {
             }
             StateNotice::ModelFailed(e) => {
                 write!(f, "the saved model could not be loaded ({e}); using the built-in separator")
+            }
+            StateNotice::ModelMoved { from, to } => {
+                write!(f, "the saved model is no longer at {from}; found the same file at {to}")
             }
         }
     }

@@ -111,23 +111,86 @@ struct RuntimeWheel {
 /// CUDA builds need CUDA 13 and cuDNN 9 on the loader path; DirectML is Windows-only and its
 /// last release is 1.24.4; AMD GPUs use MIGraphX (ONNX Runtime removed the ROCm provider).
 const RUNTIME_WHEELS: &[RuntimeWheel] = &[
-    RuntimeWheel { flavor: "cpu", os: "linux", arch: "x86_64", package: "onnxruntime", version: "1.31.0", platform: "manylinux_2_28_x86_64", sha256: "d4092b78fc5bab77ce6522393098cdb2535423045ecdcff15cc0d022162d6b66" },
-    RuntimeWheel { flavor: "cpu", os: "linux", arch: "aarch64", package: "onnxruntime", version: "1.31.0", platform: "manylinux_2_28_aarch64", sha256: "37c7dfe398550afdf9670a29315dbb88e49d8afc473ffaf1f410376efbb9c80a" },
-    RuntimeWheel { flavor: "cpu", os: "macos", arch: "aarch64", package: "onnxruntime", version: "1.31.0", platform: "macosx_14_0_arm64", sha256: "cbf1a7f6470ddfe9dbc781966af8ce4a10e1858d75a93f93cc6b9367c9587870" },
-    RuntimeWheel { flavor: "cpu", os: "windows", arch: "x86_64", package: "onnxruntime", version: "1.31.0", platform: "win_amd64", sha256: "317608967b03807ed4661113b08293fac02a1db6496a6863a07d9f19232936ad" },
-    RuntimeWheel { flavor: "cuda", os: "linux", arch: "x86_64", package: "onnxruntime-gpu", version: "1.31.0", platform: "manylinux_2_28_x86_64", sha256: "f9a79e13492ce69cf58d7b97a7639bf407c8a4db291d9f6125131eac1d5758b9" },
-    RuntimeWheel { flavor: "cuda", os: "windows", arch: "x86_64", package: "onnxruntime-gpu", version: "1.31.0", platform: "win_amd64", sha256: "d6eae6141dff34f26b68ba8adace5a5d5e545b3246c759991b6019f585cf99ba" },
-    RuntimeWheel { flavor: "directml", os: "windows", arch: "x86_64", package: "onnxruntime-directml", version: "1.24.4", platform: "win_amd64", sha256: "96642a787e5a6f33bf043521c0f06eb1eb663f6b830e5862a2026d03f9c90543" },
-    RuntimeWheel { flavor: "migraphx", os: "linux", arch: "x86_64", package: "onnxruntime-migraphx", version: "1.27.1", platform: "manylinux_2_34_x86_64", sha256: "4a178713a67dbcd1a952edb89d60e856ec70538f8f9848c89745ae2328305b6d" },
+    RuntimeWheel {
+        flavor: "cpu",
+        os: "linux",
+        arch: "x86_64",
+        package: "onnxruntime",
+        version: "1.31.0",
+        platform: "manylinux_2_28_x86_64",
+        sha256: "d4092b78fc5bab77ce6522393098cdb2535423045ecdcff15cc0d022162d6b66",
+    },
+    RuntimeWheel {
+        flavor: "cpu",
+        os: "linux",
+        arch: "aarch64",
+        package: "onnxruntime",
+        version: "1.31.0",
+        platform: "manylinux_2_28_aarch64",
+        sha256: "37c7dfe398550afdf9670a29315dbb88e49d8afc473ffaf1f410376efbb9c80a",
+    },
+    RuntimeWheel {
+        flavor: "cpu",
+        os: "macos",
+        arch: "aarch64",
+        package: "onnxruntime",
+        version: "1.31.0",
+        platform: "macosx_14_0_arm64",
+        sha256: "cbf1a7f6470ddfe9dbc781966af8ce4a10e1858d75a93f93cc6b9367c9587870",
+    },
+    RuntimeWheel {
+        flavor: "cpu",
+        os: "windows",
+        arch: "x86_64",
+        package: "onnxruntime",
+        version: "1.31.0",
+        platform: "win_amd64",
+        sha256: "317608967b03807ed4661113b08293fac02a1db6496a6863a07d9f19232936ad",
+    },
+    RuntimeWheel {
+        flavor: "cuda",
+        os: "linux",
+        arch: "x86_64",
+        package: "onnxruntime-gpu",
+        version: "1.31.0",
+        platform: "manylinux_2_28_x86_64",
+        sha256: "f9a79e13492ce69cf58d7b97a7639bf407c8a4db291d9f6125131eac1d5758b9",
+    },
+    RuntimeWheel {
+        flavor: "cuda",
+        os: "windows",
+        arch: "x86_64",
+        package: "onnxruntime-gpu",
+        version: "1.31.0",
+        platform: "win_amd64",
+        sha256: "d6eae6141dff34f26b68ba8adace5a5d5e545b3246c759991b6019f585cf99ba",
+    },
+    RuntimeWheel {
+        flavor: "directml",
+        os: "windows",
+        arch: "x86_64",
+        package: "onnxruntime-directml",
+        version: "1.24.4",
+        platform: "win_amd64",
+        sha256: "96642a787e5a6f33bf043521c0f06eb1eb663f6b830e5862a2026d03f9c90543",
+    },
+    RuntimeWheel {
+        flavor: "migraphx",
+        os: "linux",
+        arch: "x86_64",
+        package: "onnxruntime-migraphx",
+        version: "1.27.1",
+        platform: "manylinux_2_34_x86_64",
+        sha256: "4a178713a67dbcd1a952edb89d60e856ec70538f8f9848c89745ae2328305b6d",
+    },
 ];
 
 /// `--flavor X` from the arguments, `cpu` by default.
 fn flavor_arg(args: &[String]) -> Result<String> {
     match args.iter().position(|a| a == "--flavor") {
-        Some(i) => args
-            .get(i + 1)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("--flavor needs a value: cpu, cuda, directml or migraphx")),
+        Some(i) => args.get(i + 1).cloned().ok_or_else(|| {
+            anyhow::anyhow!("--flavor needs a value: cpu, cuda, directml or migraphx")
+        }),
         None => Ok(args
             .iter()
             .find_map(|a| a.strip_prefix("--flavor=").map(String::from))
@@ -145,7 +208,11 @@ fn sha256_hex(path: &Path) -> Result<String> {
 
 fn python() -> Result<&'static str> {
     for candidate in ["python3", "python"] {
-        if Command::new(candidate).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        if Command::new(candidate)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
             return Ok(candidate);
         }
     }
@@ -168,14 +235,22 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
                 .collect();
             anyhow::anyhow!(
                 "no pinned ONNX Runtime '{flavor}' build for {os}/{arch} (available here: {})",
-                if available.is_empty() { "none".into() } else { available.join(", ") }
+                if available.is_empty() {
+                    "none".into()
+                } else {
+                    available.join(", ")
+                }
             )
         })?;
     let out_dir = Path::new("runtime").join(flavor);
     let marker = out_dir.join("WHEEL_SHA256");
     if std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == wheel.sha256) {
         if let Some(library) = find_library(&out_dir) {
-            eprintln!("xtask: ONNX Runtime {} ({flavor}) already in {}", wheel.version, out_dir.display());
+            eprintln!(
+                "xtask: ONNX Runtime {} ({flavor}) already in {}",
+                wheel.version,
+                out_dir.display()
+            );
             return Ok(std::fs::canonicalize(library)?);
         }
     }
@@ -184,20 +259,36 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(cache)?;
     let file_prefix = format!("{}-{}-", wheel.package.replace('-', "_"), wheel.version);
     let find_wheel = || -> Option<PathBuf> {
-        std::fs::read_dir(cache).ok()?.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&file_prefix) && n.contains(wheel.platform) && n.ends_with(".whl"))
-        })
+        std::fs::read_dir(cache)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    n.starts_with(&file_prefix) && n.contains(wheel.platform) && n.ends_with(".whl")
+                })
+            })
     };
     let wheel_path = match find_wheel().filter(|p| sha256_hex(p).is_ok_and(|h| h == wheel.sha256)) {
         Some(path) => path,
         None => {
-            run(Command::new(python()?).args([
-                "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-                "--python-version", "3.11", "--platform", wheel.platform, "-d",
-            ]).arg(cache).arg(format!("{}=={}", wheel.package, wheel.version)))?;
-            find_wheel().ok_or_else(|| anyhow::anyhow!("pip did not produce the {} wheel", wheel.package))?
+            run(Command::new(python()?)
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--disable-pip-version-check",
+                    "--python-version",
+                    "3.11",
+                    "--platform",
+                    wheel.platform,
+                    "-d",
+                ])
+                .arg(cache)
+                .arg(format!("{}=={}", wheel.package, wheel.version)))?;
+            find_wheel()
+                .ok_or_else(|| anyhow::anyhow!("pip did not produce the {} wheel", wheel.package))?
         }
     };
     let actual = sha256_hex(&wheel_path)?;
@@ -214,14 +305,18 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&out_dir)?;
     // Only the runtime and its provider libraries, not the Python extension module.
-    run(Command::new(python()?).args([
-        "-c",
-        UNPACK_WHEEL_PY,
-    ]).arg(&wheel_path).arg(&out_dir))?;
+    run(Command::new(python()?)
+        .args(["-c", UNPACK_WHEEL_PY])
+        .arg(&wheel_path)
+        .arg(&out_dir))?;
     std::fs::write(&marker, wheel.sha256)?;
     let library = find_library(&out_dir)
         .ok_or_else(|| anyhow::anyhow!("the wheel held no ONNX Runtime library"))?;
-    eprintln!("xtask: ONNX Runtime {} ({flavor}) unpacked to {}", wheel.version, out_dir.display());
+    eprintln!(
+        "xtask: ONNX Runtime {} ({flavor}) unpacked to {}",
+        wheel.version,
+        out_dir.display()
+    );
     Ok(std::fs::canonicalize(library)?)
 }
 
@@ -262,7 +357,10 @@ fn install() -> Result<()> {
     if user_runtime.exists() {
         std::fs::remove_dir_all(&user_runtime)?;
     }
-    copy_recursively(runtime_library.parent().expect("library has a folder"), &user_runtime)?;
+    copy_recursively(
+        runtime_library.parent().expect("library has a folder"),
+        &user_runtime,
+    )?;
 
     run(cargo().args(["build", "--release", "-p", "stemflow-cli"]))?;
     let cli = Path::new("target/release").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX));
@@ -301,8 +399,45 @@ fn test_bundle() -> Result<PathBuf> {
 }
 
 /// README command 2: every test, including the ones that host the built plugin.
+/// Writes the model-family test graphs and their numpy reference fixtures into
+/// `target/stemflow-fixtures`, in a virtual environment with `numpy` and `onnx` from PyPI.
+fn family_fixtures() -> Result<PathBuf> {
+    let venv = Path::new("target/pyenv");
+    let venv_python = if cfg!(windows) {
+        venv.join("Scripts/python.exe")
+    } else {
+        venv.join("bin/python")
+    };
+    if !venv_python.is_file() {
+        run(Command::new(python()?).args(["-m", "venv"]).arg(venv))?;
+    }
+    let has_packages = Command::new(&venv_python)
+        .args(["-c", "import numpy, onnx"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !has_packages {
+        run(Command::new(&venv_python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "numpy>=1.26",
+            "onnx>=1.16",
+        ]))?;
+    }
+    let out = Path::new("target/stemflow-fixtures");
+    run(Command::new(&venv_python)
+        .args(["models/make_test_models.py", "--fixtures"])
+        .arg(out))?;
+    Ok(std::fs::canonicalize(out)?)
+}
+
 fn test(extra_args: &[String]) -> Result<()> {
     let runtime_library = fetch_runtime("cpu")?;
+    let fixtures = family_fixtures()?;
     let bundle = test_bundle()?;
     run(cargo().args(["build", "-p", "stemflow-cli"]))?;
     let cli = std::fs::canonicalize(
@@ -313,5 +448,6 @@ fn test(extra_args: &[String]) -> Result<()> {
         .args(extra_args)
         .env("STEMFLOW_TEST_CLAP", &bundle)
         .env("STEMFLOW_ORT_LIB", &runtime_library)
+        .env("STEMFLOW_FIXTURES_DIR", &fixtures)
         .env("STEMFLOW_TEST_CLI", &cli))
 }

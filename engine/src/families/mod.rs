@@ -146,7 +146,11 @@ pub fn read_model_file(path: &Path) -> Result<ModelBytes, String> {
         return Err(format!("{}: not a file", path.display()));
     }
     if metadata.len() > MAX_MODEL_FILE_BYTES {
-        return Err(format!("{}: {} bytes is larger than any supported model", path.display(), metadata.len()));
+        return Err(format!(
+            "{}: {} bytes is larger than any supported model",
+            path.display(),
+            metadata.len()
+        ));
     }
     let model = ModelBytes::read(path)?;
     check_external_data(&model.bytes, path)?;
@@ -179,7 +183,10 @@ pub fn describe_model(path: &Path, model: &ModelBytes) -> Result<ModelDescriptio
 }
 
 fn mismatch(signature: &GraphSignature) -> String {
-    format!("signature mismatch: {}; found {signature}", expected_signatures())
+    format!(
+        "signature mismatch: {}; found {signature}",
+        expected_signatures()
+    )
 }
 
 /// Matches a signature to a family and derives the processing from it and the parameters.
@@ -219,23 +226,35 @@ pub fn describe_signature(
             return Err(mismatch(signature));
         }
         let chunk_frames = t as usize;
-        let overlap = sidecar.as_ref().and_then(|p| p.f64("overlap")).unwrap_or(0.25);
+        let overlap = sidecar
+            .as_ref()
+            .and_then(|p| p.f64("overlap"))
+            .unwrap_or(0.25);
         if !(0.0..0.95).contains(&overlap) {
             return Err(format!("overlap {overlap} out of range 0–0.95"));
         }
         let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
-        let stems: Vec<String> = DEMUCS_SOURCES[..o[1] as usize].iter().map(|s| s.to_string()).collect();
+        let stems: Vec<String> = DEMUCS_SOURCES[..o[1] as usize]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         return Ok(ModelDescription {
             family: ModelFamily::HtDemucs,
             kind: FamilyKind::HtDemucs,
             routes: routes_by_name(&stems, 1.0),
             stems,
-            layout: ChunkLayout { chunk_frames, step_frames: step_frames.max(1), lead: Lead::Zeros(0) },
+            layout: ChunkLayout {
+                chunk_frames,
+                step_frames: step_frames.max(1),
+                lead: Lead::Zeros(0),
+            },
             sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
             input_name: input.name.clone(),
             output_name: output.name.clone(),
             input_shape: vec![1, 2, chunk_frames],
-            params_source: sidecar.and_then(|p| p.source).unwrap_or_else(|| "demucs defaults".into()),
+            params_source: sidecar
+                .and_then(|p| p.source)
+                .unwrap_or_else(|| "demucs defaults".into()),
         });
     }
     if i.len() == 4 && o.len() == 4 && i[1] == 4 {
@@ -253,10 +272,22 @@ pub fn describe_signature(
             )
         })?;
         let source = params.source.clone().unwrap_or_default();
-        let n_fft = params.usize("mdx_n_fft_scale_set").ok_or_else(|| format!("{source}: mdx_n_fft_scale_set missing"))?;
-        let want_f = params.usize("mdx_dim_f_set").ok_or_else(|| format!("{source}: mdx_dim_f_set missing"))?;
-        let want_t = 1usize << params.usize("mdx_dim_t_set").ok_or_else(|| format!("{source}: mdx_dim_t_set missing"))?.min(20);
-        if want_f != dim_f as usize || want_t != dim_t as usize || want_f > n_fft / 2 + 1 || n_fft < 16 {
+        let n_fft = params
+            .usize("mdx_n_fft_scale_set")
+            .ok_or_else(|| format!("{source}: mdx_n_fft_scale_set missing"))?;
+        let want_f = params
+            .usize("mdx_dim_f_set")
+            .ok_or_else(|| format!("{source}: mdx_dim_f_set missing"))?;
+        let want_t = 1usize
+            << params
+                .usize("mdx_dim_t_set")
+                .ok_or_else(|| format!("{source}: mdx_dim_t_set missing"))?
+                .min(20);
+        if want_f != dim_f as usize
+            || want_t != dim_t as usize
+            || want_f > n_fft / 2 + 1
+            || n_fft < 16
+        {
             return Err(format!(
                 "{source} says dim_f {want_f}, dim_t {want_t}, n_fft {n_fft}, but the graph takes dim_f {dim_f}, dim_t {dim_t}"
             ));
@@ -264,11 +295,15 @@ pub fn describe_signature(
         let hop_frames = params.usize("hop_length").unwrap_or(1024);
         let overlap = params.f64("overlap").unwrap_or(0.25);
         if !(0.0..0.95).contains(&overlap) || hop_frames == 0 {
-            return Err(format!("{source}: overlap {overlap} or hop {hop_frames} out of range"));
+            return Err(format!(
+                "{source}: overlap {overlap} or hop {hop_frames} out of range"
+            ));
         }
         let chunk_frames = hop_frames * (dim_t as usize - 1);
         if chunk_frames > MAX_CHUNK_FRAMES || chunk_frames <= n_fft {
-            return Err(format!("{source}: chunk of {chunk_frames} frames out of range"));
+            return Err(format!(
+                "{source}: chunk of {chunk_frames} frames out of range"
+            ));
         }
         let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
         let compensate = params.f64("compensate").unwrap_or(1.0) as f32;
@@ -282,7 +317,11 @@ pub fn describe_signature(
                 routes[stem.index()] = StemRoute::Output(0, compensate);
                 routes
             }
-            None => [StemRoute::MixMinus(0, compensate), StemRoute::Silent, StemRoute::Silent],
+            None => [
+                StemRoute::MixMinus(0, compensate),
+                StemRoute::Silent,
+                StemRoute::Silent,
+            ],
         };
         return Ok(ModelDescription {
             family: ModelFamily::MdxNet,
@@ -296,7 +335,11 @@ pub fn describe_signature(
             },
             stems: vec![primary],
             routes,
-            layout: ChunkLayout { chunk_frames, step_frames: step_frames.max(1), lead: Lead::Zeros(n_fft / 2) },
+            layout: ChunkLayout {
+                chunk_frames,
+                step_frames: step_frames.max(1),
+                lead: Lead::Zeros(n_fft / 2),
+            },
             sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
             input_name: input.name.clone(),
             output_name: output.name.clone(),
@@ -319,7 +362,8 @@ pub fn describe_signature(
         let params = sidecar.unwrap_or_default();
         let get = |keys: &[&str]| keys.iter().find_map(|k| params.usize(k));
         let n_fft = get(&["n_fft", "model.stft_n_fft", "audio.n_fft"]).unwrap_or(2048);
-        let hop_frames = get(&["hop_length", "model.stft_hop_length", "audio.hop_length"]).unwrap_or(441);
+        let hop_frames =
+            get(&["hop_length", "model.stft_hop_length", "audio.hop_length"]).unwrap_or(441);
         if n_fft / 2 + 1 != bins2 as usize / 2 || hop_frames == 0 {
             return Err(format!(
                 "the graph takes {} bins per channel, which does not match n_fft {n_fft} (set `n_fft` in the sidecar)",
@@ -337,7 +381,9 @@ pub fn describe_signature(
         if chunk_frames > MAX_CHUNK_FRAMES || chunk_frames <= n_fft {
             return Err(format!("a chunk of {chunk_frames} frames is out of range"));
         }
-        let num_overlap = get(&["num_overlap", "inference.num_overlap"]).unwrap_or(4).max(1);
+        let num_overlap = get(&["num_overlap", "inference.num_overlap"])
+            .unwrap_or(4)
+            .max(1);
         let step_frames = chunk_frames / num_overlap;
         let target = ["target_instrument", "training.target_instrument"]
             .iter()
@@ -355,21 +401,39 @@ pub fn describe_signature(
             }
         };
         if stems.len() != stems_n as usize {
-            return Err(format!("the config names {} stems but the graph has {stems_n}", stems.len()));
+            return Err(format!(
+                "the config names {} stems but the graph has {stems_n}",
+                stems.len()
+            ));
         }
-        let zero_dc = ["zero_dc", "model.zero_dc"].iter().find_map(|k| params.bool(k)).unwrap_or(true);
+        let zero_dc = ["zero_dc", "model.zero_dc"]
+            .iter()
+            .find_map(|k| params.bool(k))
+            .unwrap_or(true);
         let border = chunk_frames - step_frames;
         return Ok(ModelDescription {
             family: ModelFamily::RoFormer,
-            kind: FamilyKind::RoFormer { n_fft, hop_frames, frames: frames as usize, zero_dc },
+            kind: FamilyKind::RoFormer {
+                n_fft,
+                hop_frames,
+                frames: frames as usize,
+                zero_dc,
+            },
             routes: routes_by_name(&stems, 1.0),
             stems,
-            layout: ChunkLayout { chunk_frames, step_frames: step_frames.max(1), lead: Lead::Reflect(border) },
-            sample_rate_hz: get(&["sample_rate", "audio.sample_rate"]).unwrap_or(MODEL_SAMPLE_RATE_HZ as usize) as u32,
+            layout: ChunkLayout {
+                chunk_frames,
+                step_frames: step_frames.max(1),
+                lead: Lead::Reflect(border),
+            },
+            sample_rate_hz: get(&["sample_rate", "audio.sample_rate"])
+                .unwrap_or(MODEL_SAMPLE_RATE_HZ as usize) as u32,
             input_name: input.name.clone(),
             output_name: output.name.clone(),
             input_shape: vec![1, bins2 as usize, frames as usize, 2],
-            params_source: params.source.unwrap_or_else(|| "RoFormer defaults (n_fft 2048, hop 441, 4 overlaps)".into()),
+            params_source: params
+                .source
+                .unwrap_or_else(|| "RoFormer defaults (n_fft 2048, hop 441, 4 overlaps)".into()),
         });
     }
     Err(mismatch(signature))
@@ -386,7 +450,10 @@ fn stem_for_name(name: &str) -> Option<Stem> {
 }
 
 fn is_accompaniment(name: &str) -> bool {
-    matches!(name, "instrumental" | "inst" | "accompaniment" | "no_vocals" | "karaoke" | "music")
+    matches!(
+        name,
+        "instrumental" | "inst" | "accompaniment" | "no_vocals" | "karaoke" | "music"
+    )
 }
 
 /// Routes for models that name their stems.
@@ -411,7 +478,10 @@ pub fn windows(description: &ModelDescription) -> (Vec<f64>, Vec<f64>) {
     let window: Vec<f64> = match description.kind {
         // demucs: triangle 1..n/2, n−n/2..1, divided by its maximum (transition_power 1).
         FamilyKind::HtDemucs => {
-            let w: Vec<f64> = (1..=n / 2).chain((1..=n - n / 2).rev()).map(|v| v as f64).collect();
+            let w: Vec<f64> = (1..=n / 2)
+                .chain((1..=n - n / 2).rev())
+                .map(|v| v as f64)
+                .collect();
             let max = w.iter().copied().fold(0.0, f64::max);
             w.into_iter().map(|v| v / max).collect()
         }
@@ -424,7 +494,11 @@ pub fn windows(description: &ModelDescription) -> (Vec<f64>, Vec<f64>) {
             let fade = n / 10;
             let mut w = vec![1.0; n];
             for i in 0..fade {
-                let ramp = if fade > 1 { i as f64 / (fade - 1) as f64 } else { 1.0 };
+                let ramp = if fade > 1 {
+                    i as f64 / (fade - 1) as f64
+                } else {
+                    1.0
+                };
                 w[i] = ramp;
                 w[n - 1 - i] = ramp;
             }
@@ -484,7 +558,12 @@ impl ModelSeparator {
         let (first_window, window) = windows(&description);
         let (stft, spectrum_len) = match description.kind {
             FamilyKind::HtDemucs => (None, 0),
-            FamilyKind::MdxNet { n_fft, hop_frames, .. } | FamilyKind::RoFormer { n_fft, hop_frames, .. } => {
+            FamilyKind::MdxNet {
+                n_fft, hop_frames, ..
+            }
+            | FamilyKind::RoFormer {
+                n_fft, hop_frames, ..
+            } => {
                 let stft = Stft::new(n_fft, hop_frames);
                 let len = stft.num_bins() * stft.num_frames(chunk);
                 (Some(stft), len)
@@ -494,7 +573,10 @@ impl ModelSeparator {
             overlap_add: OverlapAdd::new(description.layout, num_outputs),
             model_input: vec![0.0; description.input_shape.iter().product()],
             chunk_outputs: vec![0.0; num_outputs * 2 * chunk],
-            spectra: [vec![Complex64::default(); spectrum_len], vec![Complex64::default(); spectrum_len]],
+            spectra: [
+                vec![Complex64::default(); spectrum_len],
+                vec![Complex64::default(); spectrum_len],
+            ],
             inverse_spectrum: vec![Complex64::default(); spectrum_len],
             inverse_output: vec![0.0; chunk],
             first_window,
@@ -526,7 +608,10 @@ impl ModelSeparator {
                 let output = self.runner.run(&self.model_input)?;
                 let needed = self.chunk_outputs.len();
                 if output.len() < needed {
-                    return Err(format!("the model returned {} values, expected {needed}", output.len()));
+                    return Err(format!(
+                        "the model returned {} values, expected {needed}",
+                        output.len()
+                    ));
                 }
                 self.chunk_outputs.copy_from_slice(&output[..needed]);
             }
@@ -542,15 +627,25 @@ impl ModelSeparator {
                 for channel in 0..2 {
                     for f in 0..dim_f {
                         for t in 0..dim_t {
-                            let value = if f < 3 { Complex64::default() } else { self.spectra[channel][f * frames + t] };
-                            self.model_input[((2 * channel) * dim_f + f) * dim_t + t] = value.re as f32;
-                            self.model_input[((2 * channel + 1) * dim_f + f) * dim_t + t] = value.im as f32;
+                            let value = if f < 3 {
+                                Complex64::default()
+                            } else {
+                                self.spectra[channel][f * frames + t]
+                            };
+                            self.model_input[((2 * channel) * dim_f + f) * dim_t + t] =
+                                value.re as f32;
+                            self.model_input[((2 * channel + 1) * dim_f + f) * dim_t + t] =
+                                value.im as f32;
                         }
                     }
                 }
                 let output = self.runner.run(&self.model_input)?;
                 if output.len() != 4 * dim_f * dim_t {
-                    return Err(format!("the model returned {} values, expected {}", output.len(), 4 * dim_f * dim_t));
+                    return Err(format!(
+                        "the model returned {} values, expected {}",
+                        output.len(),
+                        4 * dim_f * dim_t
+                    ));
                 }
                 for channel in 0..2 {
                     self.inverse_spectrum.fill(Complex64::default());
@@ -563,12 +658,17 @@ impl ModelSeparator {
                         }
                     }
                     stft.inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-                    for (out, &v) in self.chunk_outputs[channel * chunk..][..chunk].iter_mut().zip(&self.inverse_output) {
+                    for (out, &v) in self.chunk_outputs[channel * chunk..][..chunk]
+                        .iter_mut()
+                        .zip(&self.inverse_output)
+                    {
                         *out = v as f32;
                     }
                 }
             }
-            FamilyKind::RoFormer { frames, zero_dc, .. } => {
+            FamilyKind::RoFormer {
+                frames, zero_dc, ..
+            } => {
                 let stft = self.stft.as_mut().expect("spectral family");
                 let bins = stft.num_bins();
                 for (channel, signal) in [left, right].into_iter().enumerate() {
@@ -588,7 +688,11 @@ impl ModelSeparator {
                 let mask = self.runner.run(&self.model_input)?;
                 let num_stems = self.description.stems.len();
                 if mask.len() != num_stems * bins * 2 * frames * 2 {
-                    return Err(format!("the model returned {} values, expected {}", mask.len(), num_stems * bins * 4 * frames));
+                    return Err(format!(
+                        "the model returned {} values, expected {}",
+                        mask.len(),
+                        num_stems * bins * 4 * frames
+                    ));
                 }
                 for n in 0..num_stems {
                     for s in 0..2 {
@@ -597,12 +701,18 @@ impl ModelSeparator {
                                 let index = (((n * bins + f) * 2 + s) * frames + t) * 2;
                                 let m = Complex64::new(mask[index] as f64, mask[index + 1] as f64);
                                 let x = self.spectra[s][f * frames + t];
-                                self.inverse_spectrum[f * frames + t] =
-                                    if zero_dc && f == 0 { Complex64::default() } else { x * m };
+                                self.inverse_spectrum[f * frames + t] = if zero_dc && f == 0 {
+                                    Complex64::default()
+                                } else {
+                                    x * m
+                                };
                             }
                         }
                         stft.inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-                        for (out, &v) in self.chunk_outputs[(n * 2 + s) * chunk..][..chunk].iter_mut().zip(&self.inverse_output) {
+                        for (out, &v) in self.chunk_outputs[(n * 2 + s) * chunk..][..chunk]
+                            .iter_mut()
+                            .zip(&self.inverse_output)
+                        {
                             *out = v as f32;
                         }
                     }
@@ -640,7 +750,8 @@ impl Separator for ModelSeparator {
     }
 
     fn process_hop(&mut self, input: &PlanarBlock, stems: &mut PlanarBlock) {
-        self.overlap_add.push_hop(input.channel(0), input.channel(1));
+        self.overlap_add
+            .push_hop(input.channel(0), input.channel(1));
         while let Some((index, [left, right])) = self.overlap_add.ready_chunk() {
             // The chunk is copied out so the overlap-add state can be borrowed again below.
             let (left, right) = (left.to_vec(), right.to_vec());
@@ -649,7 +760,11 @@ impl Separator for ModelSeparator {
                 log::error!("{}: {error}", self.name);
                 self.chunk_outputs.fill(0.0);
             }
-            let window = if index == 0 { &self.first_window } else { &self.window };
+            let window = if index == 0 {
+                &self.first_window
+            } else {
+                &self.window
+            };
             self.overlap_add.accumulate(&self.chunk_outputs, window);
         }
         let routes = self.description.routes;
@@ -658,8 +773,12 @@ impl Separator for ModelSeparator {
                 for channel in 0..2 {
                     let value = match (&view, *route) {
                         (None, _) | (_, StemRoute::Silent) => 0.0,
-                        (Some(v), StemRoute::Output(k, gain)) => (v.value(k, channel) as f32) * gain,
-                        (Some(v), StemRoute::MixMinus(k, gain)) => v.mix(channel) - (v.value(k, channel) as f32) * gain,
+                        (Some(v), StemRoute::Output(k, gain)) => {
+                            (v.value(k, channel) as f32) * gain
+                        }
+                        (Some(v), StemRoute::MixMinus(k, gain)) => {
+                            v.mix(channel) - (v.value(k, channel) as f32) * gain
+                        }
                     };
                     stems.channel_mut(stem_channel(stem_index, channel))[frame] = value;
                 }

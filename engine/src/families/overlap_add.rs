@@ -127,8 +127,11 @@ impl OverlapAdd {
     pub fn new(layout: ChunkLayout, num_outputs: usize) -> Self {
         let hop_frames = layout.hop_frames();
         let latency_frames = layout.latency_frames();
-        let capacity =
-            layout.chunk_frames + layout.step_frames + latency_frames + layout.lead.frames() + 2 * hop_frames;
+        let capacity = layout.chunk_frames
+            + layout.step_frames
+            + latency_frames
+            + layout.lead.frames()
+            + 2 * hop_frames;
         Self {
             layout,
             num_outputs,
@@ -247,7 +250,8 @@ impl OverlapAdd {
         for (output, sums) in self.sums.iter_mut().enumerate() {
             for (channel, sum) in sums.iter_mut().enumerate() {
                 let source = &outputs[(output * 2 + channel) * chunk..][..chunk];
-                for ((acc, &y), &w) in sum[start..start + chunk].iter_mut().zip(source).zip(window) {
+                for ((acc, &y), &w) in sum[start..start + chunk].iter_mut().zip(source).zip(window)
+                {
                     *acc += w * y as f64;
                 }
             }
@@ -352,7 +356,12 @@ mod tests {
     use super::*;
 
     /// Whole-signal overlap-add, written the way the reference code does it.
-    fn reference(x: &[f32], layout: ChunkLayout, window: &[f64], f: impl Fn(f32, usize) -> f32) -> Vec<f64> {
+    fn reference(
+        x: &[f32],
+        layout: ChunkLayout,
+        window: &[f64],
+        f: impl Fn(f32, usize) -> f32,
+    ) -> Vec<f64> {
         let lead = layout.lead.frames();
         let mut p: Vec<f32> = match layout.lead {
             Lead::Zeros(n) => vec![0.0; n],
@@ -370,13 +379,17 @@ mod tests {
             }
             start += layout.step_frames;
         }
-        (0..x.len()).map(|t| sum[t + lead] / weight[t + lead]).collect()
+        (0..x.len())
+            .map(|t| sum[t + lead] / weight[t + lead])
+            .collect()
     }
 
     fn run(layout: ChunkLayout, window: &[f64]) {
         let f = |v: f32, j: usize| v * (1.0 + j as f32 / 100.0);
         let n = 20 * layout.chunk_frames;
-        let x: Vec<f32> = (0..n).map(|i| ((i * 31 % 97) as f32 / 97.0) - 0.5).collect();
+        let x: Vec<f32> = (0..n)
+            .map(|i| ((i * 31 % 97) as f32 / 97.0) - 0.5)
+            .collect();
         let expected = reference(&x, layout, window, f);
         let mut ola = OverlapAdd::new(layout, 1);
         let hop = ola.hop_frames();
@@ -408,7 +421,11 @@ mod tests {
         }
         for t in 0..n - 2 * layout.chunk_frames {
             let out = got[t + latency];
-            assert!((out - expected[t]).abs() < 1e-9, "t {t}: {out} vs {}", expected[t]);
+            assert!(
+                (out - expected[t]).abs() < 1e-9,
+                "t {t}: {out} vs {}",
+                expected[t]
+            );
             assert_eq!(mixes[t + latency], x[t]);
         }
         for t in 0..latency {
@@ -418,17 +435,44 @@ mod tests {
 
     #[test]
     fn streaming_matches_whole_signal_stitching_for_each_lead() {
-        let hann: Vec<f64> = (0..48).map(|i| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / 47.0).cos()).collect();
-        run(ChunkLayout { chunk_frames: 48, step_frames: 36, lead: Lead::Zeros(5) }, &hann);
+        let hann: Vec<f64> = (0..48)
+            .map(|i| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / 47.0).cos())
+            .collect();
+        run(
+            ChunkLayout {
+                chunk_frames: 48,
+                step_frames: 36,
+                lead: Lead::Zeros(5),
+            },
+            &hann,
+        );
         let ones = vec![1.0; 40];
-        run(ChunkLayout { chunk_frames: 40, step_frames: 10, lead: Lead::Reflect(30) }, &ones);
+        run(
+            ChunkLayout {
+                chunk_frames: 40,
+                step_frames: 10,
+                lead: Lead::Reflect(30),
+            },
+            &ones,
+        );
         let triangle: Vec<f64> = (0..40).map(|i| (1 + i.min(39 - i)) as f64).collect();
-        run(ChunkLayout { chunk_frames: 40, step_frames: 30, lead: Lead::Zeros(0) }, &triangle);
+        run(
+            ChunkLayout {
+                chunk_frames: 40,
+                step_frames: 30,
+                lead: Lead::Zeros(0),
+            },
+            &triangle,
+        );
     }
 
     #[test]
     fn latency_is_the_chunk_minus_a_hop_without_lead() {
-        let layout = ChunkLayout { chunk_frames: 343_980, step_frames: 257_985, lead: Lead::Zeros(0) };
+        let layout = ChunkLayout {
+            chunk_frames: 343_980,
+            step_frames: 257_985,
+            lead: Lead::Zeros(0),
+        };
         assert_eq!(layout.hop_frames(), 85_995);
         assert_eq!(layout.latency_frames(), 343_980 - 85_995);
     }

@@ -32,7 +32,10 @@ pub struct ModelParams {
 impl ModelParams {
     /// An integer value.
     pub fn usize(&self, key: &str) -> Option<usize> {
-        self.values.get(key).and_then(|v| v.as_u64()).map(|v| v as usize)
+        self.values
+            .get(key)
+            .and_then(|v| v.as_u64())
+            .map(|v| v as usize)
     }
 
     /// A number.
@@ -63,7 +66,8 @@ impl ModelParams {
 /// The UVR table entry for a model file, if it is a known UVR model.
 pub fn uvr_table_entry(bytes: &[u8]) -> Option<ModelParams> {
     let hash = uvr_model_hash(bytes);
-    let table: HashMap<String, HashMap<String, Value>> = serde_json::from_str(UVR_MDX_TABLE).ok()?;
+    let table: HashMap<String, HashMap<String, Value>> =
+        serde_json::from_str(UVR_MDX_TABLE).ok()?;
     table.get(&hash).map(|values| ModelParams {
         values: values.clone(),
         source: Some(format!("UVR model table (MD5 {hash})")),
@@ -85,7 +89,10 @@ pub fn read_sidecar(model: &Path) -> Result<Option<ModelParams>, String> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let values = if path.extension().is_some_and(|e| e == "json") {
             let value: Value =
                 serde_json::from_str(&text).map_err(|e| format!("sidecar {name}: {e}"))?;
@@ -212,10 +219,16 @@ mod tests {
         assert_eq!(v["audio.hop_length"], 441);
         assert_eq!(v["model.zero_dc"], false);
         assert_eq!(v["model.freqs_per_bands"], serde_json::json!([2, 4]));
-        assert_eq!(v["training.instruments"], serde_json::json!(["Drums", "Bass", "Other", "Vocals"]));
+        assert_eq!(
+            v["training.instruments"],
+            serde_json::json!(["Drums", "Bass", "Other", "Vocals"])
+        );
         assert_eq!(v["training.target_instrument"], Value::Null);
         assert_eq!(v["inference.num_overlap"], 2);
         let block = parse_msst_yaml("training:\n  instruments:\n  - vocals\n  - other\n");
-        assert_eq!(block["training.instruments"], serde_json::json!(["vocals", "other"]));
+        assert_eq!(
+            block["training.instruments"],
+            serde_json::json!(["vocals", "other"])
+        );
     }
 }

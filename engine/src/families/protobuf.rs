@@ -46,7 +46,12 @@ fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
 }
 
 /// Walks a message; returns (for tensors) whether it is external and its location.
-fn walk(bytes: &[u8], message: Message, depth: usize, locations: &mut Vec<String>) -> Result<(bool, Option<String>), String> {
+fn walk(
+    bytes: &[u8],
+    message: Message,
+    depth: usize,
+    locations: &mut Vec<String>,
+) -> Result<(bool, Option<String>), String> {
     if depth > MAX_DEPTH {
         return Err("nested too deeply".into());
     }
@@ -68,11 +73,24 @@ fn walk(bytes: &[u8], message: Message, depth: usize, locations: &mut Vec<String
                     is_external = value == 1;
                 }
             }
-            FIXED64 => pos = pos.checked_add(8).filter(|&p| p <= bytes.len()).ok_or("truncated")?,
-            FIXED32 => pos = pos.checked_add(4).filter(|&p| p <= bytes.len()).ok_or("truncated")?,
+            FIXED64 => {
+                pos = pos
+                    .checked_add(8)
+                    .filter(|&p| p <= bytes.len())
+                    .ok_or("truncated")?
+            }
+            FIXED32 => {
+                pos = pos
+                    .checked_add(4)
+                    .filter(|&p| p <= bytes.len())
+                    .ok_or("truncated")?
+            }
             LEN => {
                 let len = read_varint(bytes, &mut pos)? as usize;
-                let end = pos.checked_add(len).filter(|&e| e <= bytes.len()).ok_or("truncated")?;
+                let end = pos
+                    .checked_add(len)
+                    .filter(|&e| e <= bytes.len())
+                    .ok_or("truncated")?;
                 let body = &bytes[pos..end];
                 pos = end;
                 let child = match (message, field) {
@@ -104,9 +122,11 @@ fn walk(bytes: &[u8], message: Message, depth: usize, locations: &mut Vec<String
                         }
                     }
                     Some(Message::Tensor) => {
-                        let (external, tensor_location) = walk(body, Message::Tensor, depth + 1, locations)?;
+                        let (external, tensor_location) =
+                            walk(body, Message::Tensor, depth + 1, locations)?;
                         if external || tensor_location.is_some() {
-                            locations.push(tensor_location.unwrap_or_else(|| "(no location)".into()));
+                            locations
+                                .push(tensor_location.unwrap_or_else(|| "(no location)".into()));
                         }
                     }
                     Some(child) => {
@@ -119,7 +139,9 @@ fn walk(bytes: &[u8], message: Message, depth: usize, locations: &mut Vec<String
         }
     }
     if let Message::StringEntry = message {
-        let location = (entry_key.as_deref() == Some("location")).then_some(entry_value).flatten();
+        let location = (entry_key.as_deref() == Some("location"))
+            .then_some(entry_value)
+            .flatten();
         return Ok((false, location));
     }
     Ok((is_external, location))
@@ -141,7 +163,10 @@ mod tests {
         let external_tensor = [field(13, &entry), vec![(14 << 3) as u8, 1]].concat();
         let graph = field(5, &external_tensor);
         let model = [vec![(1 << 3) as u8, 9], field(7, &graph)].concat();
-        assert_eq!(external_data_locations(&model).unwrap(), vec!["../../etc/passwd".to_string()]);
+        assert_eq!(
+            external_data_locations(&model).unwrap(),
+            vec!["../../etc/passwd".to_string()]
+        );
 
         let plain_tensor = [field(8, b"w"), vec![(14 << 3) as u8, 0]].concat();
         let model = field(7, &field(5, &plain_tensor));
@@ -158,8 +183,12 @@ mod tests {
     #[test]
     fn the_checked_in_models_have_no_external_data() {
         for name in ["probe.onnx", "waveform_gain.onnx"] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/test").join(name);
-            assert!(external_data_locations(&std::fs::read(path).unwrap()).unwrap().is_empty());
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../models/test")
+                .join(name);
+            assert!(external_data_locations(&std::fs::read(path).unwrap())
+                .unwrap()
+                .is_empty());
         }
     }
 }

@@ -36,9 +36,7 @@ impl Stft {
         let mut planner = RealFftPlanner::<f64>::new();
         let forward = planner.plan_fft_forward(n_fft);
         let inverse = planner.plan_fft_inverse(n_fft);
-        let scratch_len = forward
-            .get_scratch_len()
-            .max(inverse.get_scratch_len());
+        let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
         Self {
             n_fft,
             hop_frames,
@@ -103,7 +101,9 @@ impl Stft {
             // Σ_frames w²[position − frame·hop] over the frames that cover `position` (padded).
             let mut sum = 0.0;
             let last = position / self.hop_frames;
-            let first = (position + 1).saturating_sub(self.n_fft).div_ceil(self.hop_frames);
+            let first = (position + 1)
+                .saturating_sub(self.n_fft)
+                .div_ceil(self.hop_frames);
             for frame in first..=last.min(num_frames - 1) {
                 let j = position - frame * self.hop_frames;
                 if j < self.n_fft {
@@ -136,7 +136,11 @@ impl Stft {
         }
         for (i, value) in out.iter_mut().enumerate() {
             let envelope = envelope_at(i + half);
-            *value = if envelope > 1e-11 { *value / envelope } else { 0.0 };
+            *value = if envelope > 1e-11 {
+                *value / envelope
+            } else {
+                0.0
+            };
         }
     }
 }
@@ -148,7 +152,9 @@ mod tests {
     #[test]
     fn round_trip_is_exact() {
         let mut stft = Stft::new(64, 16);
-        let signal: Vec<f32> = (0..160).map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5).collect();
+        let signal: Vec<f32> = (0..160)
+            .map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5)
+            .collect();
         let frames = stft.num_frames(signal.len());
         assert_eq!(frames, 11);
         let mut spectrum = vec![Complex64::default(); stft.num_bins() * frames];

@@ -66,7 +66,10 @@ impl Provider {
 
     /// Whether ids carry an index (`cuda:1`) or not (`cpu`, `coreml`).
     fn is_indexed(self) -> bool {
-        matches!(self, Provider::Cuda | Provider::DirectMl | Provider::MiGraphX)
+        matches!(
+            self,
+            Provider::Cuda | Provider::DirectMl | Provider::MiGraphX
+        )
     }
 
     /// Whether the loaded library was built with this provider. Requires a loaded runtime.
@@ -249,8 +252,11 @@ pub fn auto_device(devices: &[DeviceInfo]) -> DeviceId {
 pub fn candidates_for(choice: DeviceChoice, devices: &[DeviceInfo]) -> Vec<DeviceId> {
     let mut order: Vec<DeviceId> = match choice {
         DeviceChoice::Auto => {
-            let mut usable: Vec<DeviceId> =
-                devices.iter().filter(|d| d.is_usable()).map(|d| d.id).collect();
+            let mut usable: Vec<DeviceId> = devices
+                .iter()
+                .filter(|d| d.is_usable())
+                .map(|d| d.id)
+                .collect();
             usable.sort_by_key(|id| (id.provider, id.index));
             usable
         }
@@ -263,7 +269,11 @@ pub fn candidates_for(choice: DeviceChoice, devices: &[DeviceInfo]) -> Vec<Devic
     order
 }
 
-fn cpu_device(status: DeviceStatus, vendor: Option<String>, runtime_error: Option<&RuntimeError>) -> DeviceInfo {
+fn cpu_device(
+    status: DeviceStatus,
+    vendor: Option<String>,
+    runtime_error: Option<&RuntimeError>,
+) -> DeviceInfo {
     DeviceInfo {
         id: DeviceId::CPU,
         name: match runtime_error {
@@ -310,7 +320,11 @@ fn discover() -> Vec<DeviceInfo> {
                 Provider::CoreMl => "Apple".into(),
                 _ => String::new(),
             });
-        let max_index = if provider.is_indexed() { MAX_DEVICES_PER_PROVIDER } else { 1 };
+        let max_index = if provider.is_indexed() {
+            MAX_DEVICES_PER_PROVIDER
+        } else {
+            1
+        };
         for index in 0..max_index {
             let id = DeviceId { provider, index };
             let status = match probe(id) {
@@ -322,7 +336,12 @@ fn discover() -> Vec<DeviceInfo> {
             let is_usable = status == DeviceStatus::Usable;
             found.push(DeviceInfo {
                 id,
-                name: format!("{} device {index}", provider.execution_provider_name().trim_end_matches("ExecutionProvider")),
+                name: format!(
+                    "{} device {index}",
+                    provider
+                        .execution_provider_name()
+                        .trim_end_matches("ExecutionProvider")
+                ),
                 vendor: vendor.clone(),
                 provider,
                 memory_bytes: None,
@@ -345,11 +364,14 @@ fn discover() -> Vec<DeviceInfo> {
 pub fn probe(id: DeviceId) -> Result<(), String> {
     let session = super::session::build_session(id, PROBE_MODEL, 1).map_err(|e| e.to_string())?;
     let mut session = session;
-    let input = ort::value::Tensor::from_array(([1usize, 4], vec![0.0f32; 4])).map_err(|e| e.to_string())?;
+    let input = ort::value::Tensor::from_array(([1usize, 4], vec![0.0f32; 4]))
+        .map_err(|e| e.to_string())?;
     let outputs = session
         .run(ort::inputs!["x" => input])
         .map_err(|e| e.to_string())?;
-    let y = outputs["y"].try_extract_array::<f32>().map_err(|e| e.to_string())?;
+    let y = outputs["y"]
+        .try_extract_array::<f32>()
+        .map_err(|e| e.to_string())?;
     if y.iter().all(|&v| v == 1.0) {
         Ok(())
     } else {
@@ -363,13 +385,26 @@ mod tests {
 
     #[test]
     fn ids_round_trip_and_bad_ids_explain_themselves() {
-        for text in ["cpu", "cuda:0", "cuda:3", "directml:1", "migraphx:0", "coreml"] {
+        for text in [
+            "cpu",
+            "cuda:0",
+            "cuda:3",
+            "directml:1",
+            "migraphx:0",
+            "coreml",
+        ] {
             let id: DeviceId = text.parse().unwrap();
             assert_eq!(id.to_string(), text);
         }
-        assert_eq!("ROCm:0".parse::<DeviceId>().unwrap().to_string(), "migraphx:0");
+        assert_eq!(
+            "ROCm:0".parse::<DeviceId>().unwrap().to_string(),
+            "migraphx:0"
+        );
         assert_eq!("cuda".parse::<DeviceId>().unwrap().to_string(), "cuda:0");
-        assert!("tpu:0".parse::<DeviceId>().unwrap_err().contains("unknown device"));
+        assert!("tpu:0"
+            .parse::<DeviceId>()
+            .unwrap_err()
+            .contains("unknown device"));
         assert!("cuda:x".parse::<DeviceId>().unwrap_err().contains("number"));
         assert!("cpu:1".parse::<DeviceId>().is_err());
         assert_eq!("auto".parse::<DeviceChoice>().unwrap(), DeviceChoice::Auto);
@@ -411,7 +446,10 @@ mod tests {
             .iter()
             .map(|d| d.to_string())
             .collect();
-        assert_eq!(order, ["cuda:1", "directml:0", "migraphx:0", "coreml", "cpu"]);
+        assert_eq!(
+            order,
+            ["cuda:1", "directml:0", "migraphx:0", "coreml", "cpu"]
+        );
         let explicit: Vec<String> =
             candidates_for(DeviceChoice::Device("cuda:0".parse().unwrap()), &all)
                 .iter()

@@ -84,7 +84,11 @@ impl std::fmt::Display for RuntimeError {
                 f,
                 "ONNX Runtime was not found (searched: {}). Neural models are disabled; the \
                  built-in separator keeps working. Needed: {REQUIRED_RUNTIME}. Fix: {FIX_HINT}.",
-                if searched.is_empty() { "nowhere".to_owned() } else { searched.join("; ") }
+                if searched.is_empty() {
+                    "nowhere".to_owned()
+                } else {
+                    searched.join("; ")
+                }
             ),
             RuntimeError::Unloadable { attempts } => write!(
                 f,
@@ -195,10 +199,16 @@ fn binary_dir() -> Option<PathBuf> {
             let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
             use std::os::unix::ffi::OsStrExt;
             let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
-            return std::fs::canonicalize(path).ok()?.parent().map(Path::to_path_buf);
+            return std::fs::canonicalize(path)
+                .ok()?
+                .parent()
+                .map(Path::to_path_buf);
         }
     }
-    std::env::current_exe().ok()?.parent().map(Path::to_path_buf)
+    std::env::current_exe()
+        .ok()?
+        .parent()
+        .map(Path::to_path_buf)
 }
 
 /// Tries the candidates in order and keeps the first library that loads.
@@ -214,7 +224,11 @@ fn load_runtime(candidates: &[LibraryCandidate]) -> Result<Runtime, RuntimeError
             None
         };
         let Some(file) = file else {
-            searched.push(format!("{}: {}", candidate.source, candidate.path.display()));
+            searched.push(format!(
+                "{}: {}",
+                candidate.source,
+                candidate.path.display()
+            ));
             continue;
         };
         // Absolute, so the loader does not resolve it against the host program's folder.
@@ -222,7 +236,11 @@ fn load_runtime(candidates: &[LibraryCandidate]) -> Result<Runtime, RuntimeError
         match load_library(&file) {
             Ok(environment) => {
                 let version = library_version(&file);
-                log::info!("ONNX Runtime {version} loaded from {} ({})", file.display(), candidate.source);
+                log::info!(
+                    "ONNX Runtime {version} loaded from {} ({})",
+                    file.display(),
+                    candidate.source
+                );
                 return Ok(Runtime {
                     environment,
                     library_path: file,
@@ -258,7 +276,11 @@ fn load_library(file: &Path) -> Result<ort::environment::Environment, LoadFailur
             .map_err(|e| LoadFailure::Environment(e.to_string())),
         Err(e) => Err(LoadFailure::Library(e.to_string())),
     });
-    result.unwrap_or_else(|_| Err(LoadFailure::Library("the library panicked while loading".into())))
+    result.unwrap_or_else(|_| {
+        Err(LoadFailure::Library(
+            "the library panicked while loading".into(),
+        ))
+    })
 }
 
 /// The loaded library's version from its build info ("git-branch=rel-1.31.0"), else its file name.
@@ -275,7 +297,10 @@ fn library_version(file: &Path) -> String {
     }
     file.file_name()
         .and_then(|n| n.to_str())
-        .and_then(|n| n.split_once('.').map(|(_, v)| v.trim_start_matches("so.").to_owned()))
+        .and_then(|n| {
+            n.split_once('.')
+                .map(|(_, v)| v.trim_start_matches("so.").to_owned())
+        })
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -293,10 +318,16 @@ mod tests {
         .unwrap();
         let message = error.to_string();
         assert!(matches!(error, RuntimeError::NotFound { .. }));
-        assert!(message.contains("/nonexistent/stemflow/runtime"), "{message}");
+        assert!(
+            message.contains("/nonexistent/stemflow/runtime"),
+            "{message}"
+        );
         assert!(message.contains("1.24 or newer"), "{message}");
         assert!(message.contains("cargo xtask fetch-runtime"), "{message}");
-        assert!(message.contains("built-in separator keeps working"), "{message}");
+        assert!(
+            message.contains("built-in separator keeps working"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -140,7 +140,11 @@ static SESSIONS: Mutex<Option<HashMap<SessionKey, Weak<SharedSession>>>> = Mutex
 
 /// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
 /// an error. Requires a loaded runtime. Not realtime-safe.
-pub fn build_session(device: DeviceId, model_bytes: &[u8], intra_threads: usize) -> Result<Session, String> {
+pub fn build_session(
+    device: DeviceId,
+    model_bytes: &[u8],
+    intra_threads: usize,
+) -> Result<Session, String> {
     let runtime = runtime().map_err(|e| e.to_string())?;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut builder = Session::builder(runtime.environment())
@@ -152,9 +156,15 @@ pub fn build_session(device: DeviceId, model_bytes: &[u8], intra_threads: usize)
                 .with_execution_providers([provider])
                 .map_err(|e| e.to_string())?;
         }
-        builder.commit_from_memory(model_bytes).map_err(|e| e.to_string())
+        builder
+            .commit_from_memory(model_bytes)
+            .map_err(|e| e.to_string())
     }));
-    result.unwrap_or_else(|_| Err(format!("ONNX Runtime panicked while creating a session on {device}")))
+    result.unwrap_or_else(|_| {
+        Err(format!(
+            "ONNX Runtime panicked while creating a session on {device}"
+        ))
+    })
 }
 
 /// Gets a session for `model` on the best device for `choice`: shared if another instance already

@@ -1,0 +1,130 @@
+//! The hosted plugin running each model family's test graph in an offline render, compared with
+//! the numpy reference fixtures (see `engine/tests/families.rs`; `cargo xtask test` writes them
+//! and sets `STEMFLOW_FIXTURES_DIR`). The model is chosen through the plugin's saved state, as a
+//! DAW project would restore it.
+
+use std::path::{Path, PathBuf};
+
+use stemflow_host_tests::state::{decode_state, encode_state};
+use stemflow_host_tests::{BlockSizes, RenderMode, RenderSettings, TestPlugin};
+
+const MAX_ABS_ERROR: f32 = 1e-5;
+const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
+
+fn fixtures_dir() -> PathBuf {
+    let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
+    });
+    assert!(
+        dir.join("fixtures.json").is_file(),
+        "no fixtures.json in {}",
+        dir.display()
+    );
+    dir
+}
+
+fn read_f32(path: &Path, frames: usize) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values.len(), 2 * frames);
+    vec![values[..frames].to_vec(), values[frames..].to_vec()]
+}
+
+/// A plugin whose saved state selects `model` on the CPU.
+fn plugin_with_model(model: &Path) -> TestPlugin {
+    let mut plugin = TestPlugin::load();
+    let mut state = decode_state(&plugin.save_state()).expect("the plugin's own state decodes");
+    let mut stemflow: serde_json::Value =
+        serde_json::from_str(state["fields"]["stemflow-state"].as_str().unwrap()).unwrap();
+    stemflow["separator"] = format!("file:{}", model.display()).into();
+    stemflow["device"] = "cpu".into();
+    state["fields"]["stemflow-state"] = stemflow.to_string().into();
+    plugin
+        .load_state(&encode_state(&state))
+        .expect("the state loads");
+    plugin
+}
+
+#[test]
+fn offline_renders_of_every_family_match_the_numpy_reference() {
+    let dir = fixtures_dir();
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fixtures.json")).unwrap()).unwrap();
+    for case in index["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let frames = case["frames"].as_u64().unwrap() as usize;
+        let valid = case["valid_frames"].as_u64().unwrap() as usize;
+        let input = read_f32(&dir.join(case["input"].as_str().unwrap()), frames);
+        let model = dir.join(case["model"].as_str().unwrap());
+        for block in [64, 4096] {
+            let mut plugin = plugin_with_model(&model);
+            // Render the input and enough silence to flush the model's latency.
+            let mut padded = input.clone();
+            for channel in &mut padded {
+                channel.resize(frames + 11 * 44_100, 0.0);
+            }
+            let rendered = plugin.render(
+                &padded,
+                &RenderSettings {
+                    block_sizes: BlockSizes::Fixed(block),
+                    mode: RenderMode::Offline,
+                    ..RenderSettings::default()
+                },
+            );
+            let latency = rendered.latency_samples;
+            assert!(
+                latency > 44_100 / 2,
+                "{name}: a neural model reports its look-ahead, got {latency} samples"
+            );
+            assert!(
+                frames + latency <= padded[0].len(),
+                "{name}: latency {latency} beyond the flush"
+            );
+            for (port, stem) in STEM_NAMES.iter().enumerate() {
+                let expected = read_f32(&dir.join(case["stems"][stem].as_str().unwrap()), frames);
+                for channel in 0..2 {
+                    let got = &rendered.port(port + 1)[channel][latency..latency + valid];
+                    let (worst, at) = got
+                        .iter()
+                        .zip(&expected[channel][..valid])
+                        .enumerate()
+                        .map(|(i, (g, e))| ((g - e).abs(), i))
+                        .fold((0.0f32, 0), |m, x| if x.0 > m.0 { x } else { m });
+                    println!("{name} {stem} ch{channel} block {block}: max abs error {worst:.2e}");
+                    assert!(
+                        worst <= MAX_ABS_ERROR,
+                        "{name} {stem} ch{channel} block {block}: error {worst} at {at}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_model_that_fails_to_load_leaves_the_builtin_separator_playing() {
+    let dir = std::env::temp_dir().join(format!("stemflow-hosted-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("broken.onnx");
+    std::fs::write(&bad, b"\x08\x07 definitely not a model").unwrap();
+    let mut plugin = plugin_with_model(&bad);
+    let input: Vec<Vec<f32>> = (0..2)
+        .map(|c| {
+            (0..44_100)
+                .map(|i| ((i * (c + 3)) as f32 * 0.01).sin() * 0.3)
+                .collect()
+        })
+        .collect();
+    let rendered = plugin.render(&input, &RenderSettings::default());
+    // The built-in separator's latency, and stems that still sum to the delayed input.
+    let latency = rendered.latency_samples;
+    assert!(latency < 44_100, "built-in latency expected, got {latency}");
+    for t in latency..input[0].len() {
+        let sum: f32 = (1..=4).map(|p| rendered.port(p)[0][t]).sum();
+        assert!((sum - input[0][t - latency]).abs() < 1e-5, "frame {t}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
