@@ -352,6 +352,11 @@ impl FlacWriter {
         let context = &self.framebuf_and_context.1;
         self.stream_info.set_md5_digest(&context.md5_digest());
         self.stream_info.set_total_samples(context.total_samples());
+        // The minimum excludes the last, shorter block: the stream has a fixed block size
+        // (symphonia refuses a fixed-size stream whose STREAMINFO says otherwise).
+        self.stream_info
+            .set_block_sizes(FLAC_BLOCK_FRAMES, FLAC_BLOCK_FRAMES)
+            .map_err(|e| e.to_string())?;
         let stream = Stream::with_stream_info(self.stream_info.clone());
         self.sink.clear();
         stream.write(&mut self.sink).map_err(|e| e.to_string())?;
@@ -404,6 +409,53 @@ mod tests {
         writer.write(&[0.1, 0.2], &[0.3, 0.4]).unwrap();
         drop(writer);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn flac_round_trips_exactly_for_short_and_multi_block_streams() {
+        let dir = std::env::temp_dir().join(format!("stemflow-flac-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (num_frames, num_channels, depth) in [
+            (1_000, 2, BitDepth::Int16),
+            (10_000, 1, BitDepth::Int24),
+            (4_096, 2, BitDepth::Int24),
+        ] {
+            let path = dir.join(format!("{num_frames}-{num_channels}.flac"));
+            let bits = depth.bits();
+            let left: Vec<f32> = (0..num_frames)
+                .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            let right: Vec<f32> = left.iter().map(|x| -0.5 * x).collect();
+            let mut writer =
+                StemWriter::create(&path, OutputFormat::Flac, depth, 32_000, num_channels).unwrap();
+            // Uneven writes across block boundaries.
+            for (l, r) in left.chunks(777).zip(right.chunks(777)) {
+                writer.write(l, r).unwrap();
+            }
+            writer.finish().unwrap();
+
+            let mut decoder = crate::decode::AudioDecoder::open(&path).unwrap();
+            assert_eq!(decoder.info().integer_bits, Some(u32::from(bits)));
+            assert_eq!(decoder.info().num_frames, Some(num_frames as u64));
+            let mut decoded = Vec::new();
+            while let Some([l, _]) = decoder.next_block().unwrap() {
+                decoded.extend_from_slice(l);
+            }
+            let scale = (1i64 << (bits - 1)) as f32;
+            let expected: Vec<f32> = left
+                .iter()
+                .zip(&right)
+                .map(|(&l, &r)| {
+                    let x = if num_channels == 1 { 0.5 * (l + r) } else { l };
+                    quantize(x, bits).0 as f32 / scale
+                })
+                .collect();
+            assert_eq!(
+                decoded, expected,
+                "{num_frames} frames, {num_channels} channels"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
