@@ -164,8 +164,8 @@ fn measure(
     for start in (0..mix[0].len()).step_by(hop) {
         let end = (start + hop).min(mix[0].len());
         input.clear();
-        for channel in 0..2 {
-            input.channel_mut(channel)[..end - start].copy_from_slice(&mix[channel][start..end]);
+        for (channel, samples) in mix.iter().enumerate() {
+            input.channel_mut(channel)[..end - start].copy_from_slice(&samples[start..end]);
         }
         let t = Instant::now();
         separator.process_hop(&input, &mut stems);
@@ -212,7 +212,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
         "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference"
     );
     println!(
-        "{:<24} {:<10} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
+        "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
         "MODEL",
         "DEVICE",
         "CHUNK",
@@ -227,9 +227,13 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
     for row in rows {
         match &row.result {
             Ok(m) => println!(
-                "{:<24} {:<10} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>9}",
+                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>9}",
                 row.model,
-                m.device,
+                if m.fallback.is_some() {
+                    format!("{}→{}", row.requested_device, m.device)
+                } else {
+                    m.device.clone()
+                },
                 format!(
                     "{} @{}k",
                     m.chunk_frames,
