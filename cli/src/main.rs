@@ -1,57 +1,144 @@
 //! `stemflow`: the command-line tool over Stemflow's engine.
+//!
+//! Exit codes: 0 success, 1 a failure (an input that could not be separated, an unknown model or
+//! device, an unwritable folder), 2 a usage error.
+
+mod bench;
+mod decode;
+mod encode;
+mod memory;
+mod progress;
+mod separate;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use clap::{Parser, Subcommand};
-use stemflow_engine::builtin::BuiltinSeparator;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use stemflow_engine::demo_song::{DemoSong, DEMO_DURATION_S, DEMO_SAMPLE_RATE_HZ};
 use stemflow_engine::metrics::sdr_db;
-use stemflow_engine::offline::{separate_with_progress, SeparatedStems};
-use stemflow_engine::separator::{PlanarBlock, Separator, SeparatorChoice, SEPARATED_CHANNELS};
-use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId, DeviceStatus};
+use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceStatus};
 use stemflow_engine::runtime::runtime;
+use stemflow_engine::separator::SeparatorChoice;
 use stemflow_engine::wav::{read_wav, write_wav};
 use stemflow_engine::Stem;
+
+use crate::bench::BenchOptions;
+use crate::encode::{BitDepth, OutputFormat};
+use crate::progress::ProgressMode;
+use crate::separate::SeparateOptions;
+
+const SEPARATE_EXAMPLES: &str = "\
+Examples:
+  stemflow separate song.mp3
+      → stemflow-output/song/{vocals,drums,bass,other}.wav
+  stemflow separate *.flac -o stems --format flac --bit-depth 24
+  stemflow separate live.wav --stems vocals,drums --quiet
+  stemflow separate song.wav --model models/htdemucs.onnx --device cuda:0
+
+Reads WAV, AIFF, FLAC, MP3, OGG/Vorbis and M4A/AAC at any sample rate, mono or stereo; mono is
+separated as mono (each stem is the average of the engine's two identical channels). Stems have
+the input's length and rate and sum to the input. Default bit depth: the input's when it is
+16- or 24-bit PCM, else 32-bit float (WAV) or 24-bit (FLAC). Integer formats are rounded without
+dither and clipped at full scale (a warning says how often).
+
+Exit codes: 0 all inputs separated; 1 any input failed (the others are still written), or the
+model, device or output folder is unusable; 2 usage error.";
+
+const DEVICES_EXAMPLES: &str = "\
+Examples:
+  stemflow devices
+  stemflow devices --json | jq .auto
+
+ONNX Runtime is found through STEMFLOW_ORT_LIB, next to the program, or the system loader path;
+`cargo xtask fetch-runtime` downloads it. The built-in separator needs no runtime.";
+
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  stemflow bench
+  stemflow bench --seconds 60 --json
+  stemflow bench --model builtin,models/htdemucs.onnx --device cpu,cuda:0
+
+For each model × device: per-chunk inference time (min/median/max), the real-time factor of the
+whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
+pure inference time) and the process's peak RSS (Linux; n/a elsewhere). By default models run
+on the CPU and, if there is one, on the GPU Auto picks, side by side.";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  stemflow demo
+  stemflow demo -o /tmp/demo --duration-s 10";
 
 #[derive(Parser)]
 #[command(
     name = "stemflow",
     version,
-    about = "Split audio into vocals, drums, bass and other"
+    about = "Split audio into vocals, drums, bass and other",
+    after_help = "Run `stemflow <COMMAND> --help` for examples."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// A stem name on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StemArg {
+    Vocals,
+    Drums,
+    Bass,
+    Other,
+}
+
+impl StemArg {
+    fn stem(self) -> Stem {
+        match self {
+            StemArg::Vocals => Stem::Vocals,
+            StemArg::Drums => Stem::Drums,
+            StemArg::Bass => Stem::Bass,
+            StemArg::Other => Stem::Other,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Separate a WAV file into DIR/<name>/{vocals,drums,bass,other}.wav (32-bit float, aligned).
+    /// Separate audio files into DIR/<name>/<stem>.<ext>, one after the other.
+    #[command(after_help = SEPARATE_EXAMPLES)]
     Separate {
-        /// The mono or stereo WAV file to separate.
-        input: PathBuf,
-        /// Output folder; the stems go into a subfolder named after the input file.
-        #[arg(short, long, default_value = "stemflow-output")]
+        /// The audio files to separate.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+        /// Output folder; each input's stems go into a subfolder named after it.
+        #[arg(short, long, value_name = "DIR", default_value = "stemflow-output")]
         output: PathBuf,
-        /// Separator: `builtin` (the embedded DSP separator).
-        #[arg(long, default_value = "builtin")]
-        separator: String,
-        /// An ONNX model file to separate with instead of the built-in separator.
-        #[arg(long, value_name = "PATH")]
-        model: Option<PathBuf>,
+        /// The model: `builtin` (the embedded DSP separator, the default) or an ONNX model file.
+        #[arg(long, value_name = "NAME|PATH")]
+        model: Option<String>,
+        /// Same as `--model builtin` (kept for older scripts).
+        #[arg(long, hide = true, conflicts_with = "model")]
+        separator: Option<String>,
         /// Device for models: auto, cpu, cuda:N, directml:N, migraphx:N or coreml.
         #[arg(long, default_value = "auto", value_name = "ID")]
         device: String,
         /// Fail instead of falling back to the CPU when the device cannot run the model.
         #[arg(long)]
         strict_device: bool,
-        /// Print nothing but errors.
+        /// The stems to write (comma-separated); default: all four.
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
+        stems: Vec<StemArg>,
+        /// File format of the stems.
+        #[arg(long, value_enum, default_value = "wav")]
+        format: OutputFormat,
+        /// Sample format: 16, 24 or 32f (float, WAV only); default: see below.
+        #[arg(long, value_enum, value_name = "BITS")]
+        bit_depth: Option<BitDepth>,
+        /// Print nothing but errors and warnings (no progress).
         #[arg(short, long)]
         quiet: bool,
     },
     /// Generate the synthetic demo song, separate it and report each stem's SDR.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo {
         /// Output folder.
         #[arg(short, long, default_value = "stemflow-demo")]
@@ -61,70 +148,91 @@ enum Command {
         duration_s: f32,
     },
     /// List the devices ONNX Runtime can use, and which one Auto picks.
+    #[command(after_help = DEVICES_EXAMPLES)]
     Devices {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
-    /// Measure the built-in separator's speed on one core, or a model's on each device.
+    /// Measure speed and memory of models on devices.
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench {
-        /// Seconds of audio to separate.
-        #[arg(long, default_value_t = 20.0)]
-        duration_s: f32,
-        /// An ONNX model to time instead of the built-in separator.
-        #[arg(long, value_name = "PATH")]
-        model: Option<PathBuf>,
-        /// Devices to time the model on (repeat or comma-separate); default: cpu and Auto's pick.
+        /// Seconds of test audio (the synthetic demo song) to separate.
+        #[arg(long, alias = "duration-s", default_value_t = 20.0, value_name = "N")]
+        seconds: f32,
+        /// Models to time (repeat or comma-separate): `builtin` or ONNX model files.
+        #[arg(long, value_name = "NAME|PATH", value_delimiter = ',')]
+        model: Vec<String>,
+        /// Devices to time models on (repeat or comma-separate); default: cpu and Auto's pick.
         #[arg(long, value_name = "ID", value_delimiter = ',')]
         device: Vec<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 fn main() -> ExitCode {
+    quiet_panics();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Separate {
-            input,
+            inputs,
             output,
-            separator,
             model,
+            separator,
             device,
             strict_device,
+            stems,
+            format,
+            bit_depth,
             quiet,
         } => {
-            let separator = match model {
-                Some(path) => SeparatorChoice::Model(path),
-                None => match SeparatorChoice::from_id(&separator) {
-                    Some(choice) => choice,
-                    None => {
-                        eprintln!("stemflow: error: unknown separator '{separator}' (use builtin or --model PATH)");
-                        return ExitCode::from(2);
-                    }
+            if format == OutputFormat::Flac && bit_depth == Some(BitDepth::Float32) {
+                Cli::command()
+                    .error(
+                        ErrorKind::ArgumentConflict,
+                        "FLAC has no float samples: use --bit-depth 16 or 24 with --format flac, or --format wav for 32f",
+                    )
+                    .exit();
+            }
+            let model = model.or(separator).unwrap_or_else(|| "builtin".into());
+            let options = resolve_model(&model).and_then(|separator| {
+                Ok(SeparateOptions {
+                    separator,
+                    device: device.parse::<DeviceChoice>()?,
+                    is_strict_device: strict_device,
+                    stems: Stem::ALL
+                        .into_iter()
+                        .filter(|s| stems.is_empty() || stems.iter().any(|a| a.stem() == *s))
+                        .collect(),
+                    format,
+                    bit_depth,
+                    progress: ProgressMode::detect(quiet),
+                })
+            });
+            match options {
+                Ok(options) => match separate::separate_all(&inputs, &output, &options) {
+                    Ok(0) => Ok(()),
+                    Ok(_) => return ExitCode::FAILURE,
+                    Err(e) => Err(e),
                 },
-            };
-            let device = match device.parse::<DeviceChoice>() {
-                Ok(device) => device,
-                Err(e) => {
-                    eprintln!("stemflow: error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let options = SeparateOptions {
-                separator,
-                device,
-                is_strict_device: strict_device,
-                is_quiet: quiet,
-            };
-            separate_file(&input, &output, &options).map(|_| ())
+                Err(e) => Err(e),
+            }
         }
         Command::Devices { json } => list_devices(json),
         Command::Demo { output, duration_s } => demo(&output, duration_s),
         Command::Bench {
-            duration_s,
-            model: Some(model),
+            seconds,
+            model,
             device,
-        } => bench_model(&model, &device, duration_s),
-        Command::Bench { duration_s, .. } => bench(duration_s),
+            json,
+        } => bench::bench(&BenchOptions {
+            models: model,
+            devices: device,
+            seconds,
+            is_json: json,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -135,106 +243,55 @@ fn main() -> ExitCode {
     }
 }
 
-/// How to separate.
-struct SeparateOptions {
-    separator: SeparatorChoice,
-    device: DeviceChoice,
-    is_strict_device: bool,
-    is_quiet: bool,
+/// A panic is a bug, but the user gets one line, not a trace: the default hook only runs when
+/// `RUST_BACKTRACE` asks for details. The engine's worker catches its own panics and reports them
+/// as errors.
+fn quiet_panics() {
+    if std::env::var_os("RUST_BACKTRACE").is_some() {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        if std::thread::current().name() != Some("stemflow-worker") {
+            eprintln!("stemflow: error: internal error ({message}); please report it");
+        }
+    }));
 }
 
-/// Builds the separator and reports (or, when strict, refuses) a device fallback.
-fn build_separator(options: &SeparateOptions) -> Result<Box<dyn Separator>, String> {
-    let separator = options.separator.build(options.device)?;
-    match separator.active_device() {
-        Some(active) => {
-            if let Some(reason) = &active.fallback_reason {
-                if options.is_strict_device {
-                    return Err(format!(
-                        "device {} cannot run the model ({reason}); --strict-device forbids the fallback",
-                        active.requested.id()
-                    ));
-                }
-                eprintln!("stemflow: warning: {reason}");
-            }
-            if !options.is_quiet {
-                println!("Running {} on {}", separator.name(), active.actual);
-            }
-        }
-        None if options.device != DeviceChoice::Auto
-            && options.device != DeviceChoice::Device(DeviceId::CPU) =>
-        {
-            let message = format!(
-                "the built-in separator runs on the CPU, not on {}",
-                options.device.id()
-            );
-            if options.is_strict_device {
-                return Err(message);
-            }
-            eprintln!("stemflow: warning: {message}");
-        }
-        None => {}
+/// Resolves `--model`: `builtin`, or the path of an ONNX model file (also as `file:PATH`).
+pub(crate) fn resolve_model(arg: &str) -> Result<SeparatorChoice, String> {
+    let arg = arg.trim();
+    if arg.eq_ignore_ascii_case("builtin") {
+        return Ok(SeparatorChoice::Builtin);
     }
-    Ok(separator)
+    let path = Path::new(arg.strip_prefix("file:").unwrap_or(arg));
+    if path.is_file() {
+        return Ok(SeparatorChoice::Model(path.to_path_buf()));
+    }
+    let looks_like_path = arg.contains(['/', '\\']) || arg.ends_with(".onnx");
+    if looks_like_path || path.exists() {
+        Err(format!("model file not found: {}", path.display()))
+    } else {
+        Err(format!(
+            "unknown model '{arg}' (use builtin or the path of an .onnx model file)"
+        ))
+    }
 }
 
-/// Separates `input` into `output/<stem of input>/`. Returns the folder written.
-fn separate_file(input: &Path, output: &Path, options: &SeparateOptions) -> Result<PathBuf, String> {
-    let is_quiet = options.is_quiet;
-    let separator = build_separator(options)?;
-    let audio = read_wav(input).map_err(|e| e.to_string())?;
-    stemflow_engine::validate_sample_rate(audio.sample_rate_hz as f32)
-        .map_err(|e| e.to_string())?;
-    let name = input
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".into());
-    let folder = output.join(&name);
-    std::fs::create_dir_all(&folder)
-        .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-
-    let start = Instant::now();
-    let stems = separate_with_progress(
-        separator,
-        &audio.channels,
-        audio.sample_rate_hz,
-        |_| {},
-    )
-    .map_err(|e| e.to_string())?;
-    let elapsed_s = start.elapsed().as_secs_f64();
-    write_stems(&folder, &stems)?;
-    if !is_quiet {
-        let duration_s = audio.channels[0].len() as f64 / audio.sample_rate_hz as f64;
-        println!(
-            "Separated {} ({:.1} s, {} Hz, {}) in {:.2} s ({:.0}x real time) into {}",
-            input.display(),
-            duration_s,
-            audio.sample_rate_hz,
-            if audio.source_channels == 1 {
-                "mono"
-            } else {
-                "stereo"
-            },
-            elapsed_s,
-            duration_s / elapsed_s.max(1e-9),
-            folder.display()
-        );
-        for stem in Stem::ALL {
-            println!(
-                "  {}",
-                folder.join(format!("{}.wav", stem.file_name())).display()
-            );
-        }
+/// A short name for a model in tables: `builtin` or the file name.
+pub(crate) fn model_label(choice: &SeparatorChoice) -> String {
+    match choice {
+        SeparatorChoice::Builtin => "builtin".into(),
+        SeparatorChoice::Model(path) => path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string()),
     }
-    Ok(folder)
-}
-
-fn write_stems(folder: &Path, stems: &SeparatedStems) -> Result<(), String> {
-    for stem in Stem::ALL {
-        let path = folder.join(format!("{}.wav", stem.file_name()));
-        write_wav(&path, stems.sample_rate_hz, stems.stem(stem)).map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 /// Writes the demo song and its true stems, separates it and prints the SDR table.
@@ -266,9 +323,15 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         separator: SeparatorChoice::Builtin,
         device: DeviceChoice::Auto,
         is_strict_device: false,
-        is_quiet: false,
+        stems: Stem::ALL.to_vec(),
+        format: OutputFormat::Wav,
+        bit_depth: Some(BitDepth::Float32),
+        progress: ProgressMode::detect(false),
     };
-    let folder = separate_file(&song_path, output, &options)?;
+    if separate::separate_all(std::slice::from_ref(&song_path), output, &options)? > 0 {
+        return Err("the demo song could not be separated".into());
+    }
+    let folder = output.join("demo-song");
     let estimate = read_stems(&folder)?;
     println!();
     println!("{}", sdr_table(&song, &estimate));
@@ -327,7 +390,10 @@ fn list_devices(is_json: bool) -> Result<(), String> {
             "auto": auto.to_string(),
             "devices": devices,
         });
-        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
     match runtime {
@@ -355,116 +421,5 @@ fn list_devices(is_json: bool) -> Result<(), String> {
     }
     println!();
     println!("Auto picks: {auto}");
-    Ok(())
-}
-
-/// Times a model's inference per segment on each device, and the whole offline path.
-fn bench_model(model: &Path, device_ids: &[String], duration_s: f32) -> Result<(), String> {
-    let mut choices: Vec<DeviceChoice> = device_ids
-        .iter()
-        .map(|id| id.parse::<DeviceChoice>())
-        .collect::<Result<_, _>>()?;
-    if choices.is_empty() {
-        choices.push(DeviceChoice::Device(DeviceId::CPU));
-        let auto = auto_device(devices());
-        if auto != DeviceId::CPU {
-            choices.push(DeviceChoice::Device(auto));
-        }
-    }
-    let song = DemoSong::generate(DEMO_SAMPLE_RATE_HZ, duration_s.clamp(1.0, 600.0));
-    let mix = song.mix();
-    println!(
-        "{:<10} {:>10} {:>12} {:>12} {:>12} {:>14} {:>10}",
-        "DEVICE", "SEGMENT", "MIN ms", "MEDIAN ms", "MAX ms", "REAL TIME", "OVERHEAD"
-    );
-    for choice in choices {
-        let mut separator = SeparatorChoice::Model(model.to_path_buf()).build(choice)?;
-        let active = separator.active_device().ok_or("not a model")?;
-        if let Some(reason) = &active.fallback_reason {
-            eprintln!("stemflow: warning: {reason}");
-        }
-        let hop = separator.hop_frames();
-        let mut input = PlanarBlock::new(2, hop);
-        let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
-        let mut times_ms = Vec::new();
-        let num_hops = (mix[0].len() / hop).max(1);
-        for index in 0..num_hops.max(3) {
-            let start = (index % num_hops) * hop;
-            for channel in 0..2 {
-                let source = &mix[channel][start..(start + hop).min(mix[channel].len())];
-                input.channel_mut(channel)[..source.len()].copy_from_slice(source);
-            }
-            let t = Instant::now();
-            separator.process_hop(&input, &mut stems);
-            times_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
-        times_ms.sort_by(f64::total_cmp);
-        let median_ms = times_ms[times_ms.len() / 2];
-        let segment_s = hop as f64 / separator.sample_rate_hz() as f64;
-
-        // The whole offline path (resampling, streaming, residual) on the same device.
-        let separator = SeparatorChoice::Model(model.to_path_buf()).build(choice)?;
-        let start = Instant::now();
-        stemflow_engine::offline::separate(separator, &mix, DEMO_SAMPLE_RATE_HZ).map_err(|e| e.to_string())?;
-        let total_s = start.elapsed().as_secs_f64();
-        let audio_s = mix[0].len() as f64 / DEMO_SAMPLE_RATE_HZ as f64;
-        let inference_s = median_ms / 1000.0 * (audio_s / segment_s).ceil();
-        println!(
-            "{:<10} {:>9.2}s {:>12.2} {:>12.2} {:>12.2} {:>13.1}x {:>9.2}x",
-            active.actual.to_string(),
-            segment_s,
-            times_ms[0],
-            median_ms,
-            times_ms[times_ms.len() - 1],
-            audio_s / total_s,
-            total_s / inference_s.max(1e-9),
-        );
-    }
-    Ok(())
-}
-
-/// Times the built-in separator alone (one thread, no resampling) and the whole offline path.
-fn bench(duration_s: f32) -> Result<(), String> {
-    let duration_s = duration_s.clamp(1.0, 600.0);
-    let song = DemoSong::generate(DEMO_SAMPLE_RATE_HZ, duration_s);
-    let mix = song.mix();
-
-    let mut separator = BuiltinSeparator::new();
-    let hop = separator.hop_frames();
-    let mut input = PlanarBlock::new(2, hop);
-    let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
-    let start = Instant::now();
-    let mut num_frames = 0;
-    for (left, right) in mix[0].chunks_exact(hop).zip(mix[1].chunks_exact(hop)) {
-        input.channel_mut(0).copy_from_slice(left);
-        input.channel_mut(1).copy_from_slice(right);
-        separator.process_hop(&input, &mut stems);
-        num_frames += hop;
-    }
-    let separator_s = start.elapsed().as_secs_f64();
-    let audio_s = num_frames as f64 / DEMO_SAMPLE_RATE_HZ as f64;
-    println!(
-        "built-in separator: {audio_s:.1} s of audio in {separator_s:.3} s = {:.0}x real time (one core)",
-        audio_s / separator_s
-    );
-
-    for rate_hz in [44_100u32, 48_000] {
-        let song = DemoSong::generate(rate_hz, duration_s);
-        let start = Instant::now();
-        let result = stemflow_engine::offline::separate(
-            Box::new(BuiltinSeparator::new()),
-            &song.mix(),
-            rate_hz,
-        )
-        .map_err(|e| e.to_string())?;
-        let elapsed_s = start.elapsed().as_secs_f64();
-        println!(
-            "offline stream at {rate_hz} Hz (resampling {}): {:.0}x real time, latency {} samples ({:.1} ms)",
-            if rate_hz == DEMO_SAMPLE_RATE_HZ { "off" } else { "on" },
-            duration_s as f64 / elapsed_s,
-            result.latency_samples,
-            result.latency_samples as f64 * 1000.0 / rate_hz as f64
-        );
-    }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The `stemflow` binary as a user runs it: runtime problems, device fallback, exit codes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
@@ -19,8 +19,9 @@ fn text(bytes: &[u8]) -> String {
 
 /// The real library, as `cargo xtask test` provides it.
 fn real_runtime() -> String {
-    std::env::var("STEMFLOW_ORT_LIB")
-        .expect("STEMFLOW_ORT_LIB must point at ONNX Runtime: run the tests with `cargo xtask test`")
+    std::env::var("STEMFLOW_ORT_LIB").expect(
+        "STEMFLOW_ORT_LIB must point at ONNX Runtime: run the tests with `cargo xtask test`",
+    )
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -66,7 +67,13 @@ fn a_missing_library_is_explained_and_the_builtin_separator_still_works() {
     let input = dir.join("song.wav");
     write_test_wav(&input);
     let output = stemflow(
-        &["separate", input.to_str().unwrap(), "-o", dir.to_str().unwrap(), "--quiet"],
+        &[
+            "separate",
+            input.to_str().unwrap(),
+            "-o",
+            dir.to_str().unwrap(),
+            "--quiet",
+        ],
         Some(missing.to_str().unwrap()),
     );
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -95,7 +102,9 @@ fn devices_lists_cpu_and_auto() {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["runtime"]["loaded"], true, "{json}");
     let devices = json["devices"].as_array().unwrap();
-    assert!(devices.iter().any(|d| d["id"] == "cpu" && d["status"]["state"] == "usable"));
+    assert!(devices
+        .iter()
+        .any(|d| d["id"] == "cpu" && d["status"]["state"] == "usable"));
     assert!(json["auto"].is_string());
 }
 
@@ -114,7 +123,16 @@ fn an_unusable_device_falls_back_to_cpu_with_a_warning_unless_strict() {
     let input = dir.join("song.wav");
     write_test_wav(&input);
     let model = model();
-    let args = ["separate", input.to_str().unwrap(), "-o", dir.to_str().unwrap(), "--model", &model, "--device", "cuda:0"];
+    let args = [
+        "separate",
+        input.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+        "--model",
+        &model,
+        "--device",
+        "cuda:0",
+    ];
     let output = stemflow(&args, Some(&runtime));
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
@@ -128,13 +146,785 @@ fn an_unusable_device_falls_back_to_cpu_with_a_warning_unless_strict() {
         strict.push("--strict-device");
         let output = stemflow(&strict, Some(&runtime));
         assert_eq!(output.status.code(), Some(1));
-        assert!(text(&output.stderr).contains("--strict-device"), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains("--strict-device"),
+            "{}",
+            text(&output.stderr)
+        );
     }
 }
 
 #[test]
-fn an_unknown_device_is_a_usage_error() {
-    let output = stemflow(&["separate", "x.wav", "--device", "tpu:0"], None);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output.stderr).contains("unknown device"));
+fn an_unknown_device_is_an_error_before_any_input_is_read() {
+    let dir = scratch_dir("unknown-device");
+    let input = dir.join("song.wav");
+    write_test_wav(&input);
+    let out = dir.join("out");
+    let output = stemflow(
+        &[
+            "separate",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--device",
+            "tpu:0",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with("stemflow: error: unknown device 'tpu:0'"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+// --- separate: formats, lengths, layouts ---------------------------------------------------------
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Runs `stemflow ARGS` with the built-in separator and no runtime.
+fn run(args: &[&str]) -> Output {
+    stemflow(args, None)
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A test signal with tones and a noise-like component, deterministic.
+fn music(num_frames: usize, sample_rate_hz: u32, channel: usize) -> Vec<f32> {
+    let mut seed = 0x2545_f491_u32.wrapping_add(channel as u32);
+    (0..num_frames)
+        .map(|i| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let t = i as f32 / sample_rate_hz as f32;
+            let noise = (seed as f32 / u32::MAX as f32 - 0.5) * 0.1;
+            0.3 * (std::f32::consts::TAU * 220.0 * t).sin()
+                + 0.2 * (std::f32::consts::TAU * (330.0 + 50.0 * channel as f32) * t).sin()
+                + noise
+        })
+        .collect()
+}
+
+/// Writes `channels` as a WAV of the given sample format.
+fn write_wav(path: &Path, sample_rate_hz: u32, channels: &[Vec<f32>], bits: u16, is_float: bool) {
+    let spec = hound::WavSpec {
+        channels: channels.len() as u16,
+        sample_rate: sample_rate_hz,
+        bits_per_sample: bits,
+        sample_format: if is_float {
+            hound::SampleFormat::Float
+        } else {
+            hound::SampleFormat::Int
+        },
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    let scale = (1i64 << (bits - 1)) as f32;
+    for i in 0..channels[0].len() {
+        for channel in channels {
+            if is_float {
+                writer.write_sample(channel[i]).unwrap();
+            } else {
+                writer
+                    .write_sample((channel[i] * scale).round() as i32)
+                    .unwrap();
+            }
+        }
+    }
+    writer.finalize().unwrap();
+}
+
+/// Reads a WAV as `(spec, [channel][frame])` in full-scale floats.
+fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
+    let mut reader = hound::WavReader::open(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let spec = reader.spec();
+    let interleaved: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => reader.samples::<f32>().map(Result::unwrap).collect(),
+        hound::SampleFormat::Int => {
+            let scale = 1.0 / (1i64 << (spec.bits_per_sample - 1)) as f32;
+            reader
+                .samples::<i32>()
+                .map(|s| s.unwrap() as f32 * scale)
+                .collect()
+        }
+    };
+    let n = spec.channels as usize;
+    let channels = (0..n)
+        .map(|c| interleaved.iter().skip(c).step_by(n).copied().collect())
+        .collect();
+    (spec, channels)
+}
+
+const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
+
+/// The four stems of `name` in `out`, as read from WAV files.
+fn read_stems(out: &Path, name: &str) -> Vec<(hound::WavSpec, Vec<Vec<f32>>)> {
+    STEM_NAMES
+        .iter()
+        .map(|stem| read_wav(&out.join(name).join(format!("{stem}.wav"))))
+        .collect()
+}
+
+/// Asserts that the stems add up to `input`, sample by sample, within `tolerance`.
+fn assert_stems_sum_to(
+    stems: &[(hound::WavSpec, Vec<Vec<f32>>)],
+    input: &[Vec<f32>],
+    tolerance: f32,
+) {
+    for (c, channel) in input.iter().enumerate() {
+        for (t, &x) in channel.iter().enumerate() {
+            let sum: f32 = stems.iter().map(|(_, s)| s[c][t]).sum();
+            assert!(
+                (sum - x).abs() <= tolerance,
+                "channel {c} frame {t}: stems sum to {sum}, input {x}"
+            );
+        }
+    }
+}
+
+fn assert_clean_failure(output: &Output, what: &str) -> String {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{what}: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn stereo_float_wav_stems_have_the_input_length_rate_and_format_and_sum_to_it() {
+    let dir = scratch_dir("stereo-float");
+    let input_path = dir.join("song.wav");
+    let input = vec![music(30_000, 48_000, 0), music(30_000, 48_000, 1)];
+    write_wav(&input_path, 48_000, &input, 32, true);
+    let out = dir.join("out");
+    let output = run(&["separate", path_str(&input_path), "-o", path_str(&out)]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stems = read_stems(&out, "song");
+    for (spec, channels) in &stems {
+        assert_eq!(
+            (spec.sample_rate, spec.channels, spec.bits_per_sample),
+            (48_000, 2, 32)
+        );
+        assert_eq!(spec.sample_format, hound::SampleFormat::Float);
+        assert_eq!(channels[0].len(), 30_000);
+    }
+    assert_stems_sum_to(&stems, &input, 1e-5);
+    // The separation does something: vocals are neither silent nor the whole input.
+    let vocals_energy: f32 = stems[0].1[0].iter().map(|x| x * x).sum();
+    let input_energy: f32 = input[0].iter().map(|x| x * x).sum();
+    assert!(vocals_energy > 1e-4 * input_energy && vocals_energy < 0.999 * input_energy);
+}
+
+#[test]
+fn mono_sixteen_bit_input_gives_mono_sixteen_bit_stems_that_sum_to_it() {
+    let dir = scratch_dir("mono");
+    let input_path = dir.join("voice.wav");
+    let input = vec![music(20_000, 22_050, 0)];
+    write_wav(&input_path, 22_050, &input, 16, false);
+    let quantized: Vec<Vec<f32>> = read_wav(&input_path).1;
+    let out = dir.join("out");
+    let output = run(&[
+        "separate",
+        path_str(&input_path),
+        "-o",
+        path_str(&out),
+        "-q",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stems = read_stems(&out, "voice");
+    for (spec, channels) in &stems {
+        assert_eq!(
+            (spec.sample_rate, spec.channels, spec.bits_per_sample),
+            (22_050, 1, 16)
+        );
+        assert_eq!(channels[0].len(), 20_000);
+    }
+    // Four stems each rounded to 16 bits: at most 4 × ½ LSB apart.
+    assert_stems_sum_to(&stems, &quantized, 2.0 / 32_768.0 + 1e-7);
+}
+
+#[test]
+fn every_supported_format_is_decoded_and_separated() {
+    // (fixture, expected frames, rate, channels, default bits): fixtures made with sox and ffmpeg
+    // from the same 1 s stereo 44.1 kHz mix (see tests/fixtures/README.md).
+    let cases = [
+        ("pcm-mono-22k.aiff", 11_025..=11_025, 22_050, 1, 16),
+        ("flac-stereo-48k-24bit.flac", 9_600..=9_600, 48_000, 2, 24),
+        ("mp3-stereo-44k.mp3", 44_100..=44_100, 44_100, 2, 32),
+        ("vorbis-stereo-44k.ogg", 44_100..=44_100, 44_100, 2, 32),
+        // Symphonia does not apply the MP4 edit list, so the encoder's priming (1024 frames for
+        // ffmpeg's AAC encoder) stays at the start, as in the decoded input.
+        ("aac-stereo-44k.m4a", 44_100..=44_100 + 2_112, 44_100, 2, 32),
+    ];
+    let dir = scratch_dir("formats");
+    let out = dir.join("out");
+    let inputs: Vec<String> = cases
+        .iter()
+        .map(|c| fixture(c.0).display().to_string())
+        .collect();
+    let mut args = vec!["separate", "-o", path_str(&out)];
+    args.extend(inputs.iter().map(String::as_str));
+    let output = run(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("5 of 5 files separated"),
+        "{}",
+        text(&output.stdout)
+    );
+    for (name, frames, rate, channels, bits) in cases {
+        let stem_name = name.rsplit_once('.').unwrap().0;
+        let stems = read_stems(&out, stem_name);
+        let length = stems[0].1[0].len();
+        assert!(
+            frames.contains(&length),
+            "{name}: {length} frames, expected {frames:?}"
+        );
+        for (spec, samples) in &stems {
+            assert_eq!(
+                (spec.sample_rate, spec.channels, spec.bits_per_sample),
+                (rate, channels, bits),
+                "{name}"
+            );
+            assert_eq!(samples[0].len(), length, "{name}");
+        }
+        // Real audio went through: the mix of the stems is not silent.
+        let energy: f32 = (0..length)
+            .map(|t| stems.iter().map(|(_, s)| s[0][t]).sum::<f32>().powi(2))
+            .sum();
+        assert!(energy > 1.0, "{name}: the stems are silent");
+    }
+}
+
+/// Decodes a FLAC file with symphonia, verifying its MD5: `(rate, channels, bits, samples per
+/// channel as full-scale floats, whether the MD5 matched)`.
+fn decode_flac(path: &Path) -> (u32, usize, u32, Vec<Vec<f32>>, Option<bool>) {
+    use symphonia::core::audio::SampleBuffer;
+    use symphonia::core::codecs::DecoderOptions;
+    use symphonia::core::formats::FormatOptions;
+    use symphonia::core::io::MediaSourceStream;
+    use symphonia::core::probe::Hint;
+    let file = std::fs::File::open(path).unwrap();
+    let stream = MediaSourceStream::new(Box::new(file), Default::default());
+    let mut hint = Hint::new();
+    hint.with_extension("flac");
+    let mut format = symphonia::default::get_probe()
+        .format(
+            &hint,
+            stream,
+            &FormatOptions::default(),
+            &Default::default(),
+        )
+        .unwrap()
+        .format;
+    let params = format.default_track().unwrap().codec_params.clone();
+    let mut decoder = symphonia::default::get_codecs()
+        .make(&params, &DecoderOptions { verify: true })
+        .unwrap();
+    let channels = params.channels.unwrap().count();
+    let mut samples = vec![Vec::new(); channels];
+    while let Ok(packet) = format.next_packet() {
+        let decoded = decoder.decode(&packet).unwrap();
+        let mut buffer = SampleBuffer::<f32>::new(decoded.capacity() as u64, *decoded.spec());
+        buffer.copy_planar_ref(decoded);
+        let frames = buffer.samples().len() / channels;
+        for (c, channel) in samples.iter_mut().enumerate() {
+            channel.extend_from_slice(&buffer.samples()[c * frames..(c + 1) * frames]);
+        }
+    }
+    assert_eq!(
+        params.n_frames,
+        Some(samples[0].len() as u64),
+        "STREAMINFO total samples"
+    );
+    let verify_ok = decoder.finalize().verify_ok;
+    (
+        params.sample_rate.unwrap(),
+        channels,
+        params.bits_per_sample.unwrap(),
+        samples,
+        verify_ok,
+    )
+}
+
+#[test]
+fn flac_stems_are_the_wav_stems_losslessly() {
+    let dir = scratch_dir("flac");
+    let input_path = dir.join("song.wav");
+    let input = vec![music(50_000, 44_100, 0), music(50_000, 44_100, 1)];
+    write_wav(&input_path, 44_100, &input, 24, false);
+    let out = dir.join("out");
+    for format in ["wav", "flac"] {
+        let output = run(&[
+            "separate",
+            path_str(&input_path),
+            "-o",
+            path_str(&out),
+            "--format",
+            format,
+            "-q",
+        ]);
+        assert!(
+            output.status.success(),
+            "{format}: {}",
+            text(&output.stderr)
+        );
+    }
+    for stem in STEM_NAMES {
+        let (spec, wav) = read_wav(&out.join(format!("song/{stem}.wav")));
+        assert_eq!(spec.bits_per_sample, 24, "24-bit input gives 24-bit stems");
+        let (rate, channels, bits, flac, verify_ok) =
+            decode_flac(&out.join(format!("song/{stem}.flac")));
+        assert_eq!((rate, channels, bits), (44_100, 2, 24));
+        assert_eq!(verify_ok, Some(true), "{stem}.flac MD5");
+        assert_eq!(
+            flac, wav,
+            "{stem}.flac decodes to the same samples as {stem}.wav"
+        );
+    }
+}
+
+#[test]
+fn stems_option_writes_only_the_chosen_stems_and_bit_depth_is_honoured() {
+    let dir = scratch_dir("stems");
+    let input_path = dir.join("song.wav");
+    write_test_wav(&input_path);
+    let out = dir.join("out");
+    let output = run(&[
+        "separate",
+        path_str(&input_path),
+        "-o",
+        path_str(&out),
+        "--stems",
+        "drums,vocals",
+        "--bit-depth",
+        "16",
+        "-q",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(out.join("song"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["drums.wav", "vocals.wav"]);
+    let (spec, _) = read_wav(&out.join("song/drums.wav"));
+    assert_eq!(
+        (spec.bits_per_sample, spec.sample_format),
+        (16, hound::SampleFormat::Int)
+    );
+}
+
+// --- separate: failures ------------------------------------------------------------------------
+
+#[test]
+fn unreadable_empty_truncated_and_unsupported_inputs_fail_with_a_clear_reason() {
+    let dir = scratch_dir("bad-inputs");
+    let good = dir.join("good.wav");
+    write_wav(
+        &good,
+        44_100,
+        &[music(30_000, 44_100, 0), music(30_000, 44_100, 1)],
+        16,
+        false,
+    );
+
+    let empty = dir.join("empty.wav");
+    std::fs::write(&empty, b"").unwrap();
+    let truncated = dir.join("truncated.wav");
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let text_file = dir.join("notes.mp3");
+    std::fs::write(
+        &text_file,
+        "These are not the droids you are looking for.\n".repeat(50),
+    )
+    .unwrap();
+    let surround = dir.join("surround.wav");
+    write_wav(
+        &surround,
+        48_000,
+        &vec![music(1_000, 48_000, 0); 6],
+        16,
+        false,
+    );
+    let header_only = dir.join("silent.wav");
+    write_wav(&header_only, 44_100, &[vec![], vec![]], 16, false);
+    let low_rate = dir.join("phone.wav");
+    write_wav(&low_rate, 4_000, &[music(4_000, 4_000, 0)], 16, false);
+    let missing = dir.join("missing.flac");
+
+    let cases: [(&Path, &str); 8] = [
+        (&missing, "no such file"),
+        (&dir, "is a folder"),
+        (&empty, "the file is empty"),
+        (
+            &truncated,
+            "the file is truncated: its header announces 30000 frames",
+        ),
+        (&text_file, "not a supported audio file"),
+        (
+            &surround,
+            "6 channels; Stemflow separates mono or stereo files",
+        ),
+        (&header_only, "the file contains no audio"),
+        (&low_rate, "unsupported sample rate 4000 Hz"),
+    ];
+    for (path, reason) in cases {
+        let out = dir.join("out");
+        let output = run(&["separate", path_str(path), "-o", path_str(&out)]);
+        let stderr = assert_clean_failure(&output, reason);
+        let expected = format!("stemflow: error: {}: {reason}", path.display());
+        assert!(
+            stderr.contains(&expected),
+            "expected «{expected}» in:\n{stderr}"
+        );
+        // Nothing half-written is left behind.
+        let leftovers: Vec<_> = walk(&out).into_iter().filter(|p| p.is_file()).collect();
+        assert!(leftovers.is_empty(), "{reason}: left {leftovers:?}");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.extend(walk(&path));
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn one_bad_input_is_reported_and_the_others_are_still_separated() {
+    let dir = scratch_dir("several");
+    let first = dir.join("first.wav");
+    let second = dir.join("second.wav");
+    write_test_wav(&first);
+    write_test_wav(&second);
+    let bad = dir.join("bad.ogg");
+    std::fs::write(&bad, b"OggS but not really").unwrap();
+    let out = dir.join("out");
+    let output = run(&[
+        "separate",
+        path_str(&first),
+        path_str(&bad),
+        path_str(&second),
+        "-o",
+        path_str(&out),
+    ]);
+    let stderr = assert_clean_failure(&output, "several inputs");
+    assert!(
+        stderr.contains(&format!("stemflow: error: {}:", bad.display())),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("stemflow: error:").count(), 1, "{stderr}");
+    assert!(text(&output.stdout).contains("2 of 3 files separated, 1 failed"));
+    for name in ["first", "second"] {
+        for stem in STEM_NAMES {
+            assert!(
+                out.join(name).join(format!("{stem}.wav")).is_file(),
+                "{name}/{stem}.wav"
+            );
+        }
+    }
+    assert!(!out.join("bad").exists());
+}
+
+#[test]
+fn inputs_with_the_same_name_do_not_overwrite_each_other() {
+    let dir = scratch_dir("same-name");
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    write_test_wav(&dir.join("a/song.wav"));
+    write_test_wav(&dir.join("b/song.wav"));
+    let out = dir.join("out");
+    let output = run(&[
+        "separate",
+        path_str(&dir.join("a/song.wav")),
+        path_str(&dir.join("b/song.wav")),
+        "-o",
+        path_str(&out),
+        "-q",
+    ]);
+    let stderr = assert_clean_failure(&output, "same name");
+    assert!(stderr.contains("would overwrite those of"), "{stderr}");
+    assert!(out.join("song/vocals.wav").is_file());
+}
+
+#[test]
+fn an_unwritable_output_folder_is_an_error() {
+    let dir = scratch_dir("unwritable");
+    let input = dir.join("song.wav");
+    write_test_wav(&input);
+    let file = dir.join("not-a-folder");
+    std::fs::write(&file, b"x").unwrap();
+    let out = file.join("stems");
+    let output = run(&["separate", path_str(&input), "-o", path_str(&out)]);
+    let stderr = assert_clean_failure(&output, "unwritable");
+    assert!(
+        stderr.contains(&format!(
+            "stemflow: error: cannot create the output folder {}",
+            out.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unknown_models_are_errors() {
+    let dir = scratch_dir("models");
+    let input = dir.join("song.wav");
+    write_test_wav(&input);
+    let out = dir.join("out");
+    for (model, reason) in [
+        ("htdemucs_ft", "unknown model 'htdemucs_ft'"),
+        ("models/nope.onnx", "model file not found: models/nope.onnx"),
+    ] {
+        let output = run(&[
+            "separate",
+            path_str(&input),
+            "-o",
+            path_str(&out),
+            "--model",
+            model,
+        ]);
+        let stderr = assert_clean_failure(&output, model);
+        assert!(stderr.contains(reason), "{stderr}");
+    }
+    // A file that is not a model fails when it is loaded, before any stem is written.
+    let garbage = dir.join("garbage.onnx");
+    std::fs::write(&garbage, b"not a model").unwrap();
+    let output = run(&[
+        "separate",
+        path_str(&input),
+        "-o",
+        path_str(&out),
+        "--model",
+        path_str(&garbage),
+    ]);
+    assert_clean_failure(&output, "garbage model");
+    assert!(walk(&out).iter().all(|p| !p.is_file()));
+    // `--separator builtin` still works.
+    let output = run(&[
+        "separate",
+        path_str(&input),
+        "-o",
+        path_str(&out),
+        "--separator",
+        "builtin",
+        "-q",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let dir = scratch_dir("usage");
+    let input = dir.join("song.wav");
+    write_test_wav(&input);
+    for (args, needle) in [
+        (vec!["separate"], "required"),
+        (
+            vec!["separate", path_str(&input), "--stems", "guitar"],
+            "invalid value 'guitar'",
+        ),
+        (
+            vec!["separate", path_str(&input), "--format", "mp3"],
+            "invalid value 'mp3'",
+        ),
+        (
+            vec!["separate", path_str(&input), "--bit-depth", "8"],
+            "invalid value '8'",
+        ),
+        (
+            vec![
+                "separate",
+                path_str(&input),
+                "--format",
+                "flac",
+                "--bit-depth",
+                "32f",
+            ],
+            "FLAC has no float samples",
+        ),
+        (vec!["bench", "--seconds", "many"], "invalid value 'many'"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&output.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
+// --- progress, help ------------------------------------------------------------------------------
+
+#[test]
+fn progress_is_plain_lines_on_a_pipe_and_nothing_when_quiet() {
+    let dir = scratch_dir("progress");
+    let input = dir.join("song.wav");
+    write_wav(
+        &input,
+        44_100,
+        &[music(88_200, 44_100, 0), music(88_200, 44_100, 1)],
+        16,
+        false,
+    );
+    let out = dir.join("out");
+    let output = run(&["separate", path_str(&input), "-o", path_str(&out)]);
+    assert!(output.status.success());
+    let stderr = text(&output.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("song.wav: "))
+        .collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.contains("100%") && last.contains("2.0 s of audio") && last.contains("RTF"),
+        "{last}"
+    );
+    assert!(lines[0].contains("ETA"), "{}", lines[0]);
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "no terminal codes on a pipe"
+    );
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("Separating") && stdout.contains("real time"),
+        "{stdout}"
+    );
+
+    let output = run(&[
+        "separate",
+        path_str(&input),
+        "-o",
+        path_str(&out),
+        "--quiet",
+    ]);
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty() && output.stderr.is_empty());
+}
+
+#[test]
+fn every_subcommand_has_help_with_examples() {
+    for command in ["separate", "devices", "bench", "demo"] {
+        let output = run(&[command, "--help"]);
+        assert!(output.status.success(), "{command}");
+        let help = text(&output.stdout);
+        assert!(help.contains("Examples:"), "{command} --help:\n{help}");
+        assert!(
+            help.contains(&format!("stemflow {command}")),
+            "{command} --help:\n{help}"
+        );
+    }
+}
+
+// --- bench ---------------------------------------------------------------------------------------
+
+#[test]
+fn bench_reports_chunk_times_speed_overhead_and_memory() {
+    let output = run(&["bench", "--seconds", "2", "--json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    let row = &rows[0];
+    assert_eq!(
+        (row["model"].as_str(), row["device"].as_str()),
+        (Some("builtin"), Some("cpu"))
+    );
+    let ms = &row["chunk_ms"];
+    let (min, median, max) = (
+        ms["min"].as_f64().unwrap(),
+        ms["median"].as_f64().unwrap(),
+        ms["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < min && min <= median && median <= max, "{ms}");
+    let rtf = row["real_time_factor"].as_f64().unwrap();
+    let total = row["total_s"].as_f64().unwrap();
+    assert!((rtf - total / 2.0).abs() < 1e-3 * rtf.max(1.0), "{row}");
+    let overhead = row["overhead"].as_f64().unwrap();
+    assert!(
+        (overhead - total / row["inference_s"].as_f64().unwrap()).abs() < 1e-6 * overhead,
+        "{row}"
+    );
+    if cfg!(target_os = "linux") {
+        assert!(row["peak_rss_bytes"].as_u64().unwrap() > 1 << 20, "{row}");
+    }
+
+    let output = run(&["bench", "--duration-s", "1"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    assert!(
+        table.contains("MEDIAN ms") && table.contains("OVERHEAD") && table.contains("PEAK RSS"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("builtin") && l.contains("cpu")),
+        "{table}"
+    );
+}
+
+#[test]
+fn bench_puts_every_model_and_device_side_by_side() {
+    let model = model();
+    let output = stemflow(
+        &[
+            "bench",
+            "--seconds",
+            "1",
+            "--json",
+            "--model",
+            &format!("builtin,{model}"),
+            "--device",
+            "cpu,cuda:0",
+        ],
+        Some(&real_runtime()),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows: Vec<(String, String)> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str().unwrap().to_owned(),
+                r["requested_device"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("builtin".to_owned(), "cpu".to_owned()),
+            ("waveform_gain.onnx".to_owned(), "cpu".to_owned()),
+            ("waveform_gain.onnx".to_owned(), "cuda:0".to_owned()),
+        ]
+    );
+    assert!(json["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("builtin × cuda:0: skipped"));
 }

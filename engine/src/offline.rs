@@ -1,8 +1,15 @@
-//! Whole-buffer separation through the same streaming path the plugin's offline render uses.
+//! Whole-file separation through the same streaming path the plugin's offline render uses.
+//!
+//! [`OfflineStream`] is the streaming form: push decoded input in blocks of any size, receive
+//! the stems of the same frames, aligned with the input (the stream's latency is trimmed at the
+//! start and flushed at the end). Memory stays O(block), whatever the file's length.
+//! [`separate`] is the whole-buffer form built on it.
 
 use crate::separator::Separator;
 use crate::stem::{Stem, NUM_STEMS};
-use crate::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use crate::stream::{
+    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
+};
 use crate::EngineError;
 
 /// Block size used to feed the stream. Any size gives the same result; this one is fast.
@@ -25,6 +32,196 @@ impl SeparatedStems {
     }
 }
 
+/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`]. Borrows the
+/// stream's block buffers: copy or write them out before the next call.
+pub struct StemFrames<'a> {
+    handle: &'a StemStreamHandle,
+    /// First frame of the handle's last block that belongs to the output (the rest of the
+    /// block's beginning is latency).
+    skip_frames: usize,
+    /// End of the output frames within the handle's last block.
+    end_frames: usize,
+    /// Index of the first frame in the whole output (= input) timeline.
+    first_frame: u64,
+}
+
+impl<'a> StemFrames<'a> {
+    /// Number of frames. Realtime-safe.
+    pub fn num_frames(&self) -> usize {
+        self.end_frames - self.skip_frames
+    }
+
+    /// Position of the first frame in the input's timeline. Realtime-safe.
+    pub fn first_frame(&self) -> u64 {
+        self.first_frame
+    }
+
+    /// One channel (0: left, 1: right) of one stem. Realtime-safe.
+    pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
+        &self.handle.stem_output(stem, channel)[self.skip_frames..self.end_frames]
+    }
+}
+
+/// Separates a stereo stream of any length block by block, in offline mode, so the stems are
+/// exactly what the plugin renders offline (shifted back by its latency), whatever the block
+/// sizes. Memory use does not grow with the length of the input.
+///
+/// ```
+/// use stemflow_engine::builtin::BuiltinSeparator;
+/// use stemflow_engine::offline::OfflineStream;
+/// use stemflow_engine::Stem;
+///
+/// let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
+/// let mut vocals = Vec::new();
+/// let block = vec![0.1f32; 10_000];
+/// stream
+///     .push(&block, &block, |frames| {
+///         vocals.extend_from_slice(frames.channel(Stem::Vocals, 0));
+///         Ok::<(), stemflow_engine::EngineError>(())
+///     })
+///     .unwrap();
+/// stream
+///     .finish(|frames| {
+///         vocals.extend_from_slice(frames.channel(Stem::Vocals, 0));
+///         Ok::<(), stemflow_engine::EngineError>(())
+///     })
+///     .unwrap();
+/// assert_eq!(vocals.len(), 10_000);
+/// ```
+pub struct OfflineStream {
+    handle: StemStreamHandle,
+    worker: StemStreamWorker,
+    sample_rate_hz: u32,
+    latency_samples: usize,
+    /// Input frames pushed so far (excluding the flush at the end).
+    input_frames: u64,
+    /// Frames of the stream's output seen so far, latency included.
+    stream_output_frames: u64,
+    silence: Vec<f32>,
+}
+
+impl OfflineStream {
+    /// Starts the stream and its worker thread for input at `sample_rate_hz`. Not realtime-safe:
+    /// allocates and spawns a thread.
+    pub fn new(separator: Box<dyn Separator>, sample_rate_hz: u32) -> Result<Self, EngineError> {
+        let config = StreamConfig {
+            host_sample_rate_hz: sample_rate_hz as f32,
+            max_block_frames: OFFLINE_BLOCK_FRAMES,
+            mode: ProcessingMode::Offline,
+        };
+        let (handle, worker) = spawn_stream(separator, &config)?;
+        let latency_samples = handle.latency_samples();
+        Ok(Self {
+            handle,
+            worker,
+            sample_rate_hz,
+            latency_samples,
+            input_frames: 0,
+            stream_output_frames: 0,
+            silence: vec![0.0; OFFLINE_BLOCK_FRAMES],
+        })
+    }
+
+    /// The stream's latency in samples, which this type removes. Realtime-safe.
+    pub fn latency_samples(&self) -> usize {
+        self.latency_samples
+    }
+
+    /// The sample rate of input and stems. Realtime-safe.
+    pub fn sample_rate_hz(&self) -> u32 {
+        self.sample_rate_hz
+    }
+
+    /// Input frames pushed so far. Realtime-safe.
+    pub fn input_frames(&self) -> u64 {
+        self.input_frames
+    }
+
+    /// Separates the next `left.len()` frames (`right` must be as long) and calls `sink` with
+    /// every run of stem frames that became ready: the stems of earlier input, since the output
+    /// trails the input by the latency until [`OfflineStream::finish`]. Errors from `sink` stop
+    /// the call and are returned. Not realtime-safe: waits for the worker.
+    pub fn push<E: From<EngineError>>(
+        &mut self,
+        left: &[f32],
+        right: &[f32],
+        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if left.len() != right.len() {
+            return Err(E::from(EngineError::InvalidBlockSize(right.len())));
+        }
+        for (left, right) in left
+            .chunks(OFFLINE_BLOCK_FRAMES)
+            .zip(right.chunks(OFFLINE_BLOCK_FRAMES))
+        {
+            self.process_block(left, right, &mut sink)?;
+            self.input_frames += left.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Flushes the stream after the last input: feeds `latency` frames of silence and hands the
+    /// remaining stems to `sink`, so that exactly as many stem frames came out as input frames
+    /// went in. Stops the worker. Not realtime-safe: waits for the worker.
+    pub fn finish<E: From<EngineError>>(
+        mut self,
+        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let total_frames = self.input_frames + self.latency_samples as u64;
+        while self.stream_output_frames < total_frames {
+            let block = (total_frames - self.stream_output_frames).min(OFFLINE_BLOCK_FRAMES as u64)
+                as usize;
+            let silence = std::mem::take(&mut self.silence);
+            let result = self.process_block(&silence[..block], &silence[..block], &mut sink);
+            self.silence = silence;
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Runs one block of at most [`OFFLINE_BLOCK_FRAMES`] through the handle and hands the
+    /// frames past the latency to `sink`.
+    fn process_block<E: From<EngineError>>(
+        &mut self,
+        left: &[f32],
+        right: &[f32],
+        sink: &mut impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let block = self.handle.process(left, right);
+        self.check_worker().map_err(E::from)?;
+        let position = self.stream_output_frames;
+        self.stream_output_frames += block as u64;
+        let latency = self.latency_samples as u64;
+        let skip_frames = latency.saturating_sub(position).min(block as u64) as usize;
+        if skip_frames == block {
+            return Ok(());
+        }
+        sink(StemFrames {
+            handle: &self.handle,
+            skip_frames,
+            end_frames: block,
+            first_frame: position + skip_frames as u64 - latency,
+        })
+    }
+
+    /// Turns a dead worker or a frame it did not deliver into an error.
+    fn check_worker(&self) -> Result<(), EngineError> {
+        let stats = self.worker.stats();
+        if let Some(error) = stats.worker_error() {
+            return Err(EngineError::Worker(error));
+        }
+        if !self.worker.is_alive() {
+            return Err(EngineError::Worker("the worker thread stopped".into()));
+        }
+        if stats.underrun_frames() > 0 {
+            return Err(EngineError::Worker(
+                "the worker did not deliver every frame".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Separates a whole stereo signal. Runs the stream in offline mode, feeds the input followed by
 /// `latency` frames of silence and keeps the output from frame `latency` on, so the result is
 /// exactly what the plugin renders offline, shifted by its latency. Not realtime-safe.
@@ -36,7 +233,8 @@ pub fn separate(
     separate_with_progress(separator, input, sample_rate_hz, |_| {})
 }
 
-/// [`separate`], calling `progress` with the fraction done (0..=1) after each block.
+/// [`separate`], calling `progress` with the fraction of the input done (0..=1) after each
+/// block. Not realtime-safe: allocates the whole result.
 pub fn separate_with_progress(
     separator: Box<dyn Separator>,
     input: &[Vec<f32>; 2],
@@ -44,76 +242,37 @@ pub fn separate_with_progress(
     mut progress: impl FnMut(f32),
 ) -> Result<SeparatedStems, EngineError> {
     assert_eq!(input[0].len(), input[1].len(), "channels differ in length");
-    let config = StreamConfig {
-        host_sample_rate_hz: sample_rate_hz as f32,
-        max_block_frames: OFFLINE_BLOCK_FRAMES,
-        mode: ProcessingMode::Offline,
-    };
-    let (mut handle, worker) = spawn_stream(separator, &config)?;
-    let latency = handle.latency_samples();
     let num_frames = input[0].len();
-    let total_frames = num_frames + latency;
+    let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
+    let latency_samples = stream.latency_samples();
     let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = std::array::from_fn(|_| {
         [
             Vec::with_capacity(num_frames),
             Vec::with_capacity(num_frames),
         ]
     });
-    let silence = vec![0.0f32; OFFLINE_BLOCK_FRAMES];
-    let mut position = 0;
-    while position < total_frames {
-        let block = OFFLINE_BLOCK_FRAMES.min(total_frames - position);
-        let (left, right): (&[f32], &[f32]) = if position + block <= num_frames {
-            (
-                &input[0][position..position + block],
-                &input[1][position..position + block],
-            )
-        } else if position >= num_frames {
-            (&silence[..block], &silence[..block])
-        } else {
-            // The block straddles the end of the input; split it so the stream sees the same
-            // samples (input then silence) as it would from a host.
-            let head = num_frames - position;
-            handle.process(&input[0][position..], &input[1][position..]);
-            collect(&handle, position, head, latency, &mut stems);
-            position += head;
-            continue;
-        };
-        handle.process(left, right);
-        collect(&handle, position, block, latency, &mut stems);
-        position += block;
-        progress(position as f32 / total_frames as f32);
+    let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+        for stem in Stem::ALL {
+            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
+                samples.extend_from_slice(frames.channel(stem, channel));
+            }
+        }
+        Ok(())
+    };
+    for (left, right) in input[0]
+        .chunks(OFFLINE_BLOCK_FRAMES)
+        .zip(input[1].chunks(OFFLINE_BLOCK_FRAMES))
+    {
+        stream.push(left, right, &mut collect)?;
+        progress(stream.input_frames() as f32 / num_frames.max(1) as f32);
     }
-    if let Some(error) = worker.stats().worker_error() {
-        return Err(EngineError::Worker(error));
-    }
-    if worker.stats().underrun_frames() > 0 {
-        return Err(EngineError::Worker(
-            "the worker did not deliver every frame".into(),
-        ));
-    }
+    stream.finish(&mut collect)?;
+    progress(1.0);
     Ok(SeparatedStems {
         sample_rate_hz,
         stems,
-        latency_samples: latency,
+        latency_samples,
     })
-}
-
-/// Appends the block's output frames that fall at or after `latency` to `stems`.
-fn collect(
-    handle: &crate::stream::StemStreamHandle,
-    position: usize,
-    block: usize,
-    latency: usize,
-    stems: &mut [[Vec<f32>; 2]; NUM_STEMS],
-) {
-    let skip = latency.saturating_sub(position).min(block);
-    for stem in Stem::ALL {
-        for channel in 0..2 {
-            stems[stem.index()][channel]
-                .extend_from_slice(&handle.stem_output(stem, channel)[skip..block]);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -143,5 +302,70 @@ mod tests {
         let a = separate(Box::new(BuiltinSeparator::new()), &mix, 48_000).unwrap();
         let b = separate(Box::new(BuiltinSeparator::new()), &mix, 48_000).unwrap();
         assert_eq!(a.stems, b.stems);
+    }
+
+    /// Pushes `input` through an [`OfflineStream`] in blocks of `block_frames` and collects the
+    /// stems, checking that frames arrive in order.
+    fn stream_in_blocks(
+        input: &[Vec<f32>; 2],
+        rate_hz: u32,
+        block_frames: usize,
+    ) -> [[Vec<f32>; 2]; NUM_STEMS] {
+        let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), rate_hz).unwrap();
+        let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+        let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+            assert_eq!(frames.first_frame(), stems[0][0].len() as u64);
+            for stem in Stem::ALL {
+                for channel in 0..2 {
+                    stems[stem.index()][channel].extend_from_slice(frames.channel(stem, channel));
+                }
+            }
+            Ok(())
+        };
+        for (left, right) in input[0]
+            .chunks(block_frames)
+            .zip(input[1].chunks(block_frames))
+        {
+            stream.push(left, right, &mut collect).unwrap();
+        }
+        stream.finish(&mut collect).unwrap();
+        stems
+    }
+
+    #[test]
+    fn streaming_in_any_blocks_equals_the_whole_buffer() {
+        let song = DemoSong::generate(48_000, 1.2);
+        let mix = song.mix();
+        let whole = separate(Box::new(BuiltinSeparator::new()), &mix, 48_000).unwrap();
+        for block_frames in [1_000, 4_096, 10_007] {
+            let streamed = stream_in_blocks(&mix, 48_000, block_frames);
+            assert_eq!(streamed, whole.stems, "block size {block_frames}");
+        }
+    }
+
+    #[test]
+    fn input_shorter_than_the_latency_comes_out_complete() {
+        for num_frames in [0, 1, 10, 5_000] {
+            let input = [vec![0.25f32; num_frames], vec![-0.25f32; num_frames]];
+            let stems = stream_in_blocks(&input, 44_100, 333);
+            for channel in 0..2 {
+                assert_eq!(stems[0][channel].len(), num_frames);
+                for t in 0..num_frames {
+                    let sum: f32 = (0..NUM_STEMS).map(|s| stems[s][channel][t]).sum();
+                    assert!(
+                        (sum - input[channel][t]).abs() <= 1e-5,
+                        "{num_frames} frames, t={t}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sink_errors_stop_the_stream() {
+        let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
+        let block = vec![0.0f32; 20_000];
+        let result = stream.push(&block, &block, |_| Err(EngineError::Io("disk full".into())));
+        assert!(matches!(result, Err(EngineError::Io(message)) if message == "disk full"));
     }
 }

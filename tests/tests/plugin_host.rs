@@ -1240,3 +1240,86 @@ fn cli_stems_are_the_plugins_offline_stems() {
         }
     }
 }
+
+/// A mono 16-bit file at 48 kHz (resampled to the separator's 44.1 kHz and back): the CLI decodes
+/// it, separates it as two identical channels and writes each stem as the average of its two
+/// channels. The plugin, fed the same decoded samples on both inputs, gives the same stems bit
+/// for bit.
+#[test]
+fn cli_mono_stems_at_another_rate_are_the_plugins_offline_stems() {
+    const RATE_HZ: u32 = 48_000;
+    let _cpu = shared_cpu();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli_mono_stems_at_another_rate_are_the_plugins_offline_stems");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let wav_path = dir.join("voice.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: RATE_HZ,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::create(&wav_path, spec).expect("create wav");
+    let song = DemoSong::generate(RATE_HZ, 1.5).mix();
+    for &x in &song[0] {
+        writer
+            .write_sample((x * 0.9 * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
+            .expect("write sample");
+    }
+    writer.finalize().expect("finalize wav");
+    // The samples exactly as any decoder reads them back.
+    let (_, decoded) = wav::read(&wav_path);
+    let mono = decoded[0].clone();
+
+    let out_dir = dir.join("out");
+    let cli = cli_path();
+    let output = Command::new(&cli)
+        .arg("separate")
+        .arg(&wav_path)
+        .args(["--bit-depth", "32f", "--quiet", "-o"])
+        .arg(&out_dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cli.display()));
+    assert!(
+        output.status.success(),
+        "`stemflow separate` failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let mut plugin = TestPlugin::load();
+    plugin.set_render_mode(RenderMode::Offline);
+    let latency = plugin.activate(RATE_HZ as f64, 512, 512);
+    let input = vec![mono.clone(), mono.clone()];
+    let outputs =
+        plugin.process_buffer(&pad_end(&input, latency), BlockSizes::Fixed(512), &[], None);
+    plugin.deactivate();
+
+    let n = mono.len();
+    for (i, stem) in STEMS.iter().enumerate() {
+        let (spec, channels) = wav::read(&out_dir.join("voice").join(format!("{stem}.wav")));
+        assert_eq!(
+            (
+                spec.sample_format,
+                spec.bits_per_sample,
+                spec.sample_rate,
+                spec.channels
+            ),
+            (hound::SampleFormat::Float, 32, RATE_HZ, 1),
+            "{stem}.wav format"
+        );
+        let port = &outputs[i + 1];
+        let average: Vec<f32> = (latency..latency + n)
+            .map(|t| 0.5 * (port[0][t] + port[1][t]))
+            .collect();
+        assert_bit_identical(
+            &format!(
+                "CLI mono {stem}.wav vs the average of plugin port {} shifted by {latency}",
+                i + 1
+            ),
+            &channels[0],
+            &average,
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! `stemflow bench`: speed and memory of every requested model on every requested device.
+//!
+//! Per row (model × device):
+//! - per-chunk inference time: each of the separator's hops over the test signal, timed alone at
+//!   the separator's own rate (min / median / max);
+//! - pure inference time: the sum of those;
+//! - total time: the same signal through the whole offline path ([`OfflineStream`]: resampling,
+//!   the stream and its worker thread, the residual), as `stemflow separate` runs it;
+//! - real-time factor: total time over audio time (below 1 is faster than real time);
+//! - overhead: total time over pure inference time;
+//! - peak RSS of the process during the row (the peak is reset before each row on Linux).
+
+use std::time::Instant;
+
+use stemflow_engine::demo_song::DemoSong;
+use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
+use stemflow_engine::separator::{PlanarBlock, SeparatorChoice, SEPARATED_CHANNELS};
+use stemflow_engine::EngineError;
+
+use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
+use crate::{model_label, resolve_model};
+
+/// The host rate of the test signal fed through the whole path.
+const BENCH_HOST_RATE_HZ: u32 = 44_100;
+
+/// What to measure.
+pub struct BenchOptions {
+    /// `--model` values (`builtin`, paths); empty: `builtin`.
+    pub models: Vec<String>,
+    /// `--device` values; empty: `cpu`, plus Auto's pick when it is not the CPU.
+    pub devices: Vec<String>,
+    /// Seconds of test signal.
+    pub seconds: f32,
+    /// Print JSON instead of a table.
+    pub is_json: bool,
+}
+
+/// One measured model × device.
+struct Row {
+    model: String,
+    requested_device: String,
+    result: Result<Measurement, String>,
+}
+
+struct Measurement {
+    device: String,
+    fallback: Option<String>,
+    chunk_frames: usize,
+    separator_rate_hz: u32,
+    chunk_ms_min: f64,
+    chunk_ms_median: f64,
+    chunk_ms_max: f64,
+    inference_s: f64,
+    total_s: f64,
+    audio_s: f64,
+    peak_rss_bytes: Option<u64>,
+}
+
+impl Measurement {
+    fn real_time_factor(&self) -> f64 {
+        self.total_s / self.audio_s
+    }
+
+    fn overhead(&self) -> f64 {
+        self.total_s / self.inference_s.max(1e-12)
+    }
+}
+
+/// Runs the benchmark and prints it. Errors: a usage problem (unknown model or device) before
+/// anything runs, or one or more rows that failed (the others are still printed).
+pub fn bench(options: &BenchOptions) -> Result<(), String> {
+    let seconds = options.seconds.clamp(1.0, 600.0);
+    let model_args = if options.models.is_empty() {
+        vec!["builtin".to_owned()]
+    } else {
+        options.models.clone()
+    };
+    let models: Vec<(String, SeparatorChoice)> = model_args
+        .iter()
+        .map(|arg| resolve_model(arg).map(|choice| (model_label(&choice), choice)))
+        .collect::<Result<_, _>>()?;
+    let mut choices: Vec<DeviceChoice> = options
+        .devices
+        .iter()
+        .map(|id| id.parse::<DeviceChoice>())
+        .collect::<Result<_, _>>()?;
+    if choices.is_empty() {
+        choices.push(DeviceChoice::Device(DeviceId::CPU));
+        if models.iter().any(|(_, m)| *m != SeparatorChoice::Builtin) {
+            let auto = auto_device(devices());
+            if auto != DeviceId::CPU {
+                choices.push(DeviceChoice::Device(auto));
+            }
+        }
+    }
+
+    let host_mix = DemoSong::generate(BENCH_HOST_RATE_HZ, seconds).mix();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (label, model) in &models {
+        for &choice in &choices {
+            let is_cpu = matches!(choice, DeviceChoice::Auto)
+                || choice == DeviceChoice::Device(DeviceId::CPU);
+            if *model == SeparatorChoice::Builtin && !is_cpu {
+                notes.push(format!(
+                    "builtin × {}: skipped, the built-in separator runs on the CPU only",
+                    choice.id()
+                ));
+                continue;
+            }
+            if !options.is_json {
+                eprintln!("Measuring {label} on {}…", choice.id());
+            }
+            rows.push(Row {
+                model: label.clone(),
+                requested_device: choice.id(),
+                result: measure(model, choice, &host_mix, seconds),
+            });
+        }
+    }
+
+    if options.is_json {
+        print_json(&rows, &notes, seconds)?;
+    } else {
+        print_table(&rows, &notes, seconds);
+    }
+    let num_failed = rows.iter().filter(|r| r.result.is_err()).count();
+    if num_failed > 0 {
+        return Err(format!(
+            "{num_failed} of {} measurements failed",
+            rows.len()
+        ));
+    }
+    Ok(())
+}
+
+fn measure(
+    model: &SeparatorChoice,
+    choice: DeviceChoice,
+    host_mix: &[Vec<f32>; 2],
+    seconds: f32,
+) -> Result<Measurement, String> {
+    reset_peak_rss();
+
+    // 1. Every hop alone, at the separator's rate.
+    let mut separator = model.build(choice)?;
+    let active = separator.active_device();
+    let device = active
+        .as_ref()
+        .map_or_else(|| "cpu".to_owned(), |a| a.actual.to_string());
+    let fallback = active.and_then(|a| a.fallback_reason);
+    let separator_rate_hz = separator.sample_rate_hz();
+    let hop = separator.hop_frames();
+    let mix = if separator_rate_hz == BENCH_HOST_RATE_HZ {
+        None
+    } else {
+        Some(DemoSong::generate(separator_rate_hz, seconds).mix())
+    };
+    let mix = mix.as_ref().unwrap_or(host_mix);
+    let mut input = PlanarBlock::new(2, hop);
+    let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
+    let mut chunk_ms = Vec::new();
+    for start in (0..mix[0].len()).step_by(hop) {
+        let end = (start + hop).min(mix[0].len());
+        input.clear();
+        for (channel, samples) in mix.iter().enumerate() {
+            input.channel_mut(channel)[..end - start].copy_from_slice(&samples[start..end]);
+        }
+        let t = Instant::now();
+        separator.process_hop(&input, &mut stems);
+        chunk_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    drop(separator);
+    let inference_s = chunk_ms.iter().sum::<f64>() / 1000.0;
+    chunk_ms.sort_by(f64::total_cmp);
+
+    // 2. The whole offline path at the host rate.
+    let separator = model.build(choice)?;
+    let start = Instant::now();
+    let mut stream =
+        OfflineStream::new(separator, BENCH_HOST_RATE_HZ).map_err(|e| e.to_string())?;
+    let mut num_frames_out = 0usize;
+    let mut count = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+        num_frames_out += frames.num_frames();
+        Ok(())
+    };
+    stream
+        .push(&host_mix[0], &host_mix[1], &mut count)
+        .map_err(|e| e.to_string())?;
+    stream.finish(&mut count).map_err(|e| e.to_string())?;
+    let total_s = start.elapsed().as_secs_f64();
+    debug_assert_eq!(num_frames_out, host_mix[0].len());
+
+    Ok(Measurement {
+        device,
+        fallback,
+        chunk_frames: hop,
+        separator_rate_hz,
+        chunk_ms_min: chunk_ms[0],
+        chunk_ms_median: chunk_ms[chunk_ms.len() / 2],
+        chunk_ms_max: chunk_ms[chunk_ms.len() - 1],
+        inference_s,
+        total_s,
+        audio_s: host_mix[0].len() as f64 / f64::from(BENCH_HOST_RATE_HZ),
+        peak_rss_bytes: peak_rss_bytes(),
+    })
+}
+
+fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
+    println!(
+        "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference"
+    );
+    println!(
+        "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
+        "MODEL",
+        "DEVICE",
+        "CHUNK",
+        "MIN ms",
+        "MEDIAN ms",
+        "MAX ms",
+        "RTF",
+        "SPEED",
+        "OVERHEAD",
+        "PEAK RSS"
+    );
+    for row in rows {
+        match &row.result {
+            Ok(m) => println!(
+                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>9}",
+                row.model,
+                if m.fallback.is_some() {
+                    format!("{}→{}", row.requested_device, m.device)
+                } else {
+                    m.device.clone()
+                },
+                format!(
+                    "{} @{}k",
+                    m.chunk_frames,
+                    m.separator_rate_hz as f64 / 1000.0
+                ),
+                m.chunk_ms_min,
+                m.chunk_ms_median,
+                m.chunk_ms_max,
+                m.real_time_factor(),
+                1.0 / m.real_time_factor().max(1e-12),
+                m.overhead(),
+                describe_bytes(m.peak_rss_bytes),
+            ),
+            Err(e) => println!("{:<24} {:<10} error: {e}", row.model, row.requested_device),
+        }
+    }
+    for row in rows {
+        if let Ok(Measurement {
+            fallback: Some(reason),
+            ..
+        }) = &row.result
+        {
+            println!(
+                "note: {} asked for {}: {reason}",
+                row.model, row.requested_device
+            );
+        }
+    }
+    for note in notes {
+        println!("note: {note}");
+    }
+}
+
+fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String> {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| match &row.result {
+            Ok(m) => serde_json::json!({
+                "model": row.model,
+                "requested_device": row.requested_device,
+                "device": m.device,
+                "fallback_reason": m.fallback,
+                "chunk_frames": m.chunk_frames,
+                "separator_sample_rate_hz": m.separator_rate_hz,
+                "chunk_ms": {
+                    "min": m.chunk_ms_min,
+                    "median": m.chunk_ms_median,
+                    "max": m.chunk_ms_max,
+                },
+                "inference_s": m.inference_s,
+                "total_s": m.total_s,
+                "audio_s": m.audio_s,
+                "real_time_factor": m.real_time_factor(),
+                "speed_x_real_time": 1.0 / m.real_time_factor().max(1e-12),
+                "overhead": m.overhead(),
+                "peak_rss_bytes": m.peak_rss_bytes,
+            }),
+            Err(e) => serde_json::json!({
+                "model": row.model,
+                "requested_device": row.requested_device,
+                "error": e,
+            }),
+        })
+        .collect();
+    let value = serde_json::json!({
+        "seconds": seconds,
+        "host_sample_rate_hz": BENCH_HOST_RATE_HZ,
+        "rows": rows,
+        "notes": notes,
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}

@@ -1,0 +1,449 @@
+//! Streaming decode of any supported audio file (WAV, AIFF, FLAC, MP3, OGG/Vorbis, M4A/AAC) into
+//! planar `f32` blocks, through `symphonia`. Memory stays at one decoded packet.
+
+use std::fs::File;
+use std::path::Path;
+
+use symphonia::core::audio::{AudioBufferRef, SampleBuffer};
+use symphonia::core::codecs::{Decoder as SymphoniaDecoder, DecoderOptions, CODEC_TYPE_NULL};
+use symphonia::core::errors::Error as SymphoniaError;
+use symphonia::core::formats::{FormatOptions, FormatReader};
+use symphonia::core::io::MediaSourceStream;
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+use symphonia::core::sample::SampleFormat;
+
+/// The formats `stemflow` reads, for error messages.
+pub const SUPPORTED_FORMATS: &str = "WAV, AIFF, FLAC, MP3, OGG/Vorbis or M4A/AAC";
+
+/// What a file holds, known before decoding the rest of it.
+#[derive(Debug, Clone)]
+pub struct SourceInfo {
+    /// Sample rate in hertz.
+    pub sample_rate_hz: u32,
+    /// 1 (mono) or 2 (stereo); other counts are rejected when the file is opened.
+    pub num_channels: usize,
+    /// Frames in the file, when the container says (exact for PCM and FLAC, an estimate for
+    /// some compressed formats).
+    pub num_frames: Option<u64>,
+    /// Whether `num_frames` is exact, so that fewer decoded frames mean a truncated file.
+    pub is_length_exact: bool,
+    /// The codec's short name (`pcm_s16le`, `flac`, `mp3`, …).
+    pub codec: String,
+    /// Bits per sample of integer PCM or FLAC; `None` for float and compressed audio.
+    pub integer_bits: Option<u32>,
+}
+
+impl SourceInfo {
+    /// "stereo, 44100 Hz, pcm_s16le".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, {} Hz, {}",
+            if self.num_channels == 1 {
+                "mono"
+            } else {
+                "stereo"
+            },
+            self.sample_rate_hz,
+            self.codec
+        )
+    }
+}
+
+/// An open file being decoded packet by packet.
+pub struct AudioDecoder {
+    format: Box<dyn FormatReader>,
+    decoder: Box<dyn SymphoniaDecoder>,
+    track_id: u32,
+    info: SourceInfo,
+    /// Planar samples of the last decoded packet: `num_channels` runs of `block_frames`. Kept
+    /// between packets and grown only when a packet is larger than any before.
+    samples: Option<SampleBuffer<f32>>,
+    block_frames: usize,
+    /// The first packet, decoded by `open` to learn the signal's layout.
+    has_pending_block: bool,
+    /// Where the audio ends when the decoder would run past it (see [`audio_end_frames`]).
+    end_frames: Option<u64>,
+    frames_decoded: u64,
+}
+
+impl AudioDecoder {
+    /// Opens and probes `path`, and decodes its first packet. Errors are sentences for the user.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let metadata = std::fs::metadata(path).map_err(|e| io_reason(&e))?;
+        if metadata.is_dir() {
+            return Err("is a folder, not an audio file".into());
+        }
+        if metadata.len() == 0 {
+            return Err("the file is empty".into());
+        }
+        let file = File::open(path).map_err(|e| io_reason(&e))?;
+        let stream = MediaSourceStream::new(Box::new(file), Default::default());
+        let mut hint = Hint::new();
+        if let Some(extension) = path.extension().and_then(|e| e.to_str()) {
+            hint.with_extension(extension);
+        }
+        let format_options = FormatOptions {
+            enable_gapless: true,
+            ..Default::default()
+        };
+        let probed = symphonia::default::get_probe()
+            .format(&hint, stream, &format_options, &MetadataOptions::default())
+            .map_err(|e| match e {
+                SymphoniaError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    format!("not a supported audio file (too short to be {SUPPORTED_FORMATS})")
+                }
+                SymphoniaError::IoError(e) => io_reason(&e),
+                _ => format!("not a supported audio file (expected {SUPPORTED_FORMATS})"),
+            })?;
+        let format = probed.format;
+        let track = format
+            .tracks()
+            .iter()
+            .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+            .ok_or("the file has no audio track")?;
+        let track_id = track.id;
+        let params = track.codec_params.clone();
+        let codecs = symphonia::default::get_codecs();
+        let codec = codecs
+            .get_codec(params.codec)
+            .map(|d| d.short_name.to_owned())
+            .unwrap_or_else(|| "unknown".into());
+        let decoder = codecs
+            .make(&params, &DecoderOptions::default())
+            .map_err(|e| match e {
+                SymphoniaError::Unsupported(what) => {
+                    format!("unsupported codec ({what}); Stemflow reads {SUPPORTED_FORMATS}")
+                }
+                other => format!("cannot decode: {}", symphonia_reason(&other)),
+            })?;
+        if let Some(channels) = params.channels {
+            check_channel_count(channels.count())?;
+        }
+        let aiff_frames = aiff_num_frames(path);
+        let is_pcm = codec.starts_with("pcm");
+        let is_length_exact = is_pcm || codec == "flac";
+        let is_float = matches!(
+            params.sample_format,
+            Some(SampleFormat::F32 | SampleFormat::F64)
+        ) || codec.starts_with("pcm_f");
+        let integer_bits = if (is_pcm || codec == "flac") && !is_float {
+            params.bits_per_sample
+        } else {
+            None
+        };
+        let info = SourceInfo {
+            sample_rate_hz: params.sample_rate.unwrap_or(0),
+            num_channels: params.channels.map_or(0, |c| c.count()),
+            // FLAC writes 0 when the encoder did not know the length.
+            num_frames: aiff_frames.or(params.n_frames.filter(|&n| n > 0)),
+            is_length_exact,
+            codec,
+            integer_bits,
+        };
+        let end_frames = audio_end_frames(&info, aiff_frames.is_some());
+        let mut decoder = Self {
+            format,
+            decoder,
+            track_id,
+            info,
+            samples: None,
+            block_frames: 0,
+            has_pending_block: false,
+            end_frames,
+            frames_decoded: 0,
+        };
+        // Decode up to the first packet with audio: it fixes the channel count and rate for
+        // formats whose headers leave them open.
+        if !decoder.decode_next()? {
+            return Err("the file contains no audio".into());
+        }
+        decoder.has_pending_block = true;
+        Ok(decoder)
+    }
+
+    /// What the file holds.
+    pub fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    /// Frames handed out so far.
+    pub fn frames_decoded(&self) -> u64 {
+        self.frames_decoded
+    }
+
+    /// The next block of frames as `[left, right]` (mono: the same slice twice), or `None` at
+    /// the end of the file. A file that ends before its header said is an error.
+    pub fn next_block(&mut self) -> Result<Option<[&[f32]; 2]>, String> {
+        if self.has_pending_block {
+            self.has_pending_block = false;
+        } else if !self.decode_next()? {
+            if let (true, Some(expected)) = (self.info.is_length_exact, self.info.num_frames) {
+                if self.frames_decoded < expected {
+                    return Err(format!(
+                        "the file is truncated: its header announces {expected} frames ({:.2} s) but the audio ends after {} ({:.2} s)",
+                        expected as f64 / self.info.sample_rate_hz as f64,
+                        self.frames_decoded,
+                        self.frames_decoded as f64 / self.info.sample_rate_hz as f64
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        let mut frames = self.block_frames;
+        if let Some(end) = self.end_frames {
+            frames = frames.min(end.saturating_sub(self.frames_decoded) as usize);
+            if frames == 0 {
+                return Ok(None);
+            }
+        }
+        self.frames_decoded += frames as u64;
+        let stride = self.block_frames;
+        let planar = self.samples.as_ref().map_or(&[][..], |s| s.samples());
+        let left = &planar[..frames];
+        let right = if self.info.num_channels == 2 {
+            &planar[stride..stride + frames]
+        } else {
+            left
+        };
+        Ok(Some([left, right]))
+    }
+
+    /// Decodes packets until one yields audio. Returns `false` at the end of the stream.
+    fn decode_next(&mut self) -> Result<bool, String> {
+        loop {
+            let packet = match self.format.next_packet() {
+                Ok(packet) => packet,
+                Err(SymphoniaError::IoError(e))
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    return Ok(false)
+                }
+                Err(SymphoniaError::ResetRequired) => {
+                    return Err(
+                        "the stream changes its format midway, which Stemflow does not support"
+                            .into(),
+                    )
+                }
+                Err(e) => return Err(self.error_at(&e)),
+            };
+            if packet.track_id() != self.track_id {
+                continue;
+            }
+            if packet.buf().is_empty() {
+                // The container promised more data than the file holds.
+                return Ok(false);
+            }
+            let decoded = match self.decoder.decode(&packet) {
+                Ok(decoded) => decoded,
+                Err(e) => return Err(self.error_at(&e)),
+            };
+            if decoded.frames() == 0 {
+                continue;
+            }
+            let spec = *decoded.spec();
+            let num_channels = spec.channels.count();
+            check_channel_count(num_channels)?;
+            if self.info.num_channels == 0 {
+                self.info.num_channels = num_channels;
+            }
+            if self.info.sample_rate_hz == 0 {
+                self.info.sample_rate_hz = spec.rate;
+            }
+            if num_channels != self.info.num_channels || spec.rate != self.info.sample_rate_hz {
+                return Err(format!(
+                    "the stream changes from {} channels at {} Hz to {num_channels} at {} Hz midway",
+                    self.info.num_channels, self.info.sample_rate_hz, spec.rate
+                ));
+            }
+            self.block_frames = copy_planar(&mut self.samples, decoded);
+            return Ok(true);
+        }
+    }
+
+    fn error_at(&self, error: &SymphoniaError) -> String {
+        let at_s = self.frames_decoded as f64 / self.info.sample_rate_hz.max(1) as f64;
+        match error {
+            SymphoniaError::IoError(e) => format!("read error at {at_s:.2} s: {}", io_reason(e)),
+            other => format!("corrupt audio at {at_s:.2} s: {}", symphonia_reason(other)),
+        }
+    }
+}
+
+/// Where to stop handing out frames, for decoders that would otherwise run past the audio:
+/// Vorbis pads the last packet (the final granule position is exact), AAC in MP4 pads it to
+/// 1024 frames (the track duration is exact), and symphonia's AIFF reader counts the sound
+/// chunk's 8-byte header as audio (the COMM chunk's frame count is exact).
+fn audio_end_frames(info: &SourceInfo, is_aiff: bool) -> Option<u64> {
+    if is_aiff || info.codec == "vorbis" || info.codec == "aac" {
+        info.num_frames
+    } else {
+        None
+    }
+}
+
+/// The frame count of an AIFF/AIFC file's COMM chunk, `None` for other files.
+fn aiff_num_frames(path: &Path) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).ok()?;
+    let mut header = [0u8; 12];
+    file.read_exact(&mut header).ok()?;
+    if &header[0..4] != b"FORM" || !(&header[8..12] == b"AIFF" || &header[8..12] == b"AIFC") {
+        return None;
+    }
+    // Chunks: 4-byte id, 4-byte big-endian size, data padded to an even length.
+    for _ in 0..64 {
+        let mut chunk = [0u8; 8];
+        file.read_exact(&mut chunk).ok()?;
+        let size = u32::from_be_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]) as i64;
+        if &chunk[0..4] == b"COMM" {
+            let mut comm = [0u8; 6];
+            file.read_exact(&mut comm).ok()?;
+            return Some(u64::from(u32::from_be_bytes([
+                comm[2], comm[3], comm[4], comm[5],
+            ])));
+        }
+        file.seek(SeekFrom::Current(size + (size & 1))).ok()?;
+    }
+    None
+}
+
+/// Converts a decoded packet into planar `f32` in `samples`, growing it only when needed.
+/// Returns the number of frames.
+fn copy_planar(samples: &mut Option<SampleBuffer<f32>>, decoded: AudioBufferRef<'_>) -> usize {
+    let frames = decoded.frames();
+    let spec = *decoded.spec();
+    let capacity = decoded.capacity();
+    let samples = match samples {
+        Some(samples) if samples.capacity() >= capacity * spec.channels.count() => samples,
+        slot => slot.insert(SampleBuffer::new(capacity as u64, spec)),
+    };
+    samples.copy_planar_ref(decoded);
+    frames
+}
+
+fn check_channel_count(num_channels: usize) -> Result<(), String> {
+    match num_channels {
+        1 | 2 => Ok(()),
+        0 => Err("the file has no audio channels".into()),
+        n => Err(format!(
+            "{n} channels; Stemflow separates mono or stereo files (downmix first, e.g. `ffmpeg -i IN -ac 2 OUT.wav`)"
+        )),
+    }
+}
+
+/// An I/O error as a short reason, without Rust's `(os error N)` noise.
+pub fn io_reason(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => {
+            let text = error.to_string();
+            match text.find(" (os error") {
+                Some(end) => text[..end].to_owned(),
+                None => text,
+            }
+        }
+    }
+}
+
+fn symphonia_reason(error: &SymphoniaError) -> String {
+    match error {
+        SymphoniaError::IoError(e) => io_reason(e),
+        SymphoniaError::DecodeError(what) => what.to_string(),
+        SymphoniaError::Unsupported(what) => format!("unsupported feature: {what}"),
+        SymphoniaError::SeekError(_) => "seek error".into(),
+        SymphoniaError::LimitError(what) => format!("limit exceeded: {what}"),
+        SymphoniaError::ResetRequired => "the stream changes its format midway".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_path(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("stemflow-decode-{}-{name}", std::process::id()))
+    }
+
+    fn write_wav(path: &Path, channels: u16, frames: &[i16]) {
+        let spec = hound::WavSpec {
+            channels,
+            sample_rate: 22_050,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut writer = hound::WavWriter::create(path, spec).unwrap();
+        for &s in frames {
+            writer.write_sample(s).unwrap();
+        }
+        writer.finalize().unwrap();
+    }
+
+    fn decode_all(path: &Path) -> Result<(SourceInfo, [Vec<f32>; 2]), String> {
+        let mut decoder = AudioDecoder::open(path)?;
+        let mut channels = [Vec::new(), Vec::new()];
+        while let Some([left, right]) = decoder.next_block()? {
+            channels[0].extend_from_slice(left);
+            channels[1].extend_from_slice(right);
+        }
+        Ok((decoder.info().clone(), channels))
+    }
+
+    #[test]
+    fn sixteen_bit_stereo_decodes_exactly() {
+        let path = temp_path("stereo.wav");
+        let samples: Vec<i16> = (0..20_000)
+            .map(|i| ((i * 37) % 65_536 - 32_768) as i16)
+            .collect();
+        write_wav(&path, 2, &samples);
+        let (info, channels) = decode_all(&path).unwrap();
+        assert_eq!(info.sample_rate_hz, 22_050);
+        assert_eq!(info.num_channels, 2);
+        assert_eq!(info.num_frames, Some(10_000));
+        assert_eq!(info.integer_bits, Some(16));
+        assert_eq!(channels[0].len(), 10_000);
+        for (i, &s) in samples.iter().enumerate() {
+            assert_eq!(channels[i % 2][i / 2], s as f32 / 32_768.0);
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn mono_is_the_same_slice_twice() {
+        let path = temp_path("mono.wav");
+        write_wav(&path, 1, &[0, 16_384, -32_768]);
+        let (info, channels) = decode_all(&path).unwrap();
+        assert_eq!(info.num_channels, 1);
+        assert_eq!(channels[0], vec![0.0, 0.5, -1.0]);
+        assert_eq!(channels[0], channels[1]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_wav_is_an_error() {
+        let path = temp_path("truncated.wav");
+        write_wav(&path, 2, &vec![1_000; 40_000]);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let error = decode_all(&path).unwrap_err();
+        assert!(error.contains("truncated"), "{error}");
+        assert!(error.contains("20000 frames"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn empty_and_text_files_are_errors() {
+        let empty = temp_path("empty.wav");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(decode_all(&empty).unwrap_err(), "the file is empty");
+        let text = temp_path("text.mp3");
+        std::fs::write(&text, "this is not audio\n".repeat(100)).unwrap();
+        let error = decode_all(&text).unwrap_err();
+        assert!(error.contains("not a supported audio file"), "{error}");
+        let missing = temp_path("missing.flac");
+        assert_eq!(decode_all(&missing).unwrap_err(), "no such file");
+        std::fs::remove_file(&empty).unwrap();
+        std::fs::remove_file(&text).unwrap();
+    }
+}
