@@ -53,6 +53,15 @@ Examples:
 ONNX Runtime is found through STEMFLOW_ORT_LIB, next to the program, or the system loader path;
 `cargo xtask fetch-runtime` downloads it. The built-in separator needs no runtime.";
 
+const MODELS_EXAMPLES: &str = "\
+Examples:
+  stemflow models
+  stemflow models --models-dir ~/uvr-models --json
+
+Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
+or a <model>.json sidecar) and BS/Mel-RoFormer (an MSST <model>.yaml config next to the file).
+Use a listed name with `stemflow separate --model NAME`.";
+
 const BENCH_EXAMPLES: &str = "\
 Examples:
   stemflow bench
@@ -112,9 +121,13 @@ enum Command {
         /// Output folder; each input's stems go into a subfolder named after it.
         #[arg(short, long, value_name = "DIR", default_value = "stemflow-output")]
         output: PathBuf,
-        /// The model: `builtin` (the embedded DSP separator, the default) or an ONNX model file.
+        /// The model: `builtin` (the embedded DSP separator, the default), an ONNX model file, or
+        /// the name of a model in the models folder (see `stemflow models`).
         #[arg(long, value_name = "NAME|PATH")]
         model: Option<String>,
+        /// Another folder to look for models in (besides the user models folder).
+        #[arg(long, value_name = "DIR")]
+        models_dir: Vec<PathBuf>,
         /// Same as `--model builtin` (kept for older scripts).
         #[arg(long, hide = true, conflicts_with = "model")]
         separator: Option<String>,
@@ -154,6 +167,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the models in the models folders: family, stems, sample rate, hash, whether they validated.
+    #[command(after_help = MODELS_EXAMPLES)]
+    Models {
+        /// Another folder to look in (besides the user models folder).
+        #[arg(long, value_name = "DIR")]
+        models_dir: Vec<PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure speed and memory of models on devices.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench {
@@ -180,6 +203,7 @@ fn main() -> ExitCode {
             inputs,
             output,
             model,
+            models_dir,
             separator,
             device,
             strict_device,
@@ -197,7 +221,7 @@ fn main() -> ExitCode {
                     .exit();
             }
             let model = model.or(separator).unwrap_or_else(|| "builtin".into());
-            let options = resolve_model(&model).and_then(|separator| {
+            let options = resolve_model_in(&model, &models_dir).and_then(|separator| {
                 Ok(SeparateOptions {
                     separator,
                     device: device.parse::<DeviceChoice>()?,
@@ -221,6 +245,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Devices { json } => list_devices(json),
+        Command::Models { models_dir, json } => list_models(&models_dir, json),
         Command::Demo { output, duration_s } => demo(&output, duration_s),
         Command::Bench {
             seconds,
@@ -263,8 +288,17 @@ fn quiet_panics() {
     }));
 }
 
-/// Resolves `--model`: `builtin`, or the path of an ONNX model file (also as `file:PATH`).
+/// Resolves `--model` against the user models folder.
 pub(crate) fn resolve_model(arg: &str) -> Result<SeparatorChoice, String> {
+    resolve_model_in(arg, &[])
+}
+
+/// Resolves `--model`: `builtin`, the path of an ONNX model file (also as `file:PATH`), or a model
+/// name in the user models folder or `extra_dirs`.
+pub(crate) fn resolve_model_in(
+    arg: &str,
+    extra_dirs: &[PathBuf],
+) -> Result<SeparatorChoice, String> {
     let arg = arg.trim();
     if arg.eq_ignore_ascii_case("builtin") {
         return Ok(SeparatorChoice::Builtin);
@@ -273,14 +307,67 @@ pub(crate) fn resolve_model(arg: &str) -> Result<SeparatorChoice, String> {
     if path.is_file() {
         return Ok(SeparatorChoice::Model(path.to_path_buf()));
     }
-    let looks_like_path = arg.contains(['/', '\\']) || arg.ends_with(".onnx");
+    let looks_like_path = arg.contains(['/', '\\']);
     if looks_like_path || path.exists() {
-        Err(format!("model file not found: {}", path.display()))
-    } else {
-        Err(format!(
-            "unknown model '{arg}' (use builtin or the path of an .onnx model file)"
-        ))
+        return Err(format!("model file not found: {}", path.display()));
     }
+    let dirs = stemflow_engine::models::models_dirs(extra_dirs);
+    stemflow_engine::models::resolve_model(arg, &dirs)
+        .map(SeparatorChoice::Model)
+        .map_err(|e| format!("{e} (use builtin, a model name from `stemflow models`, or the path of an .onnx file)"))
+}
+
+/// `stemflow models`: every model in the models folders, checked.
+fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
+    let dirs = stemflow_engine::models::models_dirs(extra_dirs);
+    let models = stemflow_engine::models::scan_models(&dirs);
+    if is_json {
+        let value = serde_json::json!({
+            "folders": dirs,
+            "models": models,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    println!(
+        "Models folders: {}",
+        if folders.is_empty() {
+            "none (no home folder)".into()
+        } else {
+            folders.join(", ")
+        }
+    );
+    println!("  builtin  Built-in (DSP)  vocals, drums, bass, other  44100 Hz  always available");
+    if models.is_empty() {
+        println!("No .onnx models found. Put models in a folder above or pass --models-dir DIR.");
+    }
+    for model in &models {
+        let family = model
+            .family
+            .map(|f| f.to_string())
+            .unwrap_or_else(|| "?".into());
+        let stems = if model.stems.is_empty() {
+            "?".to_string()
+        } else {
+            model.stems.join(", ")
+        };
+        let hash = model.sha256.get(..12).unwrap_or("?");
+        match &model.error {
+            None => println!(
+                "  {}  {family}  {stems}  {} Hz  sha256 {hash}…  ok",
+                model.name, model.sample_rate_hz
+            ),
+            Some(error) => println!(
+                "  {}  {family}  sha256 {hash}…  UNUSABLE: {error}",
+                model.name
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// A short name for a model in tables: `builtin` or the file name.

@@ -692,7 +692,7 @@ fn unknown_models_are_errors() {
     write_test_wav(&input);
     let out = dir.join("out");
     for (model, reason) in [
-        ("htdemucs_ft", "unknown model 'htdemucs_ft'"),
+        ("htdemucs_ft", "unknown model `htdemucs_ft`"),
         ("models/nope.onnx", "model file not found: models/nope.onnx"),
     ] {
         let output = run(&[
@@ -927,4 +927,105 @@ fn bench_puts_every_model_and_device_side_by_side() {
         .as_str()
         .unwrap()
         .contains("builtin × cuda:0: skipped"));
+}
+
+#[test]
+fn models_lists_the_folder_with_families_and_refuses_broken_files() {
+    let fixtures = std::env::var_os("STEMFLOW_FIXTURES_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`");
+    let dir = scratch_dir("model-listing");
+    std::fs::copy(
+        fixtures.join("roformer_test.onnx"),
+        dir.join("roformer_test.onnx"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures.join("roformer_test.yaml"),
+        dir.join("roformer_test.yaml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("broken.onnx"), b"\x08\x07 not a model").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args(["models", "--json", "--models-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let models = listed["models"].as_array().unwrap();
+    assert_eq!(models.len(), 2, "{listed}");
+    let roformer = models
+        .iter()
+        .find(|m| m["name"] == "roformer_test")
+        .unwrap();
+    assert_eq!(roformer["family"], "RoFormer");
+    assert_eq!(roformer["stems"], serde_json::json!(["vocals", "other"]));
+    assert_eq!(roformer["error"], serde_json::Value::Null);
+    assert_eq!(roformer["sha256"].as_str().unwrap().len(), 64);
+    let broken = models.iter().find(|m| m["name"] == "broken").unwrap();
+    assert!(
+        broken["error"]
+            .as_str()
+            .unwrap()
+            .contains("not an ONNX model"),
+        "{broken}"
+    );
+
+    // A listed name works with --model.
+    let input = dir.join("in.wav");
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 44_100,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::create(&input, spec).unwrap();
+    for i in 0..44_100 * 2 {
+        writer
+            .write_sample(((i as f32 * 0.01).sin() * 8000.0) as i16)
+            .unwrap();
+    }
+    writer.finalize().unwrap();
+    let separated = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args([
+            "separate",
+            "--quiet",
+            "--device",
+            "cpu",
+            "--model",
+            "roformer_test",
+            "--models-dir",
+        ])
+        .arg(&dir)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(
+        separated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&separated.stderr)
+    );
+    assert!(dir.join("out/in/vocals.wav").is_file());
+    let unknown = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args([
+            "separate",
+            "--quiet",
+            "--model",
+            "no-such-model",
+            "--models-dir",
+        ])
+        .arg(&dir)
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no-such-model.onnx"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
