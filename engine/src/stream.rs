@@ -88,6 +88,8 @@ pub struct StreamStats {
     active_device: Mutex<Option<ActiveDevice>>,
     device_warning: Mutex<Option<String>>,
     device_switches: AtomicU64,
+    worker_busy_ns: AtomicU64,
+    worker_processed_frames: AtomicU64,
 }
 
 impl StreamStats {
@@ -129,6 +131,19 @@ impl StreamStats {
     /// How many sessions the worker has swapped in.
     pub fn device_switches(&self) -> u64 {
         self.device_switches.load(Ordering::Relaxed)
+    }
+
+    /// Nanoseconds the worker spent separating since the stream started. With
+    /// [`StreamStats::worker_processed_frames`] this gives the worker's real-time factor: busy
+    /// time over audio time (below 1 keeps up). Realtime-safe.
+    pub fn worker_busy_ns(&self) -> u64 {
+        self.worker_busy_ns.load(Ordering::Relaxed)
+    }
+
+    /// Input frames (at the host rate) the worker has separated since the stream started.
+    /// Realtime-safe.
+    pub fn worker_processed_frames(&self) -> u64 {
+        self.worker_processed_frames.load(Ordering::Relaxed)
     }
 }
 
@@ -793,8 +808,16 @@ impl WorkerLoop {
             return available > 0;
         }
         self.chunk_output.clear();
+        let started = Instant::now();
         self.pipeline
             .process_chunk(&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        let stats = &self.shared.stats;
+        stats
+            .worker_busy_ns
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        stats
+            .worker_processed_frames
+            .fetch_add(chunk_frames as u64, Ordering::Relaxed);
         // A mid-session device failure moves the model to the CPU inside the separator.
         let active = self.pipeline.separator().active_device();
         if active.is_some() {
@@ -934,6 +957,23 @@ mod tests {
                 Some(reference) => assert!(reference == &out, "block sizes {block_sizes:?} differ"),
             }
         }
+    }
+
+    #[test]
+    fn worker_counts_busy_time_and_separated_frames() {
+        let input = test_signal(48_000, 2);
+        let (mut handle, worker) = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(48_000.0, 512),
+        )
+        .unwrap();
+        let stats = worker.stats().clone();
+        assert_eq!(stats.worker_processed_frames(), 0);
+        render(&mut handle, &input, &[512]);
+        // Offline, every output frame waited for the worker, so nearly all input was separated.
+        let frames = stats.worker_processed_frames();
+        assert!(frames > 0 && frames <= 48_000, "{frames}");
+        assert!(stats.worker_busy_ns() > 0);
     }
 
     #[test]

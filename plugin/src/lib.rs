@@ -2,9 +2,12 @@
 //! with a fixed reported latency, live and in offline renders.
 //!
 //! This crate is glue: parameters, ports and state around [`stemflow_engine`]'s
-//! [`StemStreamHandle`] (audio thread) and [`StemStreamWorker`] (background thread).
+//! [`StemStreamHandle`] (audio thread) and `StemStreamWorker` (background thread), and the
+//! egui [`editor`].
 
+pub mod editor;
 mod params;
+pub mod shared;
 mod state;
 
 use std::num::NonZeroU32;
@@ -14,12 +17,13 @@ use nice_plug::prelude::*;
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::{Separator, SeparatorChoice};
-use stemflow_engine::stream::{
-    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
-};
+use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::{Stem, NUM_STEMS};
 
-pub use params::{StemParams, StemflowParams, GAIN_SMOOTHING_MS, SWITCH_SMOOTHING_MS};
+pub use params::{
+    StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB, SWITCH_SMOOTHING_MS,
+};
+use shared::{PluginShared, RunningStream};
 pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 
 /// Names of the four stem outputs, in port order.
@@ -41,11 +45,12 @@ enum OutputLayout {
 /// The plugin.
 pub struct Stemflow {
     params: Arc<StemflowParams>,
+    /// Shared with the editor: meters (written here, lock-free, only while the editor is open),
+    /// the running worker (installed in `activate`, removed in `deactivate`; the audio thread
+    /// never touches it) and a separator the editor prepared for the next activation.
+    shared: Arc<PluginShared>,
     /// Audio-thread side of the stream. Created in `activate`, dropped in `deactivate`.
     stream: Option<StemStreamHandle>,
-    /// Owner of the worker thread. Only touched on the main thread (activate/deactivate);
-    /// dropping it joins the thread.
-    worker: Option<StemStreamWorker>,
     layout: OutputLayout,
     sample_rate_hz: f32,
     /// Mute/solo gain per stem (0 or 1), ramped.
@@ -62,8 +67,8 @@ impl Default for Stemflow {
     fn default() -> Self {
         Self {
             params: Arc::new(StemflowParams::default()),
+            shared: Arc::new(PluginShared::default()),
             stream: None,
-            worker: None,
             layout: OutputLayout::Stereo,
             sample_rate_hz: 44_100.0,
             switch_gains: std::array::from_fn(|_| {
@@ -132,12 +137,19 @@ impl Plugin for Stemflow {
     // any block size.
     const SAMPLE_ACCURATE_AUTOMATION: bool = true;
 
-    type Editor = ();
+    type Editor = editor::StemflowEditor;
     type SysExMessage = ();
     type BackgroundTask = ();
 
     fn params(&self) -> Arc<dyn Params> {
         self.params.clone()
+    }
+
+    fn editor(&mut self, _async_executor: AsyncExecutor<Self>) -> Option<Self::Editor> {
+        Some(editor::StemflowEditor::new(
+            self.params.clone(),
+            self.shared.clone(),
+        ))
     }
 
     fn activate(
@@ -167,13 +179,20 @@ impl Plugin for Stemflow {
 
         // Replacing the stream drops the old one here, on the main thread.
         self.stream = None;
-        self.worker = None;
+        drop(self.shared.replace_stream(None));
         let separator = self.build_separator();
+        let separator_name = separator.name().to_owned();
+        let is_model = separator.session_source().is_some();
         match spawn_stream(separator, &config) {
             Ok((handle, worker)) => {
                 context.set_latency_samples(handle.latency_samples() as u32);
                 self.stream = Some(handle);
-                self.worker = Some(worker);
+                drop(self.shared.replace_stream(Some(RunningStream {
+                    worker,
+                    sample_rate_hz: buffer_config.sample_rate,
+                    separator_name,
+                    is_model,
+                })));
             }
             Err(error) => {
                 nice_error!("Stemflow cannot start: {error}");
@@ -194,7 +213,8 @@ impl Plugin for Stemflow {
 
     fn deactivate(&mut self) {
         self.stream = None;
-        self.worker = None;
+        // Joins the worker thread, outside the shared lock.
+        drop(self.shared.replace_stream(None));
     }
 
     fn process(
@@ -210,6 +230,9 @@ impl Plugin for Stemflow {
         let num_frames = buffer.samples();
         let max_block = stream.max_block_frames();
         let main = buffer.as_slice();
+        // Meters cost a max per sample, so they only run while someone looks at them.
+        let should_meter = self.shared.is_editor_open();
+        let mut peaks = [0.0f32; NUM_STEMS];
         let mut start = 0;
         // Hosts should never exceed the maximum block size, but if one does, split the block.
         while start < num_frames {
@@ -246,6 +269,10 @@ impl Plugin for Stemflow {
                     let right = stream.stem_output(stem, 1)[i] * gain;
                     mix[0] += left;
                     mix[1] += right;
+                    if should_meter {
+                        let peak = &mut peaks[stem.index()];
+                        *peak = peak.max(left.abs()).max(right.abs());
+                    }
                     match self.layout {
                         OutputLayout::Stereo => {
                             let port = aux.outputs[stem.index()].as_slice();
@@ -272,6 +299,12 @@ impl Plugin for Stemflow {
                 }
             }
             start = end;
+        }
+        if should_meter {
+            // Lock-free: one atomic max per stem (see `StemMeters`).
+            for (stem_index, peak) in peaks.into_iter().enumerate() {
+                self.shared.meters.record(stem_index, peak);
+            }
         }
         ProcessStatus::Normal
     }
@@ -300,6 +333,10 @@ impl Stemflow {
             }
         }
         let mut device = saved.device_choice();
+        // The editor loads a chosen model before asking for the restart that lands here.
+        if let Some(separator) = self.shared.take_prepared(&choice.id(), device) {
+            return separator;
+        }
         if let (SeparatorChoice::Model(_), DeviceChoice::Device(id)) = (&choice, device) {
             if !devices().iter().any(|d| d.id == id) {
                 self.params

@@ -3,6 +3,7 @@
 use nice_plug::prelude::*;
 use stemflow_engine::Stem;
 
+use crate::editor::EditorSizeField;
 use crate::state::SavedStateField;
 
 /// Highest stem gain: +12 dB.
@@ -70,6 +71,9 @@ pub struct StemflowParams {
     /// Chosen separator and device: saved with the project, not automatable.
     #[persist = "stemflow-state"]
     pub saved: SavedStateField,
+    /// The editor window's size, saved with the project (`{"width": …, "height": …}`).
+    #[persist = "editor-size"]
+    pub editor_size: EditorSizeField,
 }
 
 impl StemflowParams {
@@ -95,6 +99,7 @@ impl Default for StemflowParams {
                 .with_value_to_string(formatters::v2s_bool_bypass())
                 .make_bypass(),
             saved: SavedStateField::default(),
+            editor_size: EditorSizeField::default(),
         }
     }
 }

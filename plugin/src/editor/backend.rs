@@ -1,0 +1,413 @@
+//! The real [`EditorBackend`]: reads the plugin's shared state and parameters, and runs
+//! everything slow (device discovery, model scans, model loads, opening the file manager) on
+//! background threads so the GUI thread never waits and the audio thread is never involved.
+
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Once, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
+use stemflow_engine::runtime::runtime;
+use stemflow_engine::separator::SeparatorChoice;
+use stemflow_engine::stream::StreamStats;
+
+/// Model discovery. `stemflow_engine::models` replaces the stand-in once it is merged.
+pub(crate) use stemflow_engine::models;
+
+use super::model::{
+    EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus, StreamStatus,
+};
+use crate::params::StemflowParams;
+use crate::shared::{PluginShared, PreparedSeparator};
+
+/// How often the worker's real-time factor is re-measured.
+const RTF_WINDOW: Duration = Duration::from_millis(750);
+
+/// What the process-wide discovery found: devices and the runtime library.
+struct Discovery {
+    devices: Arc<[DeviceInfo]>,
+    runtime: RuntimeStatus,
+}
+
+static DISCOVERY: OnceLock<Discovery> = OnceLock::new();
+static DISCOVERY_STARTED: Once = Once::new();
+
+/// Starts loading the runtime and probing devices on a background thread, once per process.
+/// Probing can take seconds; the editor shows "looking for devices…" meanwhile.
+fn start_discovery() {
+    DISCOVERY_STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("stemflow-discovery".into())
+            .spawn(|| {
+                let result = std::panic::catch_unwind(|| Discovery {
+                    runtime: match runtime() {
+                        Ok(runtime) => RuntimeStatus::Loaded(runtime.version().to_owned()),
+                        Err(error) => RuntimeStatus::Missing(error.to_string()),
+                    },
+                    devices: devices().into(),
+                });
+                let _ =
+                    DISCOVERY.set(result.unwrap_or_else(|_| {
+                        cpu_only("device discovery failed unexpectedly".into())
+                    }));
+            });
+        if let Err(error) = spawned {
+            let _ = DISCOVERY.set(cpu_only(format!("cannot start device discovery: {error}")));
+        }
+    });
+}
+
+fn cpu_only(reason: String) -> Discovery {
+    Discovery {
+        devices: vec![DeviceInfo {
+            id: DeviceId::CPU,
+            name: "CPU".into(),
+            vendor: String::new(),
+            provider: Provider::Cpu,
+            memory_bytes: None,
+            status: DeviceStatus::Usable,
+        }]
+        .into(),
+        runtime: RuntimeStatus::Missing(reason),
+    }
+}
+
+/// Measures the worker's real-time factor over windows of [`RTF_WINDOW`].
+#[derive(Default)]
+struct RtfMeter {
+    /// The stats being measured (a new stream starts over).
+    stats: Option<Arc<StreamStats>>,
+    /// Start of the current window: when, busy ns, processed frames.
+    window_start: Option<(Instant, u64, u64)>,
+    value: Option<f64>,
+}
+
+impl RtfMeter {
+    fn update(&mut self, stats: &Arc<StreamStats>, sample_rate_hz: f32) -> Option<f64> {
+        let now = Instant::now();
+        let sample = (stats.worker_busy_ns(), stats.worker_processed_frames());
+        if !self.stats.as_ref().is_some_and(|s| Arc::ptr_eq(s, stats)) {
+            self.stats = Some(stats.clone());
+            self.window_start = Some((now, sample.0, sample.1));
+            self.value = rtf(sample.0, sample.1, sample_rate_hz);
+        }
+        if let Some((started, busy_ns, frames)) = self.window_start {
+            if now.duration_since(started) >= RTF_WINDOW {
+                if let Some(value) = rtf(sample.0 - busy_ns, sample.1 - frames, sample_rate_hz) {
+                    self.value = Some(value);
+                }
+                self.window_start = Some((now, sample.0, sample.1));
+            }
+        }
+        self.value
+    }
+}
+
+/// Busy time over audio time; `None` without audio.
+fn rtf(busy_ns: u64, frames: u64, sample_rate_hz: f32) -> Option<f64> {
+    (frames > 0 && sample_rate_hz > 0.0)
+        .then(|| (busy_ns as f64 * 1e-9) / (frames as f64 / sample_rate_hz as f64))
+}
+
+/// What background threads report back.
+#[derive(Default)]
+struct Background {
+    models: Option<Arc<Vec<models::ModelInfo>>>,
+    is_scanning: bool,
+    model_task: Option<ModelTask>,
+    should_restart: bool,
+    folder_error: Option<String>,
+}
+
+/// The editor's link to the plugin.
+pub struct PluginBackend {
+    shared: Arc<PluginShared>,
+    params: Arc<StemflowParams>,
+    background: Arc<Mutex<Background>>,
+    rtf: RtfMeter,
+}
+
+impl PluginBackend {
+    /// Creates the backend and starts device discovery and a model scan in the background.
+    /// Returns at once.
+    pub fn new(shared: Arc<PluginShared>, params: Arc<StemflowParams>) -> Self {
+        start_discovery();
+        let backend = Self {
+            shared,
+            params,
+            background: Arc::default(),
+            rtf: RtfMeter::default(),
+        };
+        backend.start_scan();
+        backend
+    }
+
+    fn start_scan(&self) {
+        {
+            let mut background = self.background.lock();
+            if background.is_scanning {
+                return;
+            }
+            background.is_scanning = true;
+        }
+        let background = self.background.clone();
+        let spawned = std::thread::Builder::new()
+            .name("stemflow-model-scan".into())
+            .spawn(move || {
+                let found =
+                    std::panic::catch_unwind(|| models::scan_models(&models::models_dirs(&[])))
+                        .unwrap_or_default();
+                let mut background = background.lock();
+                background.models = Some(Arc::new(found));
+                background.is_scanning = false;
+            });
+        if spawned.is_err() {
+            let mut background = self.background.lock();
+            background.models = Some(Arc::default());
+            background.is_scanning = false;
+        }
+    }
+
+    /// Loads `choice` on a background thread; on success keeps it for the restart, saves it and
+    /// asks for the restart. The running separator is untouched either way.
+    fn choose_separator(&self, choice: SeparatorChoice) {
+        let name = match &choice {
+            SeparatorChoice::Builtin => super::view::BUILTIN_NAME.to_owned(),
+            SeparatorChoice::Model(path) => file_name(path),
+        };
+        {
+            let mut background = self.background.lock();
+            if matches!(background.model_task, Some(ModelTask::Loading(_))) {
+                return;
+            }
+            background.model_task = Some(ModelTask::Loading(name.clone()));
+        }
+        let device = self.params.saved.get().device_choice();
+        let shared = self.shared.clone();
+        let params = self.params.clone();
+        let background = self.background.clone();
+        let spawned = std::thread::Builder::new()
+            .name("stemflow-model-load".into())
+            .spawn(move || {
+                let built = std::panic::catch_unwind(AssertUnwindSafe(|| choice.build(device)))
+                    .unwrap_or_else(|_| Err("loading the model crashed".into()));
+                let mut background_state = background.lock();
+                match built {
+                    Ok(separator) => {
+                        let separator_id = choice.id();
+                        let replaced = shared.set_prepared(PreparedSeparator {
+                            separator_id: separator_id.clone(),
+                            device,
+                            separator,
+                        });
+                        let mut saved = params.saved.get();
+                        saved.separator = separator_id;
+                        params.saved.set_state(saved);
+                        background_state.model_task = Some(ModelTask::Idle);
+                        background_state.should_restart = true;
+                        drop(background_state);
+                        drop(replaced);
+                    }
+                    Err(error) => {
+                        background_state.model_task = Some(ModelTask::Failed { name, error });
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            self.background.lock().model_task = Some(ModelTask::Failed {
+                name: file_name(Path::new("model")),
+                error: error.to_string(),
+            });
+        }
+    }
+
+    fn open_models_folder(&self) {
+        let result = match models::models_dirs(&[]).into_iter().next() {
+            Some(folder) => open_folder(&folder),
+            None => Err("no user data folder is known on this system".into()),
+        };
+        self.background.lock().folder_error = result
+            .err()
+            .map(|e| format!("Could not open the models folder: {e}"));
+    }
+}
+
+impl EditorBackend for PluginBackend {
+    fn model(&mut self) -> EditorModel {
+        let saved = self.params.saved.get();
+        let discovery = DISCOVERY.get();
+        let stream = self.shared.stream_snapshot().map(|snapshot| {
+            let stats = &snapshot.stats;
+            StreamStatus {
+                separator_name: snapshot.separator_name,
+                is_model: snapshot.is_model,
+                latency_samples: snapshot.latency_samples,
+                sample_rate_hz: snapshot.sample_rate_hz,
+                active_device: stats.active_device(),
+                device_warning: stats.device_warning(),
+                underrun_blocks: stats.underrun_blocks(),
+                real_time_factor: self.rtf.update(stats, snapshot.sample_rate_hz),
+                worker_error: stats.worker_error(),
+            }
+        });
+        let background = self.background.lock();
+        let mut notices: Vec<String> = self
+            .params
+            .saved
+            .last_notice()
+            .map(|n| n.to_string())
+            .into_iter()
+            .collect();
+        notices.extend(background.folder_error.clone());
+        EditorModel {
+            devices: discovery.map(|d| d.devices.clone()),
+            device_choice: saved.device_choice(),
+            separator: saved.separator_choice(),
+            models: match (&background.models, background.is_scanning) {
+                (Some(models), false) => ModelList::Ready(models.clone()),
+                _ => ModelList::Scanning,
+            },
+            models_folder: models::models_dirs(&[]).into_iter().next(),
+            model_task: background.model_task.clone().unwrap_or(ModelTask::Idle),
+            stream,
+            runtime: discovery
+                .map(|d| d.runtime.clone())
+                .unwrap_or(RuntimeStatus::Loading),
+            notices,
+            meter_peaks: self.shared.meters.take(),
+        }
+    }
+
+    fn perform(&mut self, action: EditorAction) {
+        match action {
+            EditorAction::SetDevice(choice) => {
+                let mut saved = self.params.saved.get();
+                saved.device = choice.id();
+                self.params.saved.set_state(saved);
+                self.shared.set_device(choice);
+            }
+            EditorAction::ChooseSeparator(choice) => self.choose_separator(choice),
+            EditorAction::RescanModels => self.start_scan(),
+            EditorAction::OpenModelsFolder => self.open_models_folder(),
+        }
+    }
+
+    fn take_restart_request(&mut self) -> bool {
+        std::mem::take(&mut self.background.lock().should_restart)
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Creates `folder` and opens it in the system's file manager without waiting for it.
+/// Not realtime-safe: creates folders and spawns a process.
+pub fn open_folder(folder: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    let mut child = std::process::Command::new(opener)
+        .arg(folder)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{opener}: {e}"))?;
+    // Reap it in the background so no zombie process is left behind.
+    let _ = std::thread::Builder::new()
+        .name("stemflow-open-folder".into())
+        .spawn(move || {
+            let _ = child.wait();
+        });
+    Ok(())
+}
+
+/// The folders models are looked for in (the user models folder first), for display.
+#[allow(dead_code)]
+pub fn model_folders() -> Vec<PathBuf> {
+    models::models_dirs(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stemflow_engine::runtime::devices::DeviceChoice;
+
+    #[test]
+    fn rtf_is_busy_time_over_audio_time() {
+        assert_eq!(rtf(0, 0, 48_000.0), None);
+        let value = rtf(250_000_000, 48_000, 48_000.0).unwrap();
+        assert!((value - 0.25).abs() < 1e-9, "{value}");
+    }
+
+    #[test]
+    fn choosing_the_builtin_saves_it_and_requests_a_restart() {
+        let shared = Arc::new(PluginShared::default());
+        let params = Arc::new(StemflowParams::default());
+        let mut saved = params.saved.get();
+        saved.separator = "file:/nowhere/model.onnx".into();
+        params.saved.set_state(saved);
+        let mut backend = PluginBackend::new(shared.clone(), params.clone());
+        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !backend.take_restart_request() {
+            assert!(Instant::now() < deadline, "no restart requested");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(params.saved.get().separator, "builtin");
+        assert_eq!(backend.model().model_task, ModelTask::Idle);
+        assert!(shared
+            .take_prepared("builtin", DeviceChoice::Auto)
+            .is_some());
+    }
+
+    #[test]
+    fn a_model_that_fails_to_load_keeps_the_saved_separator() {
+        let shared = Arc::new(PluginShared::default());
+        let params = Arc::new(StemflowParams::default());
+        let mut backend = PluginBackend::new(shared, params.clone());
+        let missing = PathBuf::from("/nonexistent/stemflow/broken.onnx");
+        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Model(
+            missing,
+        )));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match backend.model().model_task {
+                ModelTask::Failed { name, error } => {
+                    assert_eq!(name, "broken");
+                    assert!(!error.is_empty());
+                    break;
+                }
+                _ => {
+                    assert!(Instant::now() < deadline, "the load never finished");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+        assert!(!backend.take_restart_request());
+        assert_eq!(params.saved.get().separator, "builtin");
+    }
+
+    #[test]
+    fn setting_the_device_saves_it_by_id() {
+        let shared = Arc::new(PluginShared::default());
+        let params = Arc::new(StemflowParams::default());
+        let mut backend = PluginBackend::new(shared, params.clone());
+        backend.perform(EditorAction::SetDevice(DeviceChoice::Device(DeviceId::CPU)));
+        assert_eq!(params.saved.get().device, "cpu");
+        assert_eq!(
+            backend.model().device_choice,
+            DeviceChoice::Device(DeviceId::CPU)
+        );
+    }
+}

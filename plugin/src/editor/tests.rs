@@ -1,0 +1,801 @@
+//! Editor tests with egui_kittest: the UI runs without a host, over a fake backend (devices,
+//! stream, models) and a fake nice-plug GUI context that records parameter gestures and applies
+//! them the way a host would.
+//!
+//! Snapshot images live in `plugin/tests/snapshots/`. After an intended visual change, run
+//! `UPDATE_SNAPSHOTS=1 cargo test -p stemflow editor` and look at the new PNGs before committing.
+//! Rendering uses wgpu on a software rasterizer (Mesa's lavapipe on Linux, installed by
+//! `.ci/run` when missing).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui::{vec2, Modifiers, PointerButton};
+use egui_kittest::kittest::{NodeT, Queryable};
+use egui_kittest::{Harness, SnapshotOptions};
+use nice_plug::context::gui::{GuiContext, GuiContextInner};
+use nice_plug::context::PluginApi;
+use nice_plug::params::internals::ParamPtr;
+use nice_plug::params::persist::PersistentField;
+use nice_plug::prelude::{Param, PluginState};
+use nice_plug::util;
+use parking_lot::Mutex;
+use stemflow_engine::onnx::ActiveDevice;
+use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId, DeviceInfo, DeviceStatus};
+use stemflow_engine::separator::SeparatorChoice;
+use stemflow_engine::NUM_STEMS;
+
+use super::backend::models::{ModelFamily, ModelInfo};
+use super::model::{
+    resolve_choice, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus,
+    StreamStatus,
+};
+use super::view::{DeviceLabel, ViewState};
+use super::{run_frame, theme, EditorSizeField, OpenGuard, StemflowEditor};
+use crate::params::StemflowParams;
+use crate::shared::PluginShared;
+
+// ---------------------------------------------------------------------------------------------
+// Fakes
+
+/// A parameter gesture as the host would see it.
+#[derive(Debug, Clone, PartialEq)]
+enum Gesture {
+    Begin(String),
+    Set(String, f32),
+    End(String),
+}
+
+/// A nice-plug GUI context without a host: records gestures and applies values at once.
+#[derive(Default)]
+struct FakeGui {
+    gestures: Mutex<Vec<Gesture>>,
+    restarts: AtomicUsize,
+}
+
+impl GuiContextInner for FakeGui {
+    fn plugin_api(&self) -> PluginApi {
+        PluginApi::Clap
+    }
+
+    unsafe fn raw_begin_set_parameter(&self, param: ParamPtr) {
+        // SAFETY: `param` points into the test's live `StemflowParams`.
+        let name = unsafe { param.name() }.to_owned();
+        self.gestures.lock().push(Gesture::Begin(name));
+    }
+
+    unsafe fn raw_set_parameter_normalized(&self, param: ParamPtr, normalized: f32) {
+        // SAFETY: as above; setting the value is what the wrapper does once the host takes it.
+        let name = unsafe { param.name() }.to_owned();
+        unsafe { param._internal_set_normalized_value(normalized) };
+        self.gestures.lock().push(Gesture::Set(name, normalized));
+    }
+
+    unsafe fn raw_end_set_parameter(&self, param: ParamPtr) {
+        // SAFETY: as above.
+        let name = unsafe { param.name() }.to_owned();
+        self.gestures.lock().push(Gesture::End(name));
+    }
+
+    fn get_state(&self) -> PluginState {
+        PluginState {
+            version: String::new(),
+            params: BTreeMap::new(),
+            fields: BTreeMap::new(),
+        }
+    }
+
+    fn set_state(&self, _state: PluginState) {}
+
+    fn request_restart(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A backend over a fixed model. A device choice "switches" at once (to where it resolves).
+struct FakeBackend {
+    model: EditorModel,
+    performed: Vec<EditorAction>,
+    should_restart: bool,
+}
+
+impl EditorBackend for FakeBackend {
+    fn model(&mut self) -> EditorModel {
+        self.model.clone()
+    }
+
+    fn perform(&mut self, action: EditorAction) {
+        match &action {
+            EditorAction::SetDevice(choice) => {
+                self.model.device_choice = *choice;
+                let devices = self.model.devices.clone().unwrap_or_default();
+                if let Some(active) = self
+                    .model
+                    .stream
+                    .as_mut()
+                    .and_then(|s| s.active_device.as_mut())
+                {
+                    *active = ActiveDevice {
+                        requested: *choice,
+                        actual: resolve_choice(*choice, &devices),
+                        fallback_reason: None,
+                    };
+                }
+            }
+            EditorAction::ChooseSeparator(choice) => {
+                self.model.separator = choice.clone();
+                self.should_restart = true;
+            }
+            EditorAction::RescanModels | EditorAction::OpenModelsFolder => {}
+        }
+        self.performed.push(action);
+    }
+
+    fn take_restart_request(&mut self) -> bool {
+        std::mem::take(&mut self.should_restart)
+    }
+}
+
+fn device(
+    id: &str,
+    name: &str,
+    vendor: &str,
+    memory_gb: Option<u64>,
+    status: DeviceStatus,
+) -> DeviceInfo {
+    let id: DeviceId = id.parse().unwrap();
+    DeviceInfo {
+        id,
+        name: name.into(),
+        vendor: vendor.into(),
+        provider: id.provider,
+        memory_bytes: memory_gb.map(|gb| gb << 30),
+        status,
+    }
+}
+
+/// A workstation with two NVIDIA cards (one too old for the runtime), an AMD card and the CPU.
+fn fake_devices() -> Arc<[DeviceInfo]> {
+    vec![
+        device(
+            "cuda:0",
+            "NVIDIA GeForce RTX 4090",
+            "NVIDIA",
+            Some(24),
+            DeviceStatus::Usable,
+        ),
+        device(
+            "cuda:1",
+            "NVIDIA GeForce GTX 960",
+            "NVIDIA",
+            Some(2),
+            DeviceStatus::Unusable(
+                "compute capability 5.2 is below the 6.0 this runtime needs".into(),
+            ),
+        ),
+        device(
+            "migraphx:0",
+            "AMD Radeon PRO W7900",
+            "AMD",
+            Some(48),
+            DeviceStatus::Usable,
+        ),
+        device("cpu", "CPU", "AMD", None, DeviceStatus::Usable),
+    ]
+    .into()
+}
+
+fn fake_models() -> Arc<Vec<ModelInfo>> {
+    let model = |name: &str, family, stems: &[&str], error: Option<&str>| ModelInfo {
+        path: PathBuf::from(format!(
+            "/home/user/.local/share/stemflow/models/{name}.onnx"
+        )),
+        name: name.into(),
+        family: Some(family),
+        stems: stems.iter().map(|s| s.to_string()).collect(),
+        sample_rate_hz: 44_100,
+        sha256: String::new(),
+        latency_frames: None,
+        error: error.map(str::to_owned),
+    };
+    Arc::new(vec![
+        model(
+            "htdemucs_ft",
+            ModelFamily::HtDemucs,
+            &["drums", "bass", "other", "vocals"],
+            None,
+        ),
+        model(
+            "Kim_Vocal_2",
+            ModelFamily::MdxNet,
+            &["vocals", "instrumental"],
+            None,
+        ),
+        model(
+            "mel_band_roformer",
+            ModelFamily::RoFormer,
+            &["vocals", "other"],
+            Some("unexpected input shape [1, 2, 485100]"),
+        ),
+    ])
+}
+
+/// The built-in separator running at 48 kHz, runtime loaded, some signal on the meters.
+fn builtin_model() -> EditorModel {
+    EditorModel {
+        devices: Some(fake_devices()),
+        device_choice: DeviceChoice::Auto,
+        separator: SeparatorChoice::Builtin,
+        models: ModelList::Ready(fake_models()),
+        models_folder: Some(PathBuf::from("/home/user/.local/share/stemflow/models")),
+        model_task: ModelTask::Idle,
+        stream: Some(StreamStatus {
+            separator_name: "Built-in (DSP)".into(),
+            is_model: false,
+            latency_samples: 7_296,
+            sample_rate_hz: 48_000.0,
+            active_device: None,
+            device_warning: None,
+            underrun_blocks: 0,
+            real_time_factor: Some(0.06),
+            worker_error: None,
+        }),
+        runtime: RuntimeStatus::Loaded("1.31.0".into()),
+        notices: Vec::new(),
+        meter_peaks: [
+            util::db_to_gain(-9.0),
+            util::db_to_gain(-4.5),
+            util::db_to_gain(-14.0),
+            util::db_to_gain(-21.0),
+        ],
+    }
+}
+
+/// htdemucs_ft running on the model's device choice.
+fn model_running(choice: DeviceChoice) -> EditorModel {
+    let mut model = builtin_model();
+    let devices = model.devices.clone().unwrap();
+    model.device_choice = choice;
+    model.separator = SeparatorChoice::Model(fake_models()[0].path.clone());
+    model.stream = Some(StreamStatus {
+        separator_name: "htdemucs_ft".into(),
+        is_model: true,
+        latency_samples: 154_350,
+        sample_rate_hz: 44_100.0,
+        active_device: Some(ActiveDevice {
+            requested: choice,
+            actual: resolve_choice(choice, &devices),
+            fallback_reason: None,
+        }),
+        device_warning: None,
+        underrun_blocks: 0,
+        real_time_factor: Some(0.21),
+        worker_error: None,
+    });
+    model
+}
+
+struct TestEditor {
+    backend: FakeBackend,
+    view: ViewState,
+    params: Arc<StemflowParams>,
+    gui: GuiContext,
+    fake_gui: Arc<FakeGui>,
+}
+
+impl TestEditor {
+    fn gestures(&self) -> Vec<Gesture> {
+        self.fake_gui.gestures.lock().clone()
+    }
+}
+
+fn harness(model: EditorModel) -> Harness<'static, TestEditor> {
+    let fake_gui = Arc::new(FakeGui::default());
+    let state = TestEditor {
+        backend: FakeBackend {
+            model,
+            performed: Vec::new(),
+            should_restart: false,
+        },
+        view: ViewState::default(),
+        params: Arc::new(StemflowParams::default()),
+        gui: GuiContext::new(fake_gui.clone()),
+        fake_gui,
+    };
+    let mut harness = Harness::builder()
+        .with_size(vec2(theme::DEFAULT_SIZE.0, theme::DEFAULT_SIZE.1))
+        .with_context_setup(|ctx| {
+            theme::apply(ctx);
+            // Tooltips appear at once, so a hover shows in the next frame.
+            ctx.all_styles_mut(|style| style.interaction.tooltip_delay = 0.0);
+        })
+        .with_options(snapshot_options())
+        .build_ui_state(
+            |ui, editor: &mut TestEditor| {
+                run_frame(
+                    ui,
+                    &mut editor.backend,
+                    &mut editor.view,
+                    &editor.params,
+                    &editor.gui,
+                )
+            },
+            state,
+        );
+    harness.run();
+    harness
+}
+
+/// Tolerates the anti-aliasing differences between software rasterizers, nothing more.
+fn snapshot_options() -> SnapshotOptions {
+    SnapshotOptions::new().threshold(1.0).max_failed_pixels(40)
+}
+
+/// Compares against the checked-in image. Linux only (the images come from Mesa's lavapipe); a
+/// Linux machine without a Vulkan driver skips with a message, except in CI where it fails.
+fn snapshot(harness: &mut Harness<'_, TestEditor>, name: &str) {
+    let has_vulkan_driver = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
+        .iter()
+        .any(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()));
+    if !cfg!(target_os = "linux") {
+        eprintln!("snapshot {name}: compared on Linux only");
+        return;
+    }
+    if !has_vulkan_driver {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs a Vulkan driver for snapshots: apt-get install mesa-vulkan-drivers"
+        );
+        eprintln!(
+            "snapshot {name} skipped: no Vulkan driver (apt-get install mesa-vulkan-drivers)"
+        );
+        return;
+    }
+    harness.snapshot(name);
+}
+
+fn device_label(harness: &Harness<'_, TestEditor>) -> String {
+    harness
+        .get_by_label_contains("Device:")
+        .accesskit_node()
+        .label()
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Behaviour
+
+#[test]
+fn clicking_the_device_button_cycles_through_the_devices() {
+    let mut harness = harness(model_running(DeviceChoice::Auto));
+    assert_eq!(device_label(&harness), "Device: Auto (CUDA 0)");
+    // Forward: Auto → CUDA 0 → MIGraphX 0 → CPU → Auto; CUDA 1 is unusable and skipped.
+    for expected in [
+        "Device: CUDA 0",
+        "Device: MIGraphX 0",
+        "Device: CPU",
+        "Device: Auto (CUDA 0)",
+    ] {
+        harness.get_by_label_contains("Device:").click();
+        harness.run();
+        assert_eq!(device_label(&harness), expected);
+    }
+    // Backwards: Shift-click and right-click.
+    harness
+        .get_by_label_contains("Device:")
+        .click_modifiers(Modifiers::SHIFT);
+    harness.run();
+    assert_eq!(device_label(&harness), "Device: CPU");
+    harness
+        .get_by_label_contains("Device:")
+        .click_button(PointerButton::Secondary);
+    harness.run();
+    assert_eq!(device_label(&harness), "Device: MIGraphX 0");
+
+    let choices: Vec<String> = harness
+        .state()
+        .backend
+        .performed
+        .iter()
+        .map(|action| match action {
+            EditorAction::SetDevice(choice) => choice.id(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        choices,
+        ["cuda:0", "migraphx:0", "cpu", "auto", "cpu", "migraphx:0"]
+    );
+}
+
+#[test]
+fn with_the_builtin_separator_the_device_choice_is_kept_and_the_cpu_shown() {
+    let mut harness = harness(builtin_model());
+    assert_eq!(
+        device_label(&harness),
+        "Device: Auto · built-in runs on CPU"
+    );
+    harness.get_by_label_contains("Device:").click();
+    harness.run();
+    assert_eq!(
+        device_label(&harness),
+        "Device: CUDA 0 · built-in runs on CPU"
+    );
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::SetDevice(DeviceChoice::Device(
+            "cuda:0".parse().unwrap()
+        ))]
+    );
+}
+
+#[test]
+fn hovering_the_device_button_shows_the_device_details() {
+    let mut harness = harness(model_running(DeviceChoice::Auto));
+    harness.get_by_label_contains("Device:").hover();
+    harness.run();
+    for text in [
+        "Choice: Auto, which resolves to CUDA 0",
+        "Running: CUDA 0",
+        "CUDA 0 — NVIDIA GeForce RTX 4090",
+        "NVIDIA",
+        "CUDAExecutionProvider",
+        "24.0 GB",
+        "usable",
+        "CUDA 1: compute capability 5.2 is below the 6.0 this runtime needs",
+        "Click: next device · Shift-click or right-click: previous",
+    ] {
+        assert!(
+            harness.query_by_label(text).is_some(),
+            "hover text lacks {text:?}"
+        );
+    }
+    snapshot(&mut harness, "editor_device_hover");
+}
+
+#[test]
+fn a_device_fallback_shows_the_warning() {
+    let cuda = DeviceChoice::Device("cuda:0".parse().unwrap());
+    let mut model = model_running(cuda);
+    let reason = "CUDA execution provider is not enabled in this build.";
+    if let Some(active) = model.stream.as_mut().and_then(|s| s.active_device.as_mut()) {
+        active.actual = DeviceId::CPU;
+        active.fallback_reason = Some(reason.into());
+    }
+    model.stream.as_mut().unwrap().real_time_factor = Some(0.93);
+    model.stream.as_mut().unwrap().underrun_blocks = 12;
+    let mut harness = harness(model.clone());
+    assert_eq!(device_label(&harness), "Device: CPU (fallback from CUDA 0)");
+    assert!(DeviceLabel::new(&model).is_fallback);
+    assert!(harness
+        .query_by_label("CUDA 0 unavailable, running on CPU")
+        .is_some());
+    assert!(harness
+        .query_by_label_contains(&format!(
+            "Device fallback: CUDA 0 unavailable, running on CPU ({reason})"
+        ))
+        .is_some());
+    snapshot(&mut harness, "editor_device_fallback");
+}
+
+#[test]
+fn dragging_a_fader_changes_the_gain_parameter_as_one_gesture() {
+    let mut harness = harness(builtin_model());
+    let fader = harness.get_by_label("Vocals gain");
+    let start = fader.rect().center();
+    // The cap sits at 0 dB; grab it and move it up.
+    let cap_y = start.y;
+    let from = egui::pos2(start.x, cap_y);
+    let to = egui::pos2(start.x, cap_y - 40.0);
+    harness.hover_at(from);
+    harness.drag_at(from);
+    harness.run();
+    for step in 1..=4 {
+        harness.hover_at(egui::pos2(from.x, from.y - 10.0 * step as f32));
+        harness.run();
+    }
+    harness.drop_at(to);
+    harness.run();
+
+    let params = harness.state().params.clone();
+    let gain_db = util::gain_to_db(params.vocals.gain.value());
+    assert!(
+        gain_db > 0.5,
+        "dragging up should raise the gain, got {gain_db} dB"
+    );
+    assert_eq!(params.drums.gain.value(), 1.0, "other stems untouched");
+    let gestures = harness.state().gestures();
+    assert_eq!(
+        gestures.first(),
+        Some(&Gesture::Begin("Vocals Gain".into()))
+    );
+    assert_eq!(gestures.last(), Some(&Gesture::End("Vocals Gain".into())));
+    let num_begins = gestures
+        .iter()
+        .filter(|g| matches!(g, Gesture::Begin(_)))
+        .count();
+    assert_eq!(
+        num_begins, 1,
+        "one drag is one automation gesture: {gestures:?}"
+    );
+    assert!(gestures
+        .iter()
+        .any(|g| matches!(g, Gesture::Set(name, _) if name == "Vocals Gain")));
+
+    // The accessibility tree reports the new value in dB.
+    harness.run();
+    let reported = harness
+        .get_by_label("Vocals gain")
+        .accesskit_node()
+        .numeric_value()
+        .unwrap();
+    assert!(
+        (reported as f32 - gain_db).abs() < 0.01,
+        "{reported} vs {gain_db}"
+    );
+
+    // Ctrl/Cmd-click resets to 0 dB, as one gesture.
+    harness
+        .get_by_label("Vocals gain")
+        .click_modifiers(Modifiers::COMMAND);
+    harness.run();
+    assert!((params.vocals.gain.value() - 1.0).abs() < 1e-4);
+}
+
+#[test]
+fn accessibility_actions_and_host_automation_move_the_fader() {
+    let mut harness = harness(builtin_model());
+    harness.get_by_label("Bass gain").set_value_accesskit(-6.0);
+    harness.run();
+    let params = harness.state().params.clone();
+    assert!((util::gain_to_db(params.bass.gain.value()) + 6.0).abs() < 0.01);
+
+    // Host automation: the value changes behind the editor's back and the fader follows.
+    let normalized = params.other.gain.preview_normalized(util::db_to_gain(6.0));
+    // SAFETY: the pointer is to a live parameter of `params`.
+    unsafe {
+        params
+            .other
+            .gain
+            .as_ptr()
+            ._internal_set_normalized_value(normalized)
+    };
+    harness.run();
+    let reported = harness
+        .get_by_label("Other gain")
+        .accesskit_node()
+        .numeric_value()
+        .unwrap();
+    assert!((reported - 6.0).abs() < 0.01, "{reported}");
+    assert!(harness.query_by_label("+6.0 dB").is_some());
+}
+
+#[test]
+fn mute_and_solo_are_parameter_gestures() {
+    let mut harness = harness(builtin_model());
+    harness.get_by_label("Mute Drums").click();
+    harness.run();
+    harness.get_by_label("Solo Bass").click();
+    harness.run();
+    let params = harness.state().params.clone();
+    assert!(params.drums.mute.value());
+    assert!(params.bass.solo.value());
+    assert!(!params.vocals.mute.value());
+    assert_eq!(
+        harness.state().gestures(),
+        [
+            Gesture::Begin("Drums Mute".into()),
+            Gesture::Set("Drums Mute".into(), 1.0),
+            Gesture::End("Drums Mute".into()),
+            Gesture::Begin("Bass Solo".into()),
+            Gesture::Set("Bass Solo".into(), 1.0),
+            Gesture::End("Bass Solo".into()),
+        ]
+    );
+    harness.get_by_label("Bypass").click();
+    harness.run();
+    assert!(params.bypass.value());
+}
+
+#[test]
+fn choosing_a_model_loads_it_and_asks_the_host_for_a_restart() {
+    let mut harness = harness(builtin_model());
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    // The broken model is listed but cannot be chosen.
+    let broken = harness.get_by_label_contains("mel_band_roformer");
+    assert!(broken.accesskit_node().is_disabled());
+    harness.get_by_label_contains("htdemucs_ft").click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::ChooseSeparator(SeparatorChoice::Model(
+            fake_models()[0].path.clone()
+        ))]
+    );
+    assert_eq!(harness.state().fake_gui.restarts.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_model_that_fails_shows_why_and_the_runtime_warning_shows() {
+    let mut model = builtin_model();
+    model.model_task = ModelTask::Failed {
+        name: "Kim_Vocal_2".into(),
+        error: "Kim_Vocal_2: not a usable ONNX model: protobuf parsing failed".into(),
+    };
+    model.runtime = RuntimeStatus::Missing(
+        "ONNX Runtime was not found (searched: user data folder: /home/user/.local/share/stemflow/runtime). \
+         Neural models are disabled; the built-in separator keeps working."
+            .into(),
+    );
+    model.notices = vec!["saved device 'cuda:3' is not available; using Auto".into()];
+    let mut harness = harness(model);
+    assert!(harness
+        .query_by_label("Kim_Vocal_2 failed to load")
+        .is_some());
+    assert!(harness
+        .query_by_label_contains(
+            "Model Kim_Vocal_2 could not be loaded, the current separator keeps playing"
+        )
+        .is_some());
+    assert!(harness
+        .query_by_label_contains("Runtime missing: ONNX Runtime was not found")
+        .is_some());
+    assert!(harness
+        .query_by_label_contains("saved device 'cuda:3'")
+        .is_some());
+    snapshot(&mut harness, "editor_errors");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots of the main states
+
+#[test]
+fn snapshot_builtin() {
+    let mut harness = harness(builtin_model());
+    snapshot(&mut harness, "editor_builtin");
+}
+
+#[test]
+fn snapshot_model_on_gpu() {
+    let mut model = model_running(DeviceChoice::Device("cuda:0".parse().unwrap()));
+    model.meter_peaks = [
+        util::db_to_gain(-3.0),
+        util::db_to_gain(1.5),
+        util::db_to_gain(-10.0),
+        util::db_to_gain(-30.0),
+    ];
+    let mut harness = harness(model);
+    // SAFETY: pointers to live parameters of the test's params.
+    unsafe {
+        let params = &harness.state().params;
+        params
+            .other
+            .mute
+            .as_ptr()
+            ._internal_set_normalized_value(1.0);
+        params
+            .vocals
+            .solo
+            .as_ptr()
+            ._internal_set_normalized_value(0.0);
+        params.bass.gain.as_ptr()._internal_set_normalized_value(
+            params.bass.gain.preview_normalized(util::db_to_gain(-4.0)),
+        );
+    }
+    harness.run();
+    snapshot(&mut harness, "editor_model_gpu");
+}
+
+#[test]
+fn snapshot_discovering_and_not_running() {
+    let mut model = EditorModel {
+        models: ModelList::Scanning,
+        ..EditorModel::default()
+    };
+    model.meter_peaks = [0.0; NUM_STEMS];
+    let mut harness = harness(model);
+    assert!(harness.query_by_label("looking for devices…").is_some());
+    snapshot(&mut harness, "editor_starting");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size, open flag, leaks
+
+#[test]
+fn the_editor_size_is_saved_and_restored_with_the_state() {
+    let field = EditorSizeField::default();
+    assert_eq!(field.logical_size(), theme::DEFAULT_SIZE);
+    field.set(serde_json::json!({"width": 1024.0, "height": 700.0}));
+    assert_eq!(field.logical_size(), (1024.0, 700.0));
+    let saved = field.map(|v| v.clone());
+    assert_eq!(saved, serde_json::json!({"width": 1024.0, "height": 700.0}));
+    // Nonsense is clamped or ignored, never a crash.
+    field.set(serde_json::json!({"width": 1.0, "height": 1e9}));
+    assert_eq!(field.logical_size(), (theme::MIN_SIZE.0, theme::MAX_SIZE.1));
+    field.set(serde_json::json!("garbage"));
+    assert_eq!(field.logical_size(), (theme::MIN_SIZE.0, theme::MAX_SIZE.1));
+
+    // Through the plugin's params, as a host saves and loads it.
+    use nice_plug::params::Params;
+    let params = Arc::new(StemflowParams::default());
+    params
+        .editor_size
+        .set(serde_json::json!({"width": 900, "height": 600}));
+    let fields = params.serialize_fields();
+    let restored = StemflowParams::default();
+    restored.deserialize_fields(&fields);
+    assert_eq!(restored.editor_size.logical_size(), (900.0, 600.0));
+
+    // The editor reports the loaded size to the host, even after it was created.
+    let shared = Arc::new(PluginShared::default());
+    let editor = StemflowEditor::new(params.clone(), shared);
+    use nice_plug::editor::Editor;
+    params
+        .editor_size
+        .set(serde_json::json!({"width": 1000, "height": 640}));
+    let size = editor.size();
+    assert_eq!((size.width, size.height), (1000, 640));
+}
+
+#[test]
+fn the_open_guard_gates_the_meters() {
+    let shared = Arc::new(PluginShared::default());
+    assert!(!shared.is_editor_open());
+    let guard = OpenGuard::new(shared.clone());
+    assert!(shared.is_editor_open());
+    drop(guard);
+    assert!(!shared.is_editor_open());
+    assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| t.ok())
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .filter(|name| name.starts_with(prefix))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn opening_and_closing_the_editor_many_times_leaks_nothing() {
+    let params = Arc::new(StemflowParams::default());
+    let shared = Arc::new(PluginShared::default());
+    for _ in 0..50 {
+        let editor = StemflowEditor::new(params.clone(), shared.clone());
+        let guard = OpenGuard::new(shared.clone());
+        let mut backend = super::backend::PluginBackend::new(shared.clone(), params.clone());
+        let _ = backend.model();
+        backend.perform(EditorAction::RescanModels);
+        drop(guard);
+        drop(backend);
+        drop(editor);
+    }
+    assert!(!shared.is_editor_open());
+    // Scan threads finish on their own and hold no plugin state.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while threads_named("stemflow-model-") > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "model scan threads never finished"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        Arc::strong_count(&shared),
+        1,
+        "something still holds the shared state"
+    );
+    assert_eq!(
+        Arc::strong_count(&params),
+        1,
+        "something still holds the parameters"
+    );
+}
