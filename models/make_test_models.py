@@ -12,7 +12,7 @@ Graphs written to models/test/:
   `stems` [1, 4, 2, 4096]): stem s, channel c = mix[c] * GAINS[s][c]. Checkable by hand.
 
 With `--fixtures DIR`, also writes one test graph per model family into DIR (with the exact
-signature of the family: HTDemucs `mix` [1, 2, 343980] -> `stems` [1, 4, 2, 343980]; MDX-Net
+signature of the family: HTDemucs `mix` [1, 2, 343980] -> `stems` [1, 4|6, 2, 343980]; MDX-Net
 [1, 4, dim_f, dim_t]; RoFormer [1, 2050, frames, 2] -> mask [1, 2, 2050, frames, 2]), each with
 positional and nonlinear behaviour so misaligned chunks or bins show, plus fixtures: a stereo test
 signal and the stems that the numpy reference pipelines in `families_reference.py` compute from
@@ -141,10 +141,13 @@ def const(name, array):
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def demucs_graph(out):
+def demucs_graph(out, six=False):
     """mix [1,2,T] -> stems [1,4,2,T] (drums, bass, other, vocals), positively homogeneous:
     drums = relu(mix) * ramp(t), bass = 31-tap low-pass FIR, other = -0.3 relu(-mix),
-    vocals = 0.8 * mid on both channels."""
+    vocals = 0.8 * mid on both channels. With `six`, [1,6,2,T] with demucs' 6-source order
+    (drums, bass, other, vocals, guitar, piano): guitar = 0.2 * relu(mix) reversed in time within
+    the segment, piano = 0.15 * side (mix - mid)."""
+    num_sources = 6 if six else 4
     t = DEMUCS_SEGMENT
     taps = np.hanning(33)[1:-1]
     taps = (taps / taps.sum()).astype(np.float32)
@@ -162,8 +165,19 @@ def demucs_graph(out):
         helper.make_node("Unsqueeze", ["bass", "axis1"], ["b4"]),
         helper.make_node("Unsqueeze", ["other", "axis1"], ["o4"]),
         helper.make_node("Unsqueeze", ["vocals", "axis1"], ["v4"]),
-        helper.make_node("Concat", ["d4", "b4", "o4", "v4"], ["stems"], axis=1),
     ]
+    sources = ["d4", "b4", "o4", "v4"]
+    if six:
+        nodes += [
+            helper.make_node("Slice", ["pos", "rev_start", "rev_end", "axis2", "minus1"], ["pos_rev"]),
+            helper.make_node("Mul", ["pos_rev", "gain02"], ["guitar"]),
+            helper.make_node("Sub", ["mix", "mid"], ["side"]),
+            helper.make_node("Mul", ["side", "gain015"], ["piano"]),
+            helper.make_node("Unsqueeze", ["guitar", "axis1"], ["g4"]),
+            helper.make_node("Unsqueeze", ["piano", "axis1"], ["p4"]),
+        ]
+        sources += ["g4", "p4"]
+    nodes.append(helper.make_node("Concat", sources, ["stems"], axis=1))
     init = [
         const("ramp", np.linspace(0.5, 1.5, t, dtype=np.float32).reshape(1, 1, t) * np.float32(0.5)),
         const("fir", np.stack([taps, taps]).reshape(2, 1, 31)),
@@ -171,13 +185,22 @@ def demucs_graph(out):
         const("gain08", np.array(0.8, dtype=np.float32)),
         const("axis1", np.array([1], dtype=np.int64)),
     ]
+    if six:
+        init += [
+            const("rev_start", np.array([-1], dtype=np.int64)),
+            const("rev_end", np.array([-(2**62)], dtype=np.int64)),
+            const("axis2", np.array([2], dtype=np.int64)),
+            const("minus1", np.array([-1], dtype=np.int64)),
+            const("gain02", np.array(0.2, dtype=np.float32)),
+            const("gain015", np.array(0.15, dtype=np.float32)),
+        ]
     graph = helper.make_graph(
-        nodes, "stemflow_test_htdemucs",
+        nodes, "stemflow_test_htdemucs6" if six else "stemflow_test_htdemucs",
         [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
-        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
+        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, num_sources, 2, t])],
         initializer=init,
     )
-    save(graph, "htdemucs_test.onnx", out)
+    save(graph, "htdemucs6_test.onnx" if six else "htdemucs_test.onnx", out)
 
 
 def mdx_graph(out):
@@ -293,12 +316,22 @@ def write_f32(path, array):
     np.ascontiguousarray(array, dtype="<f4").tofile(path)
 
 
-def stems_from_routes(x, vocals=None, drums=None, bass=None):
+def stems_from_routes(x, vocals=None, drums=None, bass=None, guitar=None, piano=None):
+    """Stemflow's stems: the routed model stems, Other the residual. Guitar and piano, when
+    given, are separate stems (Stemflow's "own outputs"); folding them into Other is
+    `other + guitar + piano`, which the tests check too."""
     zeros = np.zeros_like(x, dtype=np.float64)
     v = zeros if vocals is None else vocals
     d = zeros if drums is None else drums
     b = zeros if bass is None else bass
-    return dict(vocals=v, drums=d, bass=b, other=x.astype(np.float64) - v - d - b)
+    stems = dict(vocals=v, drums=d, bass=b)
+    other = x.astype(np.float64) - v - d - b
+    for name, values in (("guitar", guitar), ("piano", piano)):
+        if values is not None:
+            stems[name] = values
+            other = other - values
+    stems["other"] = other
+    return stems
 
 
 def fixtures(out):
@@ -308,6 +341,7 @@ def fixtures(out):
 
     out.mkdir(parents=True, exist_ok=True)
     demucs_graph(out)
+    demucs_graph(out, six=True)
     mdx_graph(out)
     roformer_graph(out)
     cases = []
@@ -330,6 +364,13 @@ def fixtures(out):
     stride = int(0.75 * DEMUCS_SEGMENT)
     valid = next(o for o in range(0, x.shape[1], stride) if o + DEMUCS_SEGMENT > x.shape[1])
     record("htdemucs", "htdemucs_test.onnx", x, stems_from_routes(x, vocals=est[3], drums=est[0], bass=est[1]),
+           valid, "demucs 4.1.0 demucs/apply.py apply_model + demucs/separate.py normalisation")
+
+    # HTDemucs with six sources: guitar and piano as their own stems.
+    run = evaluator(out / "htdemucs6_test.onnx", "mix", "stems")
+    est = ref.demucs_separate(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
+    record("htdemucs6", "htdemucs6_test.onnx", x,
+           stems_from_routes(x, vocals=est[3], drums=est[0], bass=est[1], guitar=est[4], piano=est[5]),
            valid, "demucs 4.1.0 demucs/apply.py apply_model + demucs/separate.py normalisation")
 
     # MDX-Net, primary vocals and primary instrumental.

@@ -22,7 +22,7 @@ use realfft::num_complex::Complex32;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::dsp::{periodic_hann, raised_cosine_step};
-use crate::separator::{stem_channel, PlanarBlock, Separator, SEPARATED_CHANNELS};
+use crate::separator::{stem_channel, PlanarBlock, Separator};
 use crate::stem::Stem;
 
 /// The rate the built-in separator runs at; other host rates are resampled.
@@ -38,6 +38,9 @@ const TIME_MEDIAN_FRAMES: usize = 2 * TIME_MEDIAN_LOOKAHEAD_HOPS + 1;
 /// Bins in the frequency-median window (~370 Hz).
 const FREQ_MEDIAN_BINS: usize = 17;
 const NUM_BINS: usize = FFT_SIZE_SAMPLES / 2 + 1;
+/// Output channels the built-in separator computes: vocals, drums and bass, stereo (the first
+/// stems of [`crate::Stem::ALL`]).
+const BUILTIN_CHANNELS: usize = 3 * 2;
 
 /// The bass crossover: fully bass below the first, none above the second frequency.
 const BASS_CROSSOVER_HZ: (f32, f32) = (140.0, 260.0);
@@ -112,7 +115,7 @@ impl BuiltinSeparator {
             newest_frame: 0,
             bass_weights,
             voice_weights,
-            overlap: vec![vec![0.0; FFT_SIZE_SAMPLES]; SEPARATED_CHANNELS],
+            overlap: vec![vec![0.0; FFT_SIZE_SAMPLES]; BUILTIN_CHANNELS],
             time_scratch: vec![0.0; FFT_SIZE_SAMPLES],
             spectrum_scratch: vec![Complex32::default(); NUM_BINS],
             forward_scratch,
@@ -283,6 +286,10 @@ impl Separator for BuiltinSeparator {
             accumulator.copy_within(HOP_SAMPLES.., 0);
             accumulator[FFT_SIZE_SAMPLES - HOP_SAMPLES..].fill(0.0);
         }
+        // No guitar or piano: those stems stay silent.
+        for index in BUILTIN_CHANNELS..stems.num_channels() {
+            stems.channel_mut(index).fill(0.0);
+        }
     }
 }
 
@@ -358,6 +365,7 @@ fn sliding_median<const WIDTH: usize>(values: &[f32], medians: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::separator::SEPARATED_CHANNELS;
 
     /// A small deterministic PRNG for test data.
     fn xorshift(state: &mut u64) -> f32 {
@@ -446,6 +454,13 @@ mod tests {
             .all(|&x| x == 0.0));
         // With all masks summing to at most one, the separated sum cannot exceed the impulse.
         assert!(sum.iter().all(|x| x.abs() <= 1.0 + 1e-5));
+        // No guitar or piano from the built-in separator.
+        for stem in [crate::Stem::Guitar, crate::Stem::Piano] {
+            for channel in 0..2 {
+                let samples = &out[stem_channel(stem.index(), channel)];
+                assert!(samples.iter().all(|&x| x == 0.0), "{stem:?} is not silent");
+            }
+        }
     }
 
     #[test]

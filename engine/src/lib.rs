@@ -29,7 +29,7 @@ pub mod stem;
 pub mod stream;
 pub mod wav;
 
-pub use stem::{Stem, NUM_STEMS};
+pub use stem::{ExtraStems, Stem, NUM_STEMS};
 
 /// Errors from setting up or feeding the engine. Never produced on the audio thread.
 #[derive(Debug)]

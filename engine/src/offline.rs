@@ -132,6 +132,12 @@ impl OfflineStream {
         self.sample_rate_hz
     }
 
+    /// Where a six-stem model's guitar and piano go (default: into `Other`), as the plugin's
+    /// "Guitar & Piano" setting does. Realtime-safe.
+    pub fn set_extra_stems(&mut self, extra_stems: crate::ExtraStems) {
+        self.handle.set_extra_stems(extra_stems);
+    }
+
     /// Input frames pushed so far. Realtime-safe.
     pub fn input_frames(&self) -> u64 {
         self.input_frames

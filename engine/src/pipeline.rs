@@ -328,7 +328,7 @@ impl StemPipeline {
 mod tests {
     use super::*;
     use crate::separator::PassthroughSeparator;
-    use crate::stem::Stem;
+    use crate::stem::{Stem, NUM_STEMS};
 
     fn run_pipeline(pipeline: &mut StemPipeline, left: &[f32], right: &[f32]) -> Vec<f32> {
         let chunk = pipeline.input_chunk_frames();
@@ -393,7 +393,7 @@ mod tests {
         let delay = pipeline.delay_samples();
         for (t, frame) in out.chunks_exact(STEM_FRAME_SAMPLES).enumerate() {
             for channel in 0..2 {
-                let sum: f32 = (0..4).map(|s| frame[s * 2 + channel]).sum();
+                let sum: f32 = (0..NUM_STEMS).map(|s| frame[s * 2 + channel]).sum();
                 let expected = if t >= delay {
                     [&left, &right][channel][t - delay]
                 } else {
@@ -436,6 +436,6 @@ mod tests {
         pipeline.process_chunk(&input, &input, &mut out);
         assert!(out.iter().all(|x| x.is_finite()));
         // Everything ends up in the residual.
-        assert_eq!(out[6], 0.25);
+        assert_eq!(out[stem_channel(Stem::Other.index(), 0)], 0.25);
     }
 }

@@ -33,7 +33,7 @@ use crate::runtime::session::{acquire_session, AcquiredSession};
 use crate::dsp::sanitize_sample;
 use crate::pipeline::StemPipeline;
 use crate::separator::Separator;
-use crate::stem::{Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
+use crate::stem::{ExtraStems, Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
 use crate::EngineError;
 
 /// Extra latency that covers the host's block and the worker's scheduling in real-time mode.
@@ -289,6 +289,7 @@ pub fn spawn_stream(
         stem_outputs: std::array::from_fn(|_| [vec![0.0; max_block], vec![0.0; max_block]]),
         dry_output: [vec![0.0; max_block], vec![0.0; max_block]],
         block_frames: 0,
+        extra_stems: ExtraStems::default(),
     };
     let worker = StemStreamWorker {
         shared,
@@ -333,6 +334,8 @@ pub struct StemStreamHandle {
     stem_outputs: [[Vec<f32>; 2]; NUM_STEMS],
     dry_output: [Vec<f32>; 2],
     block_frames: usize,
+    /// Where a six-stem model's guitar and piano go.
+    extra_stems: ExtraStems,
 }
 
 impl StemStreamHandle {
@@ -359,6 +362,17 @@ impl StemStreamHandle {
     /// Shared statistics (underruns, overflows). Realtime-safe.
     pub fn stats(&self) -> &Arc<StreamStats> {
         &self.shared.stats
+    }
+
+    /// Where a six-stem model's guitar and piano go from the next block on (default: into
+    /// `Other`). Realtime-safe.
+    pub fn set_extra_stems(&mut self, extra_stems: ExtraStems) {
+        self.extra_stems = extra_stems;
+    }
+
+    /// Where a six-stem model's guitar and piano go. Realtime-safe.
+    pub fn extra_stems(&self) -> ExtraStems {
+        self.extra_stems
     }
 
     /// Clears the pipeline, for transport jumps: the next `latency_samples()` output frames are
@@ -447,6 +461,8 @@ impl StemStreamHandle {
             }
             self.read_stems(forced, num_frames);
         }
+        self.extra_stems
+            .apply(&mut self.stem_outputs, 0..num_frames);
         self.frames_since_reset += num_frames as u64;
         num_frames
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use stemflow_engine::families::{describe_model, read_model_file, ModelFamily, ModelSeparator};
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
 /// The largest difference from the reference accepted, on a full-scale signal.
 const MAX_ABS_ERROR: f32 = 1e-5;
@@ -43,6 +43,12 @@ struct Case {
     valid_frames: usize,
 }
 
+impl Case {
+    fn frames(&self) -> usize {
+        self.input[0].len()
+    }
+}
+
 fn cases() -> Vec<Case> {
     let dir = fixtures_dir();
     let index: serde_json::Value =
@@ -57,11 +63,10 @@ fn cases() -> Vec<Case> {
                 name: case["name"].as_str().unwrap().to_string(),
                 model: dir.join(case["model"].as_str().unwrap()),
                 input: read_f32(&dir.join(case["input"].as_str().unwrap()), frames),
-                expected: Stem::ALL.map(|stem| {
-                    read_f32(
-                        &dir.join(case["stems"][stem.file_name()].as_str().unwrap()),
-                        frames,
-                    )
+                // Stems a model lacks (guitar, piano of four-stem models) are silent.
+                expected: Stem::ALL.map(|stem| match case["stems"][stem.file_name()].as_str() {
+                    Some(file) => read_f32(&dir.join(file), frames),
+                    None => [vec![0.0; frames], vec![0.0; frames]],
                 }),
                 valid_frames: case["valid_frames"].as_u64().unwrap() as usize,
             }
@@ -71,7 +76,12 @@ fn cases() -> Vec<Case> {
 
 /// Streams `input` through the model in offline mode with blocks of `block_frames`, returning the
 /// stems aligned to the input (the reported latency removed).
-fn stream(model: &Path, input: &[Vec<f32>; 2], block_frames: usize) -> [[Vec<f32>; 2]; NUM_STEMS] {
+fn stream(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    block_frames: usize,
+    extra_stems: ExtraStems,
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
     let separator = ModelSeparator::load(model, DeviceChoice::Device(DeviceId::CPU)).unwrap();
     let config = StreamConfig {
         host_sample_rate_hz: 44_100.0,
@@ -79,6 +89,7 @@ fn stream(model: &Path, input: &[Vec<f32>; 2], block_frames: usize) -> [[Vec<f32
         mode: ProcessingMode::Offline,
     };
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+    handle.set_extra_stems(extra_stems);
     let latency = handle.latency_samples();
     let total = input[0].len() + latency;
     let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
@@ -102,10 +113,15 @@ fn stream(model: &Path, input: &[Vec<f32>; 2], block_frames: usize) -> [[Vec<f32
     out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
 }
 
-fn assert_parity(case: &Case, got: &[[Vec<f32>; 2]; NUM_STEMS], block_frames: usize) {
+fn assert_parity(
+    case: &Case,
+    expected: &[[Vec<f32>; 2]; NUM_STEMS],
+    got: &[[Vec<f32>; 2]; NUM_STEMS],
+    block_frames: usize,
+) {
     for stem in Stem::ALL {
         for channel in 0..2 {
-            let expected = &case.expected[stem.index()][channel][..case.valid_frames];
+            let expected = &expected[stem.index()][channel][..case.valid_frames];
             let actual = &got[stem.index()][channel][..case.valid_frames];
             let (worst, at) = expected
                 .iter()
@@ -143,12 +159,48 @@ fn assert_parity(case: &Case, got: &[[Vec<f32>; 2]; NUM_STEMS], block_frames: us
 #[test]
 fn every_family_matches_its_numpy_reference_at_block_sizes_64_and_4096() {
     let cases = cases();
-    assert_eq!(cases.len(), 4);
+    assert_eq!(cases.len(), 5);
     for case in &cases {
         for block_frames in [64, 4096] {
-            let got = stream(&case.model, &case.input, block_frames);
-            assert_parity(case, &got, block_frames);
+            let got = stream(&case.model, &case.input, block_frames, ExtraStems::Separate);
+            assert_parity(case, &case.expected, &got, block_frames);
         }
+    }
+}
+
+#[test]
+fn a_six_stem_model_puts_guitar_and_piano_on_their_stems_or_into_other() {
+    let cases = cases();
+    let case = cases
+        .iter()
+        .find(|case| case.name == "htdemucs6")
+        .expect("the six-stem fixture");
+    let guitar = &case.expected[Stem::Guitar.index()];
+    let piano = &case.expected[Stem::Piano.index()];
+    for stem in [guitar, piano] {
+        let energy: f32 = stem[0][..case.valid_frames].iter().map(|v| v * v).sum();
+        assert!(
+            energy > 1.0,
+            "the fixture's extra stem is nearly silent ({energy})"
+        );
+    }
+    // Into Other (the default): Other carries guitar and piano, which are silent.
+    let mut folded = case.expected.clone();
+    for channel in 0..2 {
+        for t in 0..case.frames() {
+            folded[Stem::Other.index()][channel][t] += guitar[channel][t] + piano[channel][t];
+        }
+        folded[Stem::Guitar.index()][channel].fill(0.0);
+        folded[Stem::Piano.index()][channel].fill(0.0);
+    }
+    for block_frames in [64, 4096] {
+        let got = stream(
+            &case.model,
+            &case.input,
+            block_frames,
+            ExtraStems::IntoOther,
+        );
+        assert_parity(case, &folded, &got, block_frames);
     }
 }
 
@@ -160,6 +212,11 @@ fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
             "htdemucs_test.onnx",
             ModelFamily::HtDemucs,
             vec!["drums", "bass", "other", "vocals"],
+        ),
+        (
+            "htdemucs6_test.onnx",
+            ModelFamily::HtDemucs,
+            vec!["drums", "bass", "other", "vocals", "guitar", "piano"],
         ),
         ("mdx_vocals_test.onnx", ModelFamily::MdxNet, vec!["vocals"]),
         (

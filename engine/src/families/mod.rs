@@ -11,9 +11,10 @@
 //! peak) and the different handling of the file's last chunk. Everything else is the same
 //! arithmetic, checked against numpy implementations in `models/make_test_models.py`.
 //!
-//! Stems: a model stem named vocals, drums or bass goes to that stem; a two-stem model's
-//! instrumental (or an MDX-Net model whose primary stem is the instrumental) makes Vocals the
-//! mix minus it; guitar, piano and the rest go to `Other`, which is always the residual.
+//! Stems: a model stem named vocals, drums, bass, guitar or piano goes to that stem; a two-stem
+//! model's instrumental (or an MDX-Net model whose primary stem is the instrumental) makes
+//! Vocals the mix minus it; the rest goes to `Other`, which is always the residual. Guitar and
+//! piano are folded back into `Other` unless the user asks for them ([`crate::ExtraStems`]).
 
 pub mod overlap_add;
 pub mod params;
@@ -26,7 +27,7 @@ use crate::onnx::{ActiveDevice, GraphSignature, ModelRunner, SessionSource};
 use crate::runtime::devices::{DeviceChoice, DeviceId};
 use crate::runtime::session::{build_session, AcquiredSession, ModelBytes};
 use crate::separator::{stem_channel, PlanarBlock, Separator};
-use crate::stem::Stem;
+use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 use overlap_add::{ChunkLayout, Lead, OverlapAdd};
 use stft::{Complex64, Stft};
 
@@ -117,8 +118,8 @@ pub struct ModelDescription {
     pub kind: FamilyKind,
     /// The model's own stem names, in output order.
     pub stems: Vec<String>,
-    /// Vocals, drums and bass from the outputs.
-    pub routes: [StemRoute; 3],
+    /// The separated stems (vocals, drums, bass, guitar, piano) from the outputs.
+    pub routes: [StemRoute; NUM_SEPARATED_STEMS],
     /// The chunking.
     pub layout: ChunkLayout,
     /// Sample rate the model runs at.
@@ -313,15 +314,15 @@ pub fn describe_signature(
             // The secondary stem is the reference's `mix − compensate · primary`; the primary is
             // scaled the same way so that the stems sum to the input.
             Some(stem) => {
-                let mut routes = [StemRoute::Silent; 3];
+                let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
                 routes[stem.index()] = StemRoute::Output(0, compensate);
                 routes
             }
-            None => [
-                StemRoute::MixMinus(0, compensate),
-                StemRoute::Silent,
-                StemRoute::Silent,
-            ],
+            None => {
+                let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
+                routes[Stem::Vocals.index()] = StemRoute::MixMinus(0, compensate);
+                routes
+            }
         };
         return Ok(ModelDescription {
             family: ModelFamily::MdxNet,
@@ -445,6 +446,8 @@ fn stem_for_name(name: &str) -> Option<Stem> {
         "vocals" | "vocal" | "voice" | "voices" | "singing" => Some(Stem::Vocals),
         "drums" | "drum" | "percussion" => Some(Stem::Drums),
         "bass" => Some(Stem::Bass),
+        "guitar" | "guitars" => Some(Stem::Guitar),
+        "piano" | "keys" => Some(Stem::Piano),
         _ => None,
     }
 }
@@ -457,8 +460,8 @@ fn is_accompaniment(name: &str) -> bool {
 }
 
 /// Routes for models that name their stems.
-fn routes_by_name(stems: &[String], gain: f32) -> [StemRoute; 3] {
-    let mut routes = [StemRoute::Silent; 3];
+fn routes_by_name(stems: &[String], gain: f32) -> [StemRoute; NUM_SEPARATED_STEMS] {
+    let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
     for (index, name) in stems.iter().enumerate() {
         if let Some(stem) = stem_for_name(name) {
             routes[stem.index()] = StemRoute::Output(index, gain);
