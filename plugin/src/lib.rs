@@ -1,4 +1,5 @@
-//! Stemflow: splits the track it is inserted on into vocals, drums, bass and other, streamed
+//! Stemflow: splits the track it is inserted on into vocals, drums, bass and other (plus guitar
+//! and piano from six-stem models), streamed
 //! with a fixed reported latency, live and in offline renders.
 //!
 //! This crate is glue: parameters, ports and state around [`stemflow_engine`]'s
@@ -18,27 +19,38 @@ use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::{Separator, SeparatorChoice};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
-use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
 pub use params::{
-    StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB, SWITCH_SMOOTHING_MS,
+    GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
+    SWITCH_SMOOTHING_MS,
 };
 use shared::{PluginShared, RunningStream};
 pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 
-/// Names of the four stem outputs, in port order.
-const STEM_PORT_NAMES: [&str; NUM_STEMS] = ["Vocals", "Drums", "Bass", "Other"];
-/// Channels of the single-bus layout: the mix followed by the four stems, each stereo.
-const TEN_CHANNEL_OUTPUT_CHANNELS: u32 = 2 + 2 * NUM_STEMS as u32;
+/// Names of the stem outputs, in port order ([`Stem::OUTPUT_ORDER`]).
+const STEM_PORT_NAMES: [&str; NUM_STEMS] = {
+    let mut names = [""; NUM_STEMS];
+    let mut i = 0;
+    while i < NUM_STEMS {
+        names[i] = Stem::OUTPUT_ORDER[i].display_name();
+        i += 1;
+    }
+    names
+};
+/// Channels of the single-bus layout: the mix followed by the four usual stems, each stereo
+/// (guitar and piano always stay in Other there).
+const TEN_CHANNEL_OUTPUT_CHANNELS: u32 = 2 + 2 * Stem::FOUR.len() as u32;
 
 /// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum OutputLayout {
-    /// Stereo main output plus four stereo aux outputs.
+    /// Stereo main output plus six stereo aux outputs.
     Stereo,
-    /// Mono main output plus four mono aux outputs.
+    /// Mono main output plus six mono aux outputs.
     Mono,
-    /// One 10-channel main output: mix, vocals, drums, bass, other (each L/R).
+    /// One 10-channel main output: mix, vocals, drums, bass, other (each L/R); guitar and piano
+    /// stay in Other.
     TenChannel,
 }
 
@@ -224,9 +236,11 @@ impl Plugin for Stemflow {
         _context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
         self.update_switch_targets();
+        let extra_stems = self.extra_stems();
         let Some(stream) = self.stream.as_mut() else {
             return ProcessStatus::Normal;
         };
+        stream.set_extra_stems(extra_stems);
         let num_frames = buffer.samples();
         let max_block = stream.max_block_frames();
         let main = buffer.as_slice();
@@ -273,18 +287,21 @@ impl Plugin for Stemflow {
                         let peak = &mut peaks[stem.index()];
                         *peak = peak.max(left.abs()).max(right.abs());
                     }
+                    let port = stem.output_index();
                     match self.layout {
                         OutputLayout::Stereo => {
-                            let port = aux.outputs[stem.index()].as_slice();
+                            let port = aux.outputs[port].as_slice();
                             port[0][frame] = left;
                             port[1][frame] = right;
                         }
                         OutputLayout::Mono => {
-                            aux.outputs[stem.index()].as_slice()[0][frame] = 0.5 * (left + right);
+                            aux.outputs[port].as_slice()[0][frame] = 0.5 * (left + right);
                         }
+                        // Guitar and piano are folded into Other (silent) here.
+                        OutputLayout::TenChannel if stem.is_extra() => {}
                         OutputLayout::TenChannel => {
-                            main[2 + 2 * stem.index()][frame] = left;
-                            main[3 + 2 * stem.index()][frame] = right;
+                            main[2 + 2 * port][frame] = left;
+                            main[3 + 2 * port][frame] = right;
                         }
                     }
                 }
@@ -366,13 +383,39 @@ impl Stemflow {
         }
     }
 
+    /// Where guitar and piano go in the current layout.
+    fn extra_stems(&self) -> ExtraStems {
+        match self.layout {
+            OutputLayout::TenChannel => ExtraStems::IntoOther,
+            OutputLayout::Stereo | OutputLayout::Mono => {
+                self.params.guitar_piano.value().extra_stems()
+            }
+        }
+    }
+
+    /// Mute/solo gain targets (0 or 1) per stem. Guitar and piano's solo only counts while they
+    /// have their own outputs: hidden controls never silence the rest. Realtime-safe.
+    fn switch_gain_targets(&self) -> [f32; NUM_STEMS] {
+        let has_extra_outputs = self.extra_stems() == ExtraStems::Separate;
+        let is_soloed = |stem: Stem| {
+            (has_extra_outputs || !stem.is_extra()) && self.params.stem(stem).solo.value()
+        };
+        let any_solo = Stem::ALL.into_iter().any(is_soloed);
+        Stem::ALL.map(|stem| {
+            let is_audible = !self.params.stem(stem).mute.value() && (!any_solo || is_soloed(stem));
+            if is_audible {
+                1.0
+            } else {
+                0.0
+            }
+        })
+    }
+
     /// Points the mute/solo and bypass ramps at the current parameter values. Realtime-safe.
     fn update_switch_targets(&mut self) {
-        let any_solo = Stem::ALL.iter().any(|&s| self.params.stem(s).solo.value());
+        let targets = self.switch_gain_targets();
         for stem in Stem::ALL {
-            let params = self.params.stem(stem);
-            let is_audible = !params.mute.value() && (!any_solo || params.solo.value());
-            let target = if is_audible { 1.0 } else { 0.0 };
+            let target = targets[stem.index()];
             if target != self.switch_targets[stem.index()] {
                 self.switch_targets[stem.index()] = target;
                 self.switch_gains[stem.index()].set_target(self.sample_rate_hz, target);
@@ -388,11 +431,9 @@ impl Stemflow {
 
     /// Jumps all ramps to their targets (after activation or a reset). Realtime-safe.
     fn reset_smoothers(&mut self) {
-        let any_solo = Stem::ALL.iter().any(|&s| self.params.stem(s).solo.value());
+        let targets = self.switch_gain_targets();
         for stem in Stem::ALL {
-            let params = self.params.stem(stem);
-            let is_audible = !params.mute.value() && (!any_solo || params.solo.value());
-            let target = if is_audible { 1.0 } else { 0.0 };
+            let target = targets[stem.index()];
             self.switch_targets[stem.index()] = target;
             self.switch_gains[stem.index()].reset(target);
         }

@@ -1,7 +1,7 @@
 //! The plugin's parameters and its persisted (non-automatable) state.
 
 use nice_plug::prelude::*;
-use stemflow_engine::Stem;
+use stemflow_engine::{ExtraStems, Stem};
 
 use crate::editor::EditorSizeField;
 use crate::state::SavedStateField;
@@ -50,6 +50,29 @@ impl StemParams {
     }
 }
 
+/// Where a six-stem model's guitar and piano go: the "Guitar & Piano" parameter.
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuitarPianoOutput {
+    /// Folded into Other: the four usual outputs carry everything.
+    #[id = "into-other"]
+    #[name = "Into Other"]
+    IntoOther,
+    /// On the Guitar and Piano outputs (the fifth and sixth stem outputs).
+    #[id = "own-outputs"]
+    #[name = "Own Outputs"]
+    OwnOutputs,
+}
+
+impl GuitarPianoOutput {
+    /// The engine's setting.
+    pub fn extra_stems(self) -> ExtraStems {
+        match self {
+            GuitarPianoOutput::IntoOther => ExtraStems::IntoOther,
+            GuitarPianoOutput::OwnOutputs => ExtraStems::Separate,
+        }
+    }
+}
+
 /// Everything the host sees and saves.
 #[derive(Params)]
 pub struct StemflowParams {
@@ -65,6 +88,16 @@ pub struct StemflowParams {
     /// Other stem controls.
     #[nested(id_prefix = "other", group = "Other")]
     pub other: StemParams,
+    /// Guitar stem controls (six-stem models with Guitar & Piano on their own outputs).
+    #[nested(id_prefix = "guitar", group = "Guitar")]
+    pub guitar: StemParams,
+    /// Piano stem controls (six-stem models with Guitar & Piano on their own outputs).
+    #[nested(id_prefix = "piano", group = "Piano")]
+    pub piano: StemParams,
+    /// Where a six-stem model's guitar and piano go: into Other (default) or onto the Guitar and
+    /// Piano outputs. Saved with the project, not automatable.
+    #[id = "guitar_piano"]
+    pub guitar_piano: EnumParam<GuitarPianoOutput>,
     /// Passes the input, delayed by the reported latency, and silences the stems.
     #[id = "bypass"]
     pub bypass: BoolParam,
@@ -84,6 +117,8 @@ impl StemflowParams {
             Stem::Drums => &self.drums,
             Stem::Bass => &self.bass,
             Stem::Other => &self.other,
+            Stem::Guitar => &self.guitar,
+            Stem::Piano => &self.piano,
         }
     }
 }
@@ -95,6 +130,10 @@ impl Default for StemflowParams {
             drums: StemParams::new(Stem::Drums),
             bass: StemParams::new(Stem::Bass),
             other: StemParams::new(Stem::Other),
+            guitar: StemParams::new(Stem::Guitar),
+            piano: StemParams::new(Stem::Piano),
+            guitar_piano: EnumParam::new("Guitar & Piano", GuitarPianoOutput::IntoOther)
+                .non_automatable(),
             bypass: BoolParam::new("Bypass", false)
                 .with_value_to_string(formatters::v2s_bool_bypass())
                 .make_bypass(),

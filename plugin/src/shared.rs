@@ -170,7 +170,7 @@ mod tests {
         meters.record(2, 1.5);
         meters.record(1, f32::NAN);
         meters.record(1, -3.0);
-        assert_eq!(meters.take(), [0.5, 0.0, 1.5, 0.0]);
+        assert_eq!(meters.take(), [0.5, 0.0, 1.5, 0.0, 0.0, 0.0]);
         assert_eq!(meters.take(), [0.0; NUM_STEMS]);
     }
 

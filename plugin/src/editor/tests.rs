@@ -215,6 +215,12 @@ fn fake_models() -> Arc<Vec<ModelInfo>> {
             None,
         ),
         model(
+            "htdemucs_6s",
+            ModelFamily::HtDemucs,
+            &["drums", "bass", "other", "vocals", "guitar", "piano"],
+            None,
+        ),
+        model(
             "mel_band_roformer",
             ModelFamily::RoFormer,
             &["vocals", "other"],
@@ -245,10 +251,13 @@ fn builtin_model() -> EditorModel {
         }),
         runtime: RuntimeStatus::Loaded("1.31.0".into()),
         notices: Vec::new(),
+        // Engine order: vocals, drums, bass, guitar, piano, other.
         meter_peaks: [
             util::db_to_gain(-9.0),
             util::db_to_gain(-4.5),
             util::db_to_gain(-14.0),
+            0.0,
+            0.0,
             util::db_to_gain(-21.0),
         ],
     }
@@ -650,6 +659,55 @@ fn a_model_that_fails_shows_why_and_the_runtime_warning_shows() {
     snapshot(&mut harness, "editor_errors");
 }
 
+#[test]
+fn a_six_stem_model_offers_guitar_and_piano_on_their_own_strips() {
+    // The built-in separator has no guitar or piano: no switch, four strips.
+    let harness_builtin = harness(builtin_model());
+    assert!(harness_builtin
+        .query_by_label_contains("Guitar & Piano")
+        .is_none());
+    assert!(harness_builtin.query_by_label("Guitar gain").is_none());
+    assert!(harness_builtin.query_by_label("Other gain").is_some());
+    drop(harness_builtin);
+
+    let mut model = model_running(DeviceChoice::Auto);
+    let six_stem = fake_models()
+        .iter()
+        .find(|m| m.name == "htdemucs_6s")
+        .unwrap()
+        .path
+        .clone();
+    model.separator = SeparatorChoice::Model(six_stem);
+    let mut harness = harness(model);
+    assert!(harness.query_by_label("Guitar gain").is_none());
+    harness.get_by_label("Guitar & Piano: Into Other").click();
+    harness.run();
+    let params = harness.state().params.clone();
+    assert_eq!(
+        params.guitar_piano.value(),
+        crate::params::GuitarPianoOutput::OwnOutputs
+    );
+    assert_eq!(
+        harness.state().gestures(),
+        [
+            Gesture::Begin("Guitar & Piano".into()),
+            Gesture::Set("Guitar & Piano".into(), 1.0),
+            Gesture::End("Guitar & Piano".into()),
+        ]
+    );
+    // Six strips now, guitar and piano after Other.
+    for stem in ["Vocals", "Drums", "Bass", "Other", "Guitar", "Piano"] {
+        assert!(
+            harness.query_by_label(&format!("{stem} gain")).is_some(),
+            "no {stem} strip"
+        );
+    }
+    assert!(harness
+        .query_by_label_contains("Guitar & Piano: Own outputs")
+        .is_some());
+    snapshot(&mut harness, "editor_six_stems");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Snapshots of the main states
 
@@ -666,6 +724,8 @@ fn snapshot_model_on_gpu() {
         util::db_to_gain(-3.0),
         util::db_to_gain(1.5),
         util::db_to_gain(-10.0),
+        0.0,
+        0.0,
         util::db_to_gain(-30.0),
     ];
     let mut harness = harness(model);

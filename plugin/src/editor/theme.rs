@@ -46,6 +46,8 @@ pub fn stem_colour(stem: Stem) -> Color32 {
         Stem::Drums => Color32::from_rgb(0xf4, 0xa2, 0x5b),
         Stem::Bass => Color32::from_rgb(0x6a, 0x9b, 0xf4),
         Stem::Other => Color32::from_rgb(0x6c, 0xcf, 0x8e),
+        Stem::Guitar => Color32::from_rgb(0xb4, 0x8c, 0xf2),
+        Stem::Piano => Color32::from_rgb(0x5c, 0xc8, 0xd6),
     }
 }
 

@@ -13,6 +13,8 @@ use stemflow_engine::runtime::devices::{DeviceChoice, DeviceInfo, DeviceStatus};
 use stemflow_engine::separator::SeparatorChoice;
 use stemflow_engine::{Stem, NUM_STEMS};
 
+use crate::params::GuitarPianoOutput;
+
 use super::model::{
     choice_short_name, device_short_name, resolve_choice, step_device, EditorAction, EditorModel,
     ModelList, ModelTask, RuntimeStatus, StreamStatus,
@@ -101,7 +103,7 @@ pub fn draw(
         .show(ui, |ui| {
             header(ui, params, setter);
             ui.add_space(6.0);
-            source_controls(ui, model, &mut actions);
+            source_controls(ui, model, params, setter, &mut actions);
         });
     egui::Panel::bottom("stemflow-status")
         .frame(
@@ -144,8 +146,14 @@ fn header(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
     });
 }
 
-/// The model chooser and the Device button.
-fn source_controls(ui: &mut Ui, model: &EditorModel, actions: &mut Vec<EditorAction>) {
+/// The model chooser, the Device button and, for six-stem models, where guitar and piano go.
+fn source_controls(
+    ui: &mut Ui,
+    model: &EditorModel,
+    params: &StemflowParams,
+    setter: &ParamSetter,
+    actions: &mut Vec<EditorAction>,
+) {
     egui::Grid::new("stemflow-source")
         .num_columns(2)
         .spacing(vec2(10.0, 6.0))
@@ -156,7 +164,69 @@ fn source_controls(ui: &mut Ui, model: &EditorModel, actions: &mut Vec<EditorAct
             ui.label(RichText::new("DEVICE").small().color(theme::TEXT_DIM));
             ui.horizontal(|ui| device_button(ui, model, actions));
             ui.end_row();
+            let own_outputs = params.guitar_piano.value() == GuitarPianoOutput::OwnOutputs;
+            if own_outputs || model_has_guitar_or_piano(model) {
+                ui.label(
+                    RichText::new("GUITAR & PIANO")
+                        .small()
+                        .color(theme::TEXT_DIM),
+                );
+                ui.horizontal(|ui| guitar_piano_button(ui, params, setter));
+                ui.end_row();
+            }
         });
+}
+
+/// Whether the chosen separator is a model with guitar or piano stems (a six-stem model).
+fn model_has_guitar_or_piano(model: &EditorModel) -> bool {
+    let (SeparatorChoice::Model(path), ModelList::Ready(models)) =
+        (&model.separator, &model.models)
+    else {
+        return false;
+    };
+    models.iter().any(|info| {
+        &info.path == path
+            && info
+                .stems
+                .iter()
+                .any(|stem| matches!(stem.as_str(), "guitar" | "piano"))
+    })
+}
+
+/// Switches the "Guitar & Piano" parameter between Into Other and Own Outputs.
+fn guitar_piano_button(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
+    let param = &params.guitar_piano;
+    let current = param.value();
+    let text = match current {
+        GuitarPianoOutput::IntoOther => "Into Other",
+        GuitarPianoOutput::OwnOutputs => "Own outputs (Guitar, Piano)",
+    };
+    let response = ui
+        .add(Button::new(text).min_size(vec2(120.0, 22.0)))
+        .on_hover_text(
+            "Where a six-stem model's guitar and piano go: into Other, or onto their own \
+             Guitar and Piano outputs (stem outputs 5 and 6). Click to switch.",
+        );
+    let label = format!("Guitar & Piano: {text}");
+    response.widget_info(|| WidgetInfo::labeled(egui::Role::Button, true, &label));
+    if response.clicked() {
+        let next = match current {
+            GuitarPianoOutput::IntoOther => GuitarPianoOutput::OwnOutputs,
+            GuitarPianoOutput::OwnOutputs => GuitarPianoOutput::IntoOther,
+        };
+        setter.begin_set_parameter(param);
+        setter.set_parameter(param, next);
+        setter.end_set_parameter(param);
+    }
+}
+
+/// The stems with a strip, in output order: guitar and piano only when they have their own
+/// outputs.
+pub fn visible_stems(params: &StemflowParams) -> &'static [Stem] {
+    match params.guitar_piano.value() {
+        GuitarPianoOutput::IntoOther => &Stem::FOUR,
+        GuitarPianoOutput::OwnOutputs => &Stem::OUTPUT_ORDER,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -561,14 +631,16 @@ pub fn format_memory(bytes: u64) -> String {
 // Stem strips
 
 fn strips(ui: &mut Ui, view: &ViewState, params: &StemflowParams, setter: &ParamSetter) {
-    let gap = 12.0;
+    let stems = visible_stems(params);
+    let gap = if stems.len() > 4 { 8.0 } else { 12.0 };
     let available = ui.available_size();
-    let width = ((available.x - gap * (NUM_STEMS as f32 - 1.0)) / NUM_STEMS as f32).max(120.0);
+    let count = stems.len() as f32;
+    let width = ((available.x - gap * (count - 1.0)) / count).max(96.0);
     // Warnings in the status bar take room from the strips; the faders shrink to fit.
     let height = available.y.max(160.0);
     ui.horizontal_top(|ui| {
         ui.spacing_mut().item_spacing.x = gap;
-        for stem in Stem::ALL {
+        for &stem in stems {
             ui.allocate_ui_with_layout(
                 vec2(width, height),
                 Layout::top_down(Align::Center),
@@ -1107,7 +1179,7 @@ mod tests {
     #[test]
     fn meters_fall_and_hold() {
         let mut view = ViewState::default();
-        view.update_meters(&[1.0, 0.5, 0.0, f32::NAN], 0.0);
+        view.update_meters(&[1.0, 0.5, 0.0, 0.0, 0.0, f32::NAN], 0.0);
         assert_eq!(view.meter_level(Stem::Vocals), 1.0);
         assert_eq!(view.meter_level(Stem::Other), 0.0);
         view.update_meters(&[0.0; NUM_STEMS], 0.25);
