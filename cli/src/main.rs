@@ -21,7 +21,7 @@ use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, Devi
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::separator::SeparatorChoice;
 use stemflow_engine::wav::{read_wav, write_wav};
-use stemflow_engine::Stem;
+use stemflow_engine::{ExtraStems, Stem};
 
 use crate::bench::BenchOptions;
 use crate::encode::{BitDepth, OutputFormat};
@@ -35,6 +35,8 @@ Examples:
   stemflow separate *.flac -o stems --format flac --bit-depth 24
   stemflow separate live.wav --stems vocals,drums --quiet
   stemflow separate song.wav --model models/htdemucs.onnx --device cuda:0
+  stemflow separate song.wav --model htdemucs_6s --guitar-piano own
+      → …/{vocals,drums,bass,other,guitar,piano}.wav
 
 Reads WAV, AIFF, FLAC, MP3, OGG/Vorbis and M4A/AAC at any sample rate, mono or stereo; mono is
 separated as mono (each stem is the average of the engine's two identical channels). Stems have
@@ -97,6 +99,8 @@ enum StemArg {
     Drums,
     Bass,
     Other,
+    Guitar,
+    Piano,
 }
 
 impl StemArg {
@@ -106,8 +110,44 @@ impl StemArg {
             StemArg::Drums => Stem::Drums,
             StemArg::Bass => Stem::Bass,
             StemArg::Other => Stem::Other,
+            StemArg::Guitar => Stem::Guitar,
+            StemArg::Piano => Stem::Piano,
         }
     }
+}
+
+/// Where a six-stem model's guitar and piano go (`--guitar-piano`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GuitarPianoArg {
+    /// Into other.wav, as the plugin's default "Into Other".
+    Other,
+    /// Into guitar.wav and piano.wav; other.wav is what is left.
+    Own,
+}
+
+/// The engine setting and the stems to write: guitar and piano have their own files when asked
+/// for, by `--guitar-piano own` or by naming them in `--stems`.
+fn stem_selection(
+    stems: &[StemArg],
+    guitar_piano: Option<GuitarPianoArg>,
+) -> (ExtraStems, Vec<Stem>) {
+    let names_extra = stems.iter().any(|s| s.stem().is_extra());
+    let extra_stems = match guitar_piano {
+        Some(GuitarPianoArg::Own) => ExtraStems::Separate,
+        Some(GuitarPianoArg::Other) => ExtraStems::IntoOther,
+        None if names_extra => ExtraStems::Separate,
+        None => ExtraStems::IntoOther,
+    };
+    let candidates: &[Stem] = match extra_stems {
+        ExtraStems::Separate => &Stem::OUTPUT_ORDER,
+        ExtraStems::IntoOther => &Stem::FOUR,
+    };
+    let selected = candidates
+        .iter()
+        .copied()
+        .filter(|s| stems.is_empty() || stems.iter().any(|a| a.stem() == *s))
+        .collect();
+    (extra_stems, selected)
 }
 
 #[derive(Subcommand)]
@@ -137,9 +177,14 @@ enum Command {
         /// Fail instead of falling back to the CPU when the device cannot run the model.
         #[arg(long)]
         strict_device: bool,
-        /// The stems to write (comma-separated); default: all four.
+        /// The stems to write (comma-separated); default: vocals, drums, bass, other (plus
+        /// guitar and piano with `--guitar-piano own`).
         #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
         stems: Vec<StemArg>,
+        /// Six-stem models: guitar and piano into other.wav (default) or their own files
+        /// (`own`, also implied by naming them in --stems).
+        #[arg(long, value_enum, value_name = "WHERE")]
+        guitar_piano: Option<GuitarPianoArg>,
         /// File format of the stems.
         #[arg(long, value_enum, default_value = "wav")]
         format: OutputFormat,
@@ -208,10 +253,20 @@ fn main() -> ExitCode {
             device,
             strict_device,
             stems,
+            guitar_piano,
             format,
             bit_depth,
             quiet,
         } => {
+            let (extra_stems, stems) = stem_selection(&stems, guitar_piano);
+            if extra_stems == ExtraStems::IntoOther && stems.is_empty() {
+                Cli::command()
+                    .error(
+                        ErrorKind::ArgumentConflict,
+                        "--guitar-piano other keeps guitar and piano in other.wav: name other stems, or use --guitar-piano own",
+                    )
+                    .exit();
+            }
             if format == OutputFormat::Flac && bit_depth == Some(BitDepth::Float32) {
                 Cli::command()
                     .error(
@@ -226,10 +281,8 @@ fn main() -> ExitCode {
                     separator,
                     device: device.parse::<DeviceChoice>()?,
                     is_strict_device: strict_device,
-                    stems: Stem::ALL
-                        .into_iter()
-                        .filter(|s| stems.is_empty() || stems.iter().any(|a| a.stem() == *s))
-                        .collect(),
+                    stems,
+                    extra_stems,
                     format,
                     bit_depth,
                     progress: ProgressMode::detect(quiet),
@@ -392,7 +445,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", truth_folder.display()))?;
     let song_path = output.join("demo-song.wav");
     write_wav(&song_path, DEMO_SAMPLE_RATE_HZ, &mix).map_err(|e| e.to_string())?;
-    for (stem, truth) in Stem::ALL.into_iter().zip(song.stems()) {
+    for (stem, truth) in Stem::FOUR.into_iter().zip(song.stems()) {
         write_wav(
             &truth_folder.join(format!("{}.wav", stem.file_name())),
             DEMO_SAMPLE_RATE_HZ,
@@ -410,7 +463,8 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         separator: SeparatorChoice::Builtin,
         device: DeviceChoice::Auto,
         is_strict_device: false,
-        stems: Stem::ALL.to_vec(),
+        stems: Stem::FOUR.to_vec(),
+        extra_stems: ExtraStems::IntoOther,
         format: OutputFormat::Wav,
         bit_depth: Some(BitDepth::Float32),
         progress: ProgressMode::detect(false),
@@ -426,8 +480,9 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     Ok(())
 }
 
+/// The four stems of the demo, in [`Stem::FOUR`] order.
 fn read_stems(folder: &Path) -> Result<Vec<[Vec<f32>; 2]>, String> {
-    Stem::ALL
+    Stem::FOUR
         .iter()
         .map(|stem| {
             read_wav(&folder.join(format!("{}.wav", stem.file_name())))
@@ -446,11 +501,11 @@ fn sdr_table(song: &DemoSong, estimate: &[[Vec<f32>; 2]]) -> String {
     ];
     let silence: [Vec<f32>; 2] = [vec![0.0; mix[0].len()], vec![0.0; mix[1].len()]];
     let mut table = String::from("SDR (dB)   Stemflow built-in   input/4   silence\n");
-    for (stem, truth) in Stem::ALL.into_iter().zip(song.stems()) {
+    for ((stem, truth), estimate) in Stem::FOUR.into_iter().zip(song.stems()).zip(estimate) {
         table.push_str(&format!(
             "{:<10} {:>17.2} {:>9.2} {:>9.2}\n",
             stem.display_name(),
-            sdr_db(truth, &estimate[stem.index()]),
+            sdr_db(truth, estimate),
             sdr_db(truth, &quarter),
             sdr_db(truth, &silence),
         ));

@@ -21,8 +21,10 @@ pub struct SeparateOptions {
     pub device: DeviceChoice,
     /// Fail instead of falling back to the CPU.
     pub is_strict_device: bool,
-    /// The stems to write, in [`Stem::ALL`] order.
+    /// The stems to write, in [`Stem::OUTPUT_ORDER`].
     pub stems: Vec<Stem>,
+    /// Where a six-stem model's guitar and piano go.
+    pub extra_stems: stemflow_engine::ExtraStems,
     /// Container of the stem files.
     pub format: OutputFormat,
     /// Sample format of the stem files; `None`: [`BitDepth::default_for`] the input.
@@ -238,6 +240,7 @@ fn separate_file(
 
     let separator = separator_builder.build()?;
     let mut stream = OfflineStream::new(separator, info.sample_rate_hz)?;
+    stream.set_extra_stems(options.extra_stems);
     if !options.is_quiet() {
         let length = match info.num_frames {
             Some(n) => format!(

@@ -740,8 +740,19 @@ fn usage_errors_exit_with_2() {
     for (args, needle) in [
         (vec!["separate"], "required"),
         (
-            vec!["separate", path_str(&input), "--stems", "guitar"],
-            "invalid value 'guitar'",
+            vec!["separate", path_str(&input), "--stems", "banjo"],
+            "invalid value 'banjo'",
+        ),
+        (
+            vec![
+                "separate",
+                path_str(&input),
+                "--stems",
+                "guitar",
+                "--guitar-piano",
+                "other",
+            ],
+            "keeps guitar and piano in other.wav",
         ),
         (
             vec!["separate", path_str(&input), "--format", "mp3"],
@@ -1027,5 +1038,91 @@ fn models_lists_the_folder_with_families_and_refuses_broken_files() {
         .unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no-such-model.onnx"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// --- model families ------------------------------------------------------------------------------
+
+fn fixtures_dir() -> PathBuf {
+    std::env::var_os("STEMFLOW_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`")
+}
+
+/// Raw planar little-endian f32 fixture data as `[channel][frame]`.
+fn read_fixture_f32(path: &Path, frames: usize) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values.len(), 2 * frames, "{}", path.display());
+    vec![values[..frames].to_vec(), values[frames..].to_vec()]
+}
+
+#[test]
+fn separate_matches_the_numpy_reference_of_every_model_family() {
+    const MAX_ABS_ERROR: f32 = 1e-5;
+    let fixtures = fixtures_dir();
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("fixtures.json")).unwrap())
+            .unwrap();
+    let dir = scratch_dir("family-parity");
+    let cases = index["cases"].as_array().unwrap();
+    assert!(cases.len() >= 5, "{index}");
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let frames = case["frames"].as_u64().unwrap() as usize;
+        let valid = case["valid_frames"].as_u64().unwrap() as usize;
+        let input = read_fixture_f32(&fixtures.join(case["input"].as_str().unwrap()), frames);
+        let wav = dir.join(format!("{name}.wav"));
+        write_wav(&wav, 44_100, &input, 32, true);
+        let model = fixtures.join(case["model"].as_str().unwrap());
+        // Guitar and piano on their own files; four-stem models leave them silent.
+        let output = stemflow(
+            &[
+                "separate",
+                "--quiet",
+                "--device",
+                "cpu",
+                "--model",
+                path_str(&model),
+                "--guitar-piano",
+                "own",
+                "--bit-depth",
+                "32f",
+                "-o",
+                path_str(&dir.join("out")),
+                path_str(&wav),
+            ],
+            Some(&real_runtime()),
+        );
+        assert!(output.status.success(), "{name}: {}", text(&output.stderr));
+        for stem in ["vocals", "drums", "bass", "other", "guitar", "piano"] {
+            let (spec, got) = read_wav(&dir.join("out").join(name).join(format!("{stem}.wav")));
+            assert_eq!(
+                (spec.channels, spec.sample_rate),
+                (2, 44_100),
+                "{name} {stem}"
+            );
+            let expected = match case["stems"][stem].as_str() {
+                Some(file) => read_fixture_f32(&fixtures.join(file), frames),
+                None => vec![vec![0.0; frames]; 2],
+            };
+            for channel in 0..2 {
+                assert_eq!(got[channel].len(), frames, "{name} {stem}: length");
+                let worst = got[channel][..valid]
+                    .iter()
+                    .zip(&expected[channel][..valid])
+                    .map(|(g, e)| (g - e).abs())
+                    .fold(0.0f32, f32::max);
+                println!("{name} {stem} ch{channel}: max abs error {worst:.2e}");
+                assert!(
+                    worst <= MAX_ABS_ERROR,
+                    "{name} {stem} ch{channel}: error {worst}"
+                );
+            }
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

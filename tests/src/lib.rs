@@ -49,11 +49,17 @@ pub use signal::BlockSizes;
 /// The CLAP plugin id of Stemflow.
 pub const PLUGIN_ID: &str = "audio.stemflow.stemflow";
 
-/// The parameter string ids of the four stems, in output-port order.
+/// The parameter string ids of the four usual stems, in output-port order.
 pub const STEMS: [&str; 4] = ["vocals", "drums", "bass", "other"];
 
+/// The parameter string ids of all six stems, in output-port order (guitar and piano carry
+/// six-stem models' guitar and piano when "Guitar & Piano" is set to its own outputs).
+pub const ALL_STEMS: [&str; 6] = ["vocals", "drums", "bass", "other", "guitar", "piano"];
+
 /// Output port names of the default configuration, main output first.
-pub const OUTPUT_PORT_NAMES: [&str; 5] = ["Output", "Vocals", "Drums", "Bass", "Other"];
+pub const OUTPUT_PORT_NAMES: [&str; 7] = [
+    "Output", "Vocals", "Drums", "Bass", "Other", "Guitar", "Piano",
+];
 
 /// Environment variable overriding [`plugin_path`].
 pub const PLUGIN_PATH_ENV: &str = "STEMFLOW_TEST_CLAP";

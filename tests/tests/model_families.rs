@@ -9,7 +9,8 @@ use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{BlockSizes, RenderMode, RenderSettings, TestPlugin};
 
 const MAX_ABS_ERROR: f32 = 1e-5;
-const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
+/// The stem outputs in port order (ports 1..=6).
+const STEM_NAMES: [&str; 6] = ["vocals", "drums", "bass", "other", "guitar", "piano"];
 
 fn fixtures_dir() -> PathBuf {
     let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
@@ -33,10 +34,14 @@ fn read_f32(path: &Path, frames: usize) -> Vec<Vec<f32>> {
     vec![values[..frames].to_vec(), values[frames..].to_vec()]
 }
 
-/// A plugin whose saved state selects `model` on the CPU.
-fn plugin_with_model(model: &Path) -> TestPlugin {
+/// A plugin whose saved state selects `model` on the CPU, with guitar and piano on their own
+/// outputs or (the default) into Other.
+fn plugin_with_model(model: &Path, guitar_piano_own_outputs: bool) -> TestPlugin {
     let mut plugin = TestPlugin::load();
     let mut state = decode_state(&plugin.save_state()).expect("the plugin's own state decodes");
+    if guitar_piano_own_outputs {
+        state["params"]["guitar_piano"] = serde_json::json!({"string": "own-outputs"});
+    }
     let mut stemflow: serde_json::Value =
         serde_json::from_str(state["fields"]["stemflow-state"].as_str().unwrap()).unwrap();
     stemflow["separator"] = format!("file:{}", model.display()).into();
@@ -53,14 +58,38 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
     let dir = fixtures_dir();
     let index: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("fixtures.json")).unwrap()).unwrap();
+    let mut six_stem_cases = 0;
     for case in index["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         let frames = case["frames"].as_u64().unwrap() as usize;
         let valid = case["valid_frames"].as_u64().unwrap() as usize;
         let input = read_f32(&dir.join(case["input"].as_str().unwrap()), frames);
         let model = dir.join(case["model"].as_str().unwrap());
-        for block in [64, 4096] {
-            let mut plugin = plugin_with_model(&model);
+        // Stems a model lacks (guitar and piano of four-stem models) are silent.
+        let expected: Vec<Vec<Vec<f32>>> = STEM_NAMES
+            .iter()
+            .map(|stem| match case["stems"][stem].as_str() {
+                Some(file) => read_f32(&dir.join(file), frames),
+                None => vec![vec![0.0; frames]; 2],
+            })
+            .collect();
+        // The default, guitar and piano into Other: Other + guitar + piano, and silence.
+        let mut folded = expected.clone();
+        for channel in 0..2 {
+            for t in 0..frames {
+                folded[3][channel][t] += expected[4][channel][t] + expected[5][channel][t];
+            }
+            folded[4][channel].fill(0.0);
+            folded[5][channel].fill(0.0);
+        }
+        let has_extras = case["stems"]["guitar"].is_string();
+        six_stem_cases += usize::from(has_extras);
+        let runs = [(64, true), (4096, true)]
+            .into_iter()
+            .chain(has_extras.then_some((4096, false)));
+        for (block, own_outputs) in runs {
+            let expected = if own_outputs { &expected } else { &folded };
+            let mut plugin = plugin_with_model(&model, own_outputs);
             // Render the input and enough silence to flush the model's latency.
             let mut padded = input.clone();
             for channel in &mut padded {
@@ -84,7 +113,7 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
                 "{name}: latency {latency} beyond the flush"
             );
             for (port, stem) in STEM_NAMES.iter().enumerate() {
-                let expected = read_f32(&dir.join(case["stems"][stem].as_str().unwrap()), frames);
+                let expected = &expected[port];
                 for channel in 0..2 {
                     let got = &rendered.port(port + 1)[channel][latency..latency + valid];
                     let (worst, at) = got
@@ -93,15 +122,19 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
                         .enumerate()
                         .map(|(i, (g, e))| ((g - e).abs(), i))
                         .fold((0.0f32, 0), |m, x| if x.0 > m.0 { x } else { m });
-                    println!("{name} {stem} ch{channel} block {block}: max abs error {worst:.2e}");
+                    println!("{name} {stem} ch{channel} block {block} own outputs {own_outputs}: max abs error {worst:.2e}");
                     assert!(
                         worst <= MAX_ABS_ERROR,
-                        "{name} {stem} ch{channel} block {block}: error {worst} at {at}"
+                        "{name} {stem} ch{channel} block {block} own outputs {own_outputs}: error {worst} at {at}"
                     );
                 }
             }
         }
     }
+    assert!(
+        six_stem_cases > 0,
+        "no six-stem fixture: guitar and piano went untested"
+    );
 }
 
 #[test]
@@ -110,7 +143,7 @@ fn a_model_that_fails_to_load_leaves_the_builtin_separator_playing() {
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("broken.onnx");
     std::fs::write(&bad, b"\x08\x07 definitely not a model").unwrap();
-    let mut plugin = plugin_with_model(&bad);
+    let mut plugin = plugin_with_model(&bad, false);
     let input: Vec<Vec<f32>> = (0..2)
         .map(|c| {
             (0..44_100)

@@ -17,7 +17,7 @@ use stemflow_host_tests::compare::{
 use stemflow_host_tests::signal::{self, impulse, pad_end};
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{
-    cli_path, render, wav, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin,
+    cli_path, render, wav, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin, ALL_STEMS,
     OUTPUT_PORT_NAMES, PLUGIN_ID, STEMS,
 };
 
@@ -66,9 +66,15 @@ fn settle_frames(rendered: &Rendered) -> usize {
     rendered.latency_samples + (SETTLE_MS * 1e-3 * rendered.sample_rate_hz) as usize
 }
 
-/// Channel `channel` of the sum of the four stem ports (default configuration).
+/// Channel `channel` of the sum of the six stem ports (default configuration; guitar and piano
+/// are silent with the built-in separator, and counted all the same).
 fn stem_sum(rendered: &Rendered, channel: usize) -> Vec<f32> {
-    let stems: Vec<&[f32]> = (VOCALS..=OTHER)
+    assert_eq!(
+        rendered.outputs.len(),
+        1 + ALL_STEMS.len(),
+        "main + stem ports"
+    );
+    let stems: Vec<&[f32]> = (VOCALS..=ALL_STEMS.len())
         .map(|p| rendered.port(p)[channel].as_slice())
         .collect();
     sum(&stems)
@@ -178,8 +184,8 @@ fn alternative_port_configs_have_expected_channels() {
     assert_eq!(
         summary,
         vec![
-            (1, 5, Some(2), Some(2)),
-            (1, 5, Some(1), Some(1)),
+            (1, 7, Some(2), Some(2)),
+            (1, 7, Some(1), Some(1)),
             (1, 1, Some(2), Some(10))
         ],
         "(inputs, outputs, main in channels, main out channels) of configs 0..3: {configs:?}"
@@ -217,7 +223,7 @@ fn alternative_port_configs_have_expected_channels() {
     plugin.select_port_config(configs[0].id);
     assert_eq!(
         plugin.audio_ports().outputs.len(),
-        5,
+        7,
         "back to the default config"
     );
 }
@@ -239,7 +245,7 @@ fn alternative_port_configs_split_consistently() {
     assert_all_finite("mono", &mono);
     assert_eq!(
         mono.outputs.iter().map(Vec::len).collect::<Vec<_>>(),
-        vec![1; 5],
+        vec![1; 7],
         "mono port channels"
     );
     assert_reconstructs("mono", &mono, &mono_input);
@@ -299,7 +305,7 @@ fn alternative_port_configs_split_consistently() {
 #[test]
 fn parameters_are_listed_under_their_string_ids() {
     let mut plugin = TestPlugin::load();
-    for stem in STEMS {
+    for stem in ALL_STEMS {
         let gain = plugin.param(&format!("{stem}_gain")).clone();
         assert!(
             !gain
@@ -329,9 +335,29 @@ fn parameters_are_listed_under_their_string_ids() {
         "bypass lacks CLAP_PARAM_IS_BYPASS"
     );
     assert_eq!(bypass.default_value, 0.0);
+    // Guitar & Piano: a two-way switch, not automatable (it changes what the outputs mean).
+    let guitar_piano = plugin.param("guitar_piano").clone();
+    assert!(guitar_piano
+        .flags
+        .contains(clack_extensions::params::ParamInfoFlags::IS_STEPPED));
+    assert!(
+        !guitar_piano
+            .flags
+            .contains(clack_extensions::params::ParamInfoFlags::IS_AUTOMATABLE),
+        "guitar_piano must not be automatable"
+    );
+    assert_eq!(
+        (
+            guitar_piano.min_value,
+            guitar_piano.max_value,
+            guitar_piano.default_value
+        ),
+        (0.0, 1.0, 0.0),
+        "guitar_piano range/default (Into Other)"
+    );
     assert_eq!(
         plugin.params().len(),
-        13,
+        6 * 3 + 2,
         "parameter count: {:?}",
         plugin.params()
     );
