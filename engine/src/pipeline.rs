@@ -11,7 +11,7 @@ use rubato::{FftFixedInOut, Resampler};
 
 use crate::dsp::{flush_subnormal, sanitize_sample};
 use crate::separator::{stem_channel, PlanarBlock, Separator, SEPARATED_CHANNELS};
-use crate::stem::{NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
+use crate::stem::{Stem, NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
 use crate::EngineError;
 
 /// The separator and the resamplers around it. Lives on the worker thread.
@@ -45,6 +45,9 @@ pub struct StemPipeline {
 struct Resampling {
     resampler: FftFixedInOut<f32>,
     output: Vec<Vec<f32>>,
+    /// Channels worth resampling: a separator without guitar and piano leaves theirs silent,
+    /// and their output stays silent without the work.
+    active_channels: Vec<bool>,
 }
 
 impl Resampling {
@@ -58,7 +61,11 @@ impl Resampling {
             FftFixedInOut::new(from_hz as usize, to_hz as usize, chunk_frames, num_channels)
                 .map_err(|e| EngineError::Resampler(e.to_string()))?;
         let output = vec![vec![0.0; resampler.output_frames_max()]; num_channels];
-        Ok(Self { resampler, output })
+        Ok(Self {
+            resampler,
+            output,
+            active_channels: vec![true; num_channels],
+        })
     }
 }
 
@@ -97,12 +104,19 @@ impl StemPipeline {
             (None, None)
         } else {
             let to = Resampling::new(host_rate_hz, separator_rate_hz, input_chunk_frames, 2)?;
-            let from = Resampling::new(
+            let mut from = Resampling::new(
                 separator_rate_hz,
                 host_rate_hz,
                 separator_chunk_frames,
                 SEPARATED_CHANNELS,
             )?;
+            if !separator.has_extra_stems() {
+                for stem in Stem::EXTRA {
+                    for channel in 0..2 {
+                        from.active_channels[stem_channel(stem.index(), channel)] = false;
+                    }
+                }
+            }
             debug_assert_eq!(to.resampler.output_frames_max(), separator_chunk_frames);
             debug_assert_eq!(from.resampler.output_frames_max(), input_chunk_frames);
             (Some(to), Some(from))
@@ -277,9 +291,11 @@ impl StemPipeline {
                 while self.separator_output[0].len() >= chunk {
                     let inputs: Vec<&[f32]> =
                         self.separator_output.iter().map(|c| &c[..chunk]).collect();
-                    let _ = from
-                        .resampler
-                        .process_into_buffer(&inputs, &mut from.output, None);
+                    let _ = from.resampler.process_into_buffer(
+                        &inputs,
+                        &mut from.output,
+                        Some(&from.active_channels),
+                    );
                     for fifo in &mut self.separator_output {
                         fifo.drain(..chunk);
                     }
@@ -328,7 +344,7 @@ impl StemPipeline {
 mod tests {
     use super::*;
     use crate::separator::PassthroughSeparator;
-    use crate::stem::{Stem, NUM_STEMS};
+    use crate::stem::NUM_STEMS;
 
     fn run_pipeline(pipeline: &mut StemPipeline, left: &[f32], right: &[f32]) -> Vec<f32> {
         let chunk = pipeline.input_chunk_frames();

@@ -80,6 +80,12 @@ pub trait Separator: Send {
         0
     }
 
+    /// Whether the separator delivers guitar and piano (six-stem models). Those that do not
+    /// must leave the guitar and piano channels silent; the pipeline then skips them.
+    fn has_extra_stems(&self) -> bool {
+        false
+    }
+
     /// Forgets all history, as if newly created. Must not allocate.
     fn reset(&mut self);
 

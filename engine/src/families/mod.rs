@@ -789,6 +789,12 @@ impl Separator for ModelSeparator {
         });
     }
 
+    fn has_extra_stems(&self) -> bool {
+        Stem::EXTRA
+            .iter()
+            .any(|stem| self.description.routes[stem.index()] != StemRoute::Silent)
+    }
+
     fn session_source(&self) -> Option<SessionSource> {
         Some(self.runner.session_source())
     }
