@@ -195,6 +195,43 @@ impl<'a> SeparatorBuilder<'a> {
     }
 }
 
+/// A stem folder this run created: removed again, if still empty, when the input fails.
+struct NewFolderGuard<'a> {
+    path: &'a Path,
+    should_remove: bool,
+}
+
+impl<'a> NewFolderGuard<'a> {
+    fn create(path: &'a Path) -> Result<Self, Failure> {
+        let existed = path.is_dir();
+        std::fs::create_dir_all(path).map_err(|e| {
+            Failure::Input(format!(
+                "cannot create {}: {}",
+                path.display(),
+                io_reason(&e)
+            ))
+        })?;
+        Ok(Self {
+            path,
+            should_remove: !existed,
+        })
+    }
+
+    /// The stems were written: the folder stays.
+    fn keep(&mut self) {
+        self.should_remove = false;
+    }
+}
+
+impl Drop for NewFolderGuard<'_> {
+    fn drop(&mut self) {
+        if self.should_remove {
+            // Fails, harmlessly, when something else is in it.
+            let _ = std::fs::remove_dir(self.path);
+        }
+    }
+}
+
 /// Separates one input into `folder`.
 fn separate_file(
     input: &Path,
@@ -209,13 +246,8 @@ fn separate_file(
         .bit_depth
         .unwrap_or_else(|| BitDepth::default_for(info.integer_bits, options.format));
 
-    std::fs::create_dir_all(folder).map_err(|e| {
-        Failure::Input(format!(
-            "cannot create {}: {}",
-            folder.display(),
-            io_reason(&e)
-        ))
-    })?;
+    // Declared before the writers, so it runs after they removed their partial files.
+    let mut new_folder = NewFolderGuard::create(folder)?;
     // Every file is created before the long part starts, so an unwritable folder fails fast.
     let mut writers: Vec<(Stem, StemWriter)> = options
         .stems
@@ -292,6 +324,7 @@ fn separate_file(
     }
     let num_frames = decoder.frames_decoded();
     let elapsed = progress.finish(num_frames);
+    new_folder.keep();
 
     let mut files = Vec::new();
     for (stem, writer) in writers {
