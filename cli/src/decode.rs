@@ -330,11 +330,7 @@ struct Mp4AudioEdit {
 /// symphonia 0.5 does not apply. `None` for other files, files without an edit list, or edits
 /// Stemflow does not interpret (several segments, a leading empty edit).
 fn mp4_audio_edit(path: &Path, sample_rate_hz: u32) -> Option<Mp4AudioEdit> {
-    use std::io::Read;
-    let mut file = File::open(path).ok()?;
-    let mut head = [0u8; 8];
-    file.read_exact(&mut head).ok()?;
-    if &head[4..8] != b"ftyp" || sample_rate_hz == 0 {
+    if sample_rate_hz == 0 {
         return None;
     }
     // The movie box (KBs to a few MB) holds the track headers and the edit list.
@@ -395,7 +391,8 @@ fn mp4_audio_edit(path: &Path, sample_rate_hz: u32) -> Option<Mp4AudioEdit> {
     edit
 }
 
-/// The payload of the top-level box `kind` of an MP4 file (at most 64 MB).
+/// The payload of the top-level box `kind` of an MP4 file (at most 64 MB); `None` for files
+/// that do not start with an MP4 `ftyp` box.
 fn read_mp4_box(path: &Path, kind: &[u8; 4]) -> Option<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = File::open(path).ok()?;
@@ -414,6 +411,9 @@ fn read_mp4_box(path: &Path, kind: &[u8; 4]) -> Option<Vec<u8>> {
             size => (u64::from(size), 8),
         };
         if size < header_len || position + size > file_len {
+            return None;
+        }
+        if position == 0 && &header[4..8] != b"ftyp" {
             return None;
         }
         if &header[4..8] == kind {

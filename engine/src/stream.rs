@@ -370,11 +370,6 @@ impl StemStreamHandle {
         self.extra_stems = extra_stems;
     }
 
-    /// Where a six-stem model's guitar and piano go. Realtime-safe.
-    pub fn extra_stems(&self) -> ExtraStems {
-        self.extra_stems
-    }
-
     /// Clears the pipeline, for transport jumps: the next `latency_samples()` output frames are
     /// silent, then the stems of the input after the reset follow. Realtime-safe: publishes a
     /// generation and wakes the worker; nothing is allocated or freed.

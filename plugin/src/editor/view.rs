@@ -189,7 +189,7 @@ fn model_has_guitar_or_piano(model: &EditorModel) -> bool {
             && info
                 .stems
                 .iter()
-                .any(|stem| matches!(stem.as_str(), "guitar" | "piano"))
+                .any(|stem| Stem::from_name(stem).is_some_and(Stem::is_extra))
     })
 }
 
