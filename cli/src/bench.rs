@@ -12,17 +12,60 @@
 
 use std::time::Instant;
 
-use stemflow_engine::demo_song::DemoSong;
+use clap::Args;
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::models::models_dirs;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::planar::PlanarBlock;
 use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::separator::{PlanarBlock, SeparatorChoice, SEPARATED_CHANNELS};
+use stemflow_engine::separator::SEPARATED_CHANNELS;
 use stemflow_engine::EngineError;
+use stemflow_kit::demo_song::DemoSong;
 
+use crate::error::CliError;
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
-use crate::{model_label, resolve_model};
 
 /// The host rate of the test signal fed through the whole path.
 const BENCH_HOST_RATE_HZ: u32 = 44_100;
+
+pub const BENCH_EXAMPLES: &str = "\
+Examples:
+  stemflow bench
+  stemflow bench --seconds 60 --json
+  stemflow bench --model builtin,models/htdemucs.onnx --device cpu,cuda:0
+
+For each model × device: per-chunk inference time (min/median/max), the real-time factor of the
+whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
+pure inference time) and the process's peak RSS (Linux; n/a elsewhere). By default models run
+on the CPU and, if there is one, on the GPU Auto picks, side by side.";
+
+/// `stemflow bench`'s arguments.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Seconds of test audio (the synthetic demo song) to separate.
+    #[arg(long, alias = "duration-s", default_value_t = 20.0, value_name = "N")]
+    pub seconds: f32,
+    /// Models to time (repeat or comma-separate): `builtin` or ONNX model files.
+    #[arg(long, value_name = "NAME|PATH", value_delimiter = ',')]
+    pub model: Vec<String>,
+    /// Devices to time models on (repeat or comma-separate); default: cpu and Auto's pick.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub device: Vec<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `stemflow bench`.
+pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    bench(&BenchOptions {
+        models: args.model,
+        devices: args.device,
+        seconds: args.seconds,
+        is_json: args.json,
+    })
+    .map_err(CliError::Failed)
+}
 
 /// What to measure.
 pub struct BenchOptions {
@@ -78,7 +121,11 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
     };
     let models: Vec<(String, SeparatorChoice)> = model_args
         .iter()
-        .map(|arg| resolve_model(arg).map(|choice| (model_label(&choice), choice)))
+        .map(|arg| {
+            SeparatorChoice::resolve(arg, &models_dirs(&[]))
+                .map(|choice| (choice.label(), choice))
+                .map_err(|e| e.to_string())
+        })
         .collect::<Result<_, _>>()?;
     let mut choices: Vec<DeviceChoice> = options
         .devices
@@ -144,8 +191,8 @@ fn measure(
     reset_peak_rss();
 
     // 1. Every hop alone, at the separator's rate.
-    let mut separator = model.build(choice)?;
-    let active = separator.active_device();
+    let mut separator = model.build(choice).map_err(|e| e.to_string())?;
+    let active = separator.device();
     let device = active
         .as_ref()
         .map_or_else(|| "cpu".to_owned(), |a| a.actual.to_string());
@@ -168,7 +215,9 @@ fn measure(
             input.channel_mut(channel)[..end - start].copy_from_slice(&samples[start..end]);
         }
         let t = Instant::now();
-        separator.process_hop(&input, &mut stems);
+        separator
+            .process_hop(&input, &mut stems)
+            .map_err(|e| e.to_string())?;
         chunk_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     drop(separator);
@@ -176,7 +225,7 @@ fn measure(
     chunk_ms.sort_by(f64::total_cmp);
 
     // 2. The whole offline path at the host rate.
-    let separator = model.build(choice)?;
+    let separator = model.build(choice).map_err(|e| e.to_string())?;
     let start = Instant::now();
     let mut stream =
         OfflineStream::new(separator, BENCH_HOST_RATE_HZ).map_err(|e| e.to_string())?;

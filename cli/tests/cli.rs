@@ -717,7 +717,7 @@ fn unknown_models_are_errors() {
     let out = dir.join("out");
     for (model, reason) in [
         ("htdemucs_ft", "unknown model `htdemucs_ft`"),
-        ("models/nope.onnx", "model file not found: models/nope.onnx"),
+        ("models/nope.onnx", "models/nope.onnx: model file not found"),
     ] {
         let output = run(&[
             "separate",
@@ -954,8 +954,8 @@ fn bench_puts_every_model_and_device_side_by_side() {
         rows,
         [
             ("builtin".to_owned(), "cpu".to_owned()),
-            ("waveform_gain.onnx".to_owned(), "cpu".to_owned()),
-            ("waveform_gain.onnx".to_owned(), "cuda:0".to_owned()),
+            ("waveform_gain".to_owned(), "cpu".to_owned()),
+            ("waveform_gain".to_owned(), "cuda:0".to_owned()),
         ]
     );
     assert!(json["notes"][0]

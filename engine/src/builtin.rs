@@ -22,9 +22,12 @@ use realfft::num_complex::Complex32;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::dsp::{periodic_hann, raised_cosine_step};
-use crate::separator::{stem_channel, PlanarBlock, Separator};
+use crate::planar::PlanarBlock;
+use crate::separator::{stem_channel, Separator, SeparatorError};
 use crate::stem::Stem;
 
+/// The built-in separator's display name, everywhere it is shown.
+pub const BUILTIN_DISPLAY_NAME: &str = "Built-in (DSP)";
 /// The rate the built-in separator runs at; other host rates are resampled.
 pub const BUILTIN_SAMPLE_RATE_HZ: u32 = 44_100;
 /// STFT frame length in samples.
@@ -236,7 +239,7 @@ impl Default for BuiltinSeparator {
 
 impl Separator for BuiltinSeparator {
     fn name(&self) -> &str {
-        "Built-in (DSP)"
+        BUILTIN_DISPLAY_NAME
     }
 
     fn sample_rate_hz(&self) -> u32 {
@@ -265,7 +268,11 @@ impl Separator for BuiltinSeparator {
         }
     }
 
-    fn process_hop(&mut self, input: &PlanarBlock, stems: &mut PlanarBlock) {
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
         debug_assert_eq!(input.num_frames(), HOP_SAMPLES);
         debug_assert_eq!(stems.num_frames(), HOP_SAMPLES);
         for channel in 0..2 {
@@ -290,6 +297,7 @@ impl Separator for BuiltinSeparator {
         for index in BUILTIN_CHANNELS..stems.num_channels() {
             stems.channel_mut(index).fill(0.0);
         }
+        Ok(())
     }
 }
 
@@ -424,7 +432,7 @@ mod tests {
         {
             input.channel_mut(0).copy_from_slice(l);
             input.channel_mut(1).copy_from_slice(r);
-            separator.process_hop(&input, &mut stems);
+            separator.process_hop(&input, &mut stems).unwrap();
             for (c, channel) in out.iter_mut().enumerate() {
                 channel.extend_from_slice(stems.channel(c));
             }

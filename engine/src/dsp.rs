@@ -99,3 +99,132 @@ mod tests {
         assert_eq!(raised_cosine_step(300.0, 250.0, 150.0), 0.0);
     }
 }
+
+/// The floating-point control bits that flush subnormals: x86-64 MXCSR FTZ (bit 15) and DAZ
+/// (bit 6); AArch64 FPCR FZ (bit 24).
+#[cfg(target_arch = "x86_64")]
+const FLUSH_BITS: u64 = (1 << 15) | (1 << 6);
+#[cfg(target_arch = "aarch64")]
+const FLUSH_BITS: u64 = 1 << 24;
+
+/// The calling thread's floating-point control register. Realtime-safe.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn read_float_control() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut mxcsr: u32 = 0;
+        // SAFETY: `stmxcsr` stores the 32-bit MXCSR register into the local variable whose
+        // address is passed; it has no other effect.
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut mxcsr, options(nostack, preserves_flags));
+        }
+        u64::from(mxcsr)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let fpcr: u64;
+        // SAFETY: reading FPCR has no side effects.
+        unsafe {
+            std::arch::asm!("mrs {}, fpcr", out(reg) fpcr, options(nomem, nostack, preserves_flags));
+        }
+        fpcr
+    }
+}
+
+/// Sets the calling thread's floating-point control register. Realtime-safe.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn write_float_control(value: u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mxcsr = value as u32;
+        // SAFETY: `ldmxcsr` loads MXCSR from the local variable; the values written only differ
+        // from the current ones in the rounding-neutral FTZ/DAZ bits (see `FLUSH_BITS`).
+        unsafe {
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &mxcsr, options(nostack, readonly, preserves_flags));
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: only the FZ bit differs from the current FPCR (see `FLUSH_BITS`).
+        unsafe {
+            std::arch::asm!("msr fpcr, {}", in(reg) value, options(nomem, nostack, preserves_flags));
+        }
+    }
+}
+
+/// Makes the calling thread flush subnormal floats to zero for good, so DSP and inference on
+/// near-silent audio cost no more than on loud audio. For threads Stemflow owns (the worker);
+/// the host's audio thread uses a [`DenormalGuard`] instead. Realtime-safe.
+pub fn flush_denormals_on_this_thread() {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    write_float_control(read_float_control() | FLUSH_BITS);
+}
+
+/// Flushes subnormal floats to zero on the calling thread while it lives and restores the
+/// previous mode when dropped: the host's thread is left as the host set it. Realtime-safe.
+#[must_use = "the mode is restored when the guard is dropped"]
+pub struct DenormalGuard {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    previous: u64,
+}
+
+impl DenormalGuard {
+    /// Starts flushing subnormals on this thread. Realtime-safe.
+    pub fn new() -> Self {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            let previous = read_float_control();
+            if previous & FLUSH_BITS != FLUSH_BITS {
+                write_float_control(previous | FLUSH_BITS);
+            }
+            Self { previous }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        Self {}
+    }
+}
+
+impl Default for DenormalGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for DenormalGuard {
+    fn drop(&mut self) {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        if self.previous & FLUSH_BITS != FLUSH_BITS {
+            write_float_control(self.previous);
+        }
+    }
+}
+
+#[cfg(test)]
+mod denormal_tests {
+    use super::*;
+
+    /// A subnormal product that a flushing thread computes as zero.
+    fn tiny_product() -> f32 {
+        std::hint::black_box(1e-30f32) * std::hint::black_box(1e-10f32)
+    }
+
+    #[test]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn the_guard_flushes_and_restores() {
+        std::thread::spawn(|| {
+            assert!(
+                tiny_product().is_subnormal(),
+                "threads start without flushing"
+            );
+            {
+                let _guard = DenormalGuard::new();
+                assert_eq!(tiny_product(), 0.0);
+            }
+            assert!(tiny_product().is_subnormal(), "the mode is restored");
+            flush_denormals_on_this_thread();
+            assert_eq!(tiny_product(), 0.0);
+        })
+        .join()
+        .unwrap();
+    }
+}

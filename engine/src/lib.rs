@@ -1,81 +1,45 @@
 //! Stemflow's model core: streaming, DSP and separators.
 //!
 //! Nothing here knows about plugin APIs. The plugin (`stemflow`) and the command-line tool
-//! (`stemflow`) are thin layers over these types:
+//! (`stemflow-cli`) are thin layers over these types:
 //!
 //! - [`separator::Separator`]: anything that turns stereo audio at its own sample rate into stems,
-//!   one fixed hop at a time. [`builtin::BuiltinSeparator`] is the embedded DSP default.
+//!   one fixed hop at a time ([`planar::PlanarBlock`]s in and out), with one control hook for
+//!   requests such as a device change. [`builtin::BuiltinSeparator`] is the embedded DSP
+//!   default; [`passthrough::PassthroughSeparator`] exists to test timing.
+//! - [`choice::SeparatorChoice`]: which separator runs, parsed and named in one place.
 //! - [`pipeline::StemPipeline`]: resamples host audio to the separator's rate and back, runs the
 //!   separator and computes `Other` as the exact residual at the host rate.
 //! - [`stream`]: the real-time boundary. [`stream::StemStreamHandle`] lives on the audio thread and
-//!   talks through lock-free `rtrb` ring buffers to a [`stream::StemStreamWorker`] thread.
-//! - [`offline`]: whole-buffer separation through the very same streaming path.
-#![deny(missing_docs)]
+//!   talks through lock-free `rtrb` ring buffers to the worker thread, which a
+//!   [`stream::StemStreamController`] owns on the main thread.
+//! - [`offline`]: whole-file separation through the very same streaming path.
+//! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer), one file each, and
+//!   [`families::ModelSeparator`], which streams any of them.
+//! - [`runtime`]: ONNX Runtime — loading it, devices, sessions, model files, running graphs.
+//! - [`models`]: the models folder; [`model_error::ModelError`]: why a model cannot be used.
+//! - [`stem`], [`dsp`], [`paths`]: the stems, sample-level helpers, the user's folders.
+//!
+//! The synthetic demo song, metrics and WAV helpers live in the `stemflow-kit` crate.
 
 pub mod builtin;
-#[allow(missing_docs)]
-pub mod demo_song;
+pub mod choice;
 pub mod dsp;
+pub mod error;
 pub mod families;
-pub mod metrics;
+pub mod model_error;
 pub mod models;
 pub mod offline;
-pub mod onnx;
-pub mod paths;
+pub mod passthrough;
 pub mod pipeline;
+pub mod planar;
+pub mod render_speed;
 pub mod runtime;
 pub mod separator;
 pub mod stem;
 pub mod stream;
-pub mod wav;
 
+pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ};
 pub use stem::{ExtraStems, Stem, NUM_STEMS};
-
-/// Errors from setting up or feeding the engine. Never produced on the audio thread.
-#[derive(Debug)]
-pub enum EngineError {
-    /// The host sample rate cannot be used (zero, negative, not finite or out of range).
-    UnsupportedSampleRate(f32),
-    /// A block size of zero or one beyond what the stream was built for.
-    InvalidBlockSize(usize),
-    /// The resampler could not be built for this pair of rates.
-    Resampler(String),
-    /// Reading or writing an audio file failed.
-    Io(String),
-    /// The worker thread could not be started or died.
-    Worker(String),
-}
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EngineError::UnsupportedSampleRate(sr) => write!(
-                f,
-                "unsupported sample rate {sr} Hz (Stemflow runs at {MIN_SAMPLE_RATE_HZ}–{MAX_SAMPLE_RATE_HZ} Hz)"
-            ),
-            EngineError::InvalidBlockSize(n) => write!(f, "invalid block size {n}"),
-            EngineError::Resampler(e) => write!(f, "resampler: {e}"),
-            EngineError::Io(e) => write!(f, "{e}"),
-            EngineError::Worker(e) => write!(f, "worker thread: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {}
-
-/// The lowest host sample rate Stemflow accepts.
-pub const MIN_SAMPLE_RATE_HZ: u32 = 8_000;
-/// The highest host sample rate Stemflow accepts.
-pub const MAX_SAMPLE_RATE_HZ: u32 = 384_000;
-
-/// Validates a host sample rate and rounds it to whole hertz.
-pub fn validate_sample_rate(sample_rate_hz: f32) -> Result<u32, EngineError> {
-    if !sample_rate_hz.is_finite() {
-        return Err(EngineError::UnsupportedSampleRate(sample_rate_hz));
-    }
-    let rounded = sample_rate_hz.round();
-    if rounded < MIN_SAMPLE_RATE_HZ as f32 || rounded > MAX_SAMPLE_RATE_HZ as f32 {
-        return Err(EngineError::UnsupportedSampleRate(sample_rate_hz));
-    }
-    Ok(rounded as u32)
-}
+/// Where Stemflow keeps its files (the `stemflow-paths` crate).
+pub use stemflow_paths as paths;

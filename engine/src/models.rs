@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::families::describe_model;
 pub use crate::families::ModelFamily;
-use crate::families::{describe_model, read_model_file};
+use crate::runtime::model_file::{read_model_file, ModelBytes};
 
 /// A model file found in a models folder.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,7 +38,7 @@ impl ModelInfo {
 
 /// The folders searched for models: the user's models folder first, then `extra`.
 pub fn models_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = crate::paths::user_models_dir().into_iter().collect();
+    let mut dirs: Vec<PathBuf> = stemflow_paths::user_models_dir().into_iter().collect();
     for dir in extra {
         if !dirs.contains(dir) {
             dirs.push(dir.clone());
@@ -66,7 +67,7 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
     let model = match read_model_file(path) {
         Ok(model) => model,
         Err(error) => {
-            info.error = Some(error);
+            info.error = Some(error.to_string());
             return info;
         }
     };
@@ -82,7 +83,7 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
             info.sample_rate_hz = description.sample_rate_hz;
             info.latency_frames = Some(description.layout.latency_frames());
         }
-        Err(error) => info.error = Some(error),
+        Err(error) => info.error = Some(error.to_string()),
     }
     info
 }
@@ -105,35 +106,6 @@ pub fn scan_models(dirs: &[PathBuf]) -> Vec<ModelInfo> {
     paths.iter().map(|p| inspect_model(p)).collect()
 }
 
-/// Resolves what a user typed for `--model`: an existing path, or a model name (file name with or
-/// without `.onnx`) in `dirs`.
-pub fn resolve_model(name_or_path: &str, dirs: &[PathBuf]) -> Result<PathBuf, String> {
-    let as_path = Path::new(name_or_path);
-    if as_path.is_file() {
-        return Ok(as_path.to_path_buf());
-    }
-    let file_name = if name_or_path.to_ascii_lowercase().ends_with(".onnx") {
-        name_or_path.to_string()
-    } else {
-        format!("{name_or_path}.onnx")
-    };
-    for dir in dirs {
-        let candidate = dir.join(&file_name);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-    }
-    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Err(format!(
-        "unknown model `{name_or_path}`: not a file, and no {file_name} in {}",
-        if searched.is_empty() {
-            "any models folder".to_string()
-        } else {
-            searched.join(", ")
-        }
-    ))
-}
-
 /// Finds a model by content hash in `dirs` (a saved model that was moved or renamed).
 /// Not realtime-safe: hashes every file.
 pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
@@ -146,7 +118,7 @@ pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
         })
         .find(|p| {
             std::fs::read(p)
-                .map(|bytes| crate::runtime::session::ModelBytes::new("", bytes).sha256 == sha256)
+                .map(|bytes| ModelBytes::new("", bytes).sha256 == sha256)
                 .unwrap_or(false)
         })
 }
@@ -156,25 +128,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_resolve_in_the_models_folders_and_unknown_ones_say_where_they_looked() {
+    fn a_moved_model_is_found_by_its_hash() {
         let dir = std::env::temp_dir().join(format!("stemflow-models-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("My Model.onnx"), b"x").unwrap();
         let dirs = vec![dir.clone()];
-        assert_eq!(
-            resolve_model("My Model", &dirs).unwrap(),
-            dir.join("My Model.onnx")
-        );
-        assert_eq!(
-            resolve_model("My Model.onnx", &dirs).unwrap(),
-            dir.join("My Model.onnx")
-        );
-        let error = resolve_model("nope", &dirs).unwrap_err();
-        assert!(
-            error.contains("nope.onnx") && error.contains(&dir.display().to_string()),
-            "{error}"
-        );
-        let sha = crate::runtime::session::ModelBytes::new("", b"x".to_vec()).sha256;
+        let sha = ModelBytes::new("", b"x".to_vec()).sha256;
         assert_eq!(find_by_sha256(&sha, &dirs), Some(dir.join("My Model.onnx")));
         assert_eq!(find_by_sha256("00", &dirs), None);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -186,7 +145,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("broken.onnx"), [0xffu8; 16]).unwrap();
         std::fs::write(dir.join("notes.txt"), b"not a model").unwrap();
-        let found = scan_models(&[dir.clone()]);
+        let found = scan_models(std::slice::from_ref(&dir));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "broken");
         assert!(!found[0].is_usable());

@@ -8,7 +8,7 @@
 use crate::separator::Separator;
 use crate::stem::{Stem, NUM_STEMS};
 use crate::stream::{
-    spawn_stream, ProcessingMode, StemStreamHandle, StemStreamWorker, StreamConfig,
+    spawn_stream, ProcessingMode, StemStreamController, StemStreamHandle, StreamConfig,
 };
 use crate::EngineError;
 
@@ -90,7 +90,7 @@ impl<'a> StemFrames<'a> {
 /// ```
 pub struct OfflineStream {
     handle: StemStreamHandle,
-    worker: StemStreamWorker,
+    controller: StemStreamController,
     sample_rate_hz: u32,
     latency_samples: usize,
     /// Input frames pushed so far (excluding the flush at the end).
@@ -109,11 +109,11 @@ impl OfflineStream {
             max_block_frames: OFFLINE_BLOCK_FRAMES,
             mode: ProcessingMode::Offline,
         };
-        let (handle, worker) = spawn_stream(separator, &config)?;
+        let (handle, controller) = spawn_stream(separator, &config)?;
         let latency_samples = handle.latency_samples();
         Ok(Self {
             handle,
-            worker,
+            controller,
             sample_rate_hz,
             latency_samples,
             input_frames: 0,
@@ -168,9 +168,9 @@ impl OfflineStream {
 
     /// Flushes the stream after the last input: feeds `latency` frames of silence and hands the
     /// remaining stems to `sink`, so that exactly as many stem frames came out as input frames
-    /// went in. Stops the worker. Not realtime-safe: waits for the worker.
+    /// went in. Not realtime-safe: waits for the worker.
     pub fn finish<E: From<EngineError>>(
-        mut self,
+        &mut self,
         mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let total_frames = self.input_frames + self.latency_samples as u64;
@@ -183,6 +183,16 @@ impl OfflineStream {
             result?;
         }
         Ok(())
+    }
+
+    /// Stops the worker and hands the separator back, reset, so the next input reuses the loaded
+    /// model. `None` when the worker died. Not realtime-safe: joins the worker.
+    pub fn into_separator(self) -> Option<Box<dyn Separator>> {
+        let Self {
+            handle, controller, ..
+        } = self;
+        drop(handle);
+        controller.into_separator()
     }
 
     /// Runs one block of at most [`OFFLINE_BLOCK_FRAMES`] through the handle and hands the
@@ -210,13 +220,19 @@ impl OfflineStream {
         })
     }
 
-    /// Turns a dead worker or a frame it did not deliver into an error.
+    /// Turns a dead worker, a failed separator or a frame the worker did not deliver into an
+    /// error: an offline result is complete and exact, or it is not a result.
     fn check_worker(&self) -> Result<(), EngineError> {
-        let stats = self.worker.stats();
+        let stats = self.controller.stats();
+        if stats.separator_failures() > 0 {
+            if let Some(error) = stats.separator_error() {
+                return Err(EngineError::Separator(error));
+            }
+        }
         if let Some(error) = stats.worker_error() {
             return Err(EngineError::Worker(error));
         }
-        if !self.worker.is_alive() {
+        if !self.controller.is_alive() {
             return Err(EngineError::Worker("the worker thread stopped".into()));
         }
         if stats.underrun_frames() > 0 {
@@ -285,7 +301,7 @@ pub fn separate_with_progress(
 mod tests {
     use super::*;
     use crate::builtin::BuiltinSeparator;
-    use crate::demo_song::DemoSong;
+    use stemflow_kit::demo_song::DemoSong;
 
     #[test]
     fn offline_stems_sum_to_the_input() {
@@ -373,5 +389,71 @@ mod tests {
         let block = vec![0.0f32; 20_000];
         let result = stream.push(&block, &block, |_| Err(EngineError::Io("disk full".into())));
         assert!(matches!(result, Err(EngineError::Io(message)) if message == "disk full"));
+    }
+
+    /// A separator whose model fails on every hop.
+    struct FailingSeparator;
+
+    impl Separator for FailingSeparator {
+        fn name(&self) -> &str {
+            "broken.onnx"
+        }
+        fn sample_rate_hz(&self) -> u32 {
+            44_100
+        }
+        fn hop_frames(&self) -> usize {
+            512
+        }
+        fn latency_frames(&self) -> usize {
+            0
+        }
+        fn reset(&mut self) {}
+        fn process_hop(
+            &mut self,
+            _: &crate::planar::PlanarBlock,
+            _: &mut crate::planar::PlanarBlock,
+        ) -> Result<(), crate::separator::SeparatorError> {
+            Err(crate::separator::SeparatorError {
+                separator: "broken.onnx".into(),
+                reason: "the model returned 3 values where its signature declares 4".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_failing_separator_fails_the_render_and_names_the_model() {
+        let mut stream = OfflineStream::new(Box::new(FailingSeparator), 44_100).unwrap();
+        let block = vec![0.1f32; 20_000];
+        let result = stream
+            .push(&block, &block, |_| Ok::<(), EngineError>(()))
+            .and_then(|()| stream.finish(|_| Ok::<(), EngineError>(())));
+        match result {
+            Err(EngineError::Separator(error)) => {
+                assert_eq!(error.separator, "broken.onnx");
+                assert!(error
+                    .to_string()
+                    .contains("broken.onnx failed: the model returned 3 values"));
+            }
+            other => panic!("expected a separator error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_separator_comes_back_reset_for_the_next_input() {
+        let song = DemoSong::generate(44_100, 1.5);
+        let mix = song.mix();
+        let fresh = separate(Box::new(BuiltinSeparator::new()), &mix, 44_100).unwrap();
+        let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
+        let other = [vec![0.3f32; 30_000], vec![-0.2f32; 30_000]];
+        stream
+            .push(&other[0], &other[1], |_| Ok::<(), EngineError>(()))
+            .unwrap();
+        stream.finish(|_| Ok::<(), EngineError>(())).unwrap();
+        let separator = stream.into_separator().expect("the worker is alive");
+        let reused = separate(separator, &mix, 44_100).unwrap();
+        assert!(
+            reused.stems == fresh.stems,
+            "a reused separator must forget the last input"
+        );
     }
 }

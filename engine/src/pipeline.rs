@@ -9,8 +9,9 @@ use std::collections::VecDeque;
 
 use rubato::{FftFixedInOut, Resampler};
 
-use crate::dsp::{flush_subnormal, sanitize_sample};
-use crate::separator::{stem_channel, PlanarBlock, Separator, SEPARATED_CHANNELS};
+use crate::dsp::flush_subnormal;
+use crate::planar::PlanarBlock;
+use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
 use crate::stem::{Stem, NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
 use crate::EngineError;
 
@@ -213,9 +214,14 @@ impl StemPipeline {
         self.separator.as_ref()
     }
 
-    /// The separator, mutable (to swap its session between chunks).
+    /// The separator, mutable (for requests between chunks).
     pub fn separator_mut(&mut self) -> &mut dyn Separator {
         self.separator.as_mut()
+    }
+
+    /// Gives the separator back (to reuse it in another pipeline).
+    pub fn into_separator(self) -> Box<dyn Separator> {
+        self.separator
     }
 
     /// Clears all history, as if newly built. Does not allocate.
@@ -242,7 +248,17 @@ impl StemPipeline {
     /// Consumes exactly [`StemPipeline::input_chunk_frames`] frames of sanitized host input and
     /// appends the finished stem frames (interleaved, [`STEM_FRAME_SAMPLES`] per frame, stems in
     /// [`crate::Stem::ALL`] order, left then right) to `output`.
-    pub fn process_chunk(&mut self, left: &[f32], right: &[f32], output: &mut Vec<f32>) {
+    ///
+    /// The output is complete either way. An error reports the first hop the separator could not
+    /// separate (an error of its own, or NaN/Inf in its stems): that hop's separated stems are
+    /// silenced, so `Other` carries the whole input there.
+    pub fn process_chunk(
+        &mut self,
+        left: &[f32],
+        right: &[f32],
+        output: &mut Vec<f32>,
+    ) -> Result<(), SeparatorError> {
+        let mut first_error = None;
         assert_eq!(left.len(), self.input_chunk_frames);
         assert_eq!(right.len(), self.input_chunk_frames);
         self.residual_delay
@@ -272,16 +288,28 @@ impl StemPipeline {
                     .copy_from_slice(&fifo[..hop]);
                 fifo.drain(..hop);
             }
-            self.separator
+            let mut result = self
+                .separator
                 .process_hop(&self.hop_input, &mut self.hop_output);
+            if result.is_ok() {
+                // A misbehaving separator never gets NaN into the stems, nor passes silently.
+                let num_non_finite = (0..SEPARATED_CHANNELS)
+                    .flat_map(|c| self.hop_output.channel(c))
+                    .filter(|x| !x.is_finite())
+                    .count();
+                if num_non_finite > 0 {
+                    result = Err(SeparatorError {
+                        separator: self.separator.name().to_owned(),
+                        reason: format!("its output held {num_non_finite} NaN or infinite samples"),
+                    });
+                }
+            }
+            if let Err(error) = result {
+                self.hop_output.clear();
+                first_error.get_or_insert(error);
+            }
             for (channel, fifo) in self.separator_output.iter_mut().enumerate() {
-                // A misbehaving separator never gets NaN into the stems.
-                fifo.extend(
-                    self.hop_output
-                        .channel(channel)
-                        .iter()
-                        .map(|&x| sanitize_sample(x)),
-                );
+                fifo.extend_from_slice(self.hop_output.channel(channel));
             }
         }
 
@@ -313,6 +341,7 @@ impl StemPipeline {
                 }
             }
         }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Interleaves separated stems with the residual and appends them to `output`.
@@ -343,7 +372,7 @@ impl StemPipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::separator::PassthroughSeparator;
+    use crate::passthrough::PassthroughSeparator;
     use crate::stem::NUM_STEMS;
 
     fn run_pipeline(pipeline: &mut StemPipeline, left: &[f32], right: &[f32]) -> Vec<f32> {
@@ -351,7 +380,7 @@ mod tests {
         let mut out = Vec::new();
         for (l, r) in left.chunks_exact(chunk).zip(right.chunks_exact(chunk)) {
             let before = out.len();
-            pipeline.process_chunk(l, r, &mut out);
+            pipeline.process_chunk(l, r, &mut out).unwrap();
             assert!(
                 (out.len() - before) / STEM_FRAME_SAMPLES <= pipeline.max_output_frames_per_chunk()
             );
@@ -424,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn non_finite_separator_output_is_silenced() {
+    fn non_finite_separator_output_is_silenced_and_reported() {
         struct NanSeparator;
         impl Separator for NanSeparator {
             fn name(&self) -> &str {
@@ -440,16 +469,25 @@ mod tests {
                 0
             }
             fn reset(&mut self) {}
-            fn process_hop(&mut self, _input: &PlanarBlock, stems: &mut PlanarBlock) {
+            fn process_hop(
+                &mut self,
+                _input: &PlanarBlock,
+                stems: &mut PlanarBlock,
+            ) -> Result<(), SeparatorError> {
                 for c in 0..stems.num_channels() {
                     stems.channel_mut(c).fill(f32::NAN);
                 }
+                Ok(())
             }
         }
         let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 44_100).unwrap();
         let input = vec![0.25; 256];
         let mut out = Vec::new();
-        pipeline.process_chunk(&input, &input, &mut out);
+        let error = pipeline
+            .process_chunk(&input, &input, &mut out)
+            .unwrap_err();
+        assert_eq!(error.separator, "nan");
+        assert!(error.reason.contains("2560 NaN"), "{error}");
         assert!(out.iter().all(|x| x.is_finite()));
         // Everything ends up in the residual.
         assert_eq!(out[stem_channel(Stem::Other.index(), 0)], 0.25);

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::families::{describe_model, read_model_file, ModelFamily, ModelSeparator};
+use stemflow_engine::families::{describe_model, ModelFamily, ModelSeparator};
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
@@ -288,7 +289,8 @@ fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
     std::fs::copy(fixtures_dir().join("mdx_vocals_test.onnx"), &path).unwrap();
     let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("mystery.json") && error.contains("mdx_n_fft_scale_set"),
         "{error}"
@@ -300,7 +302,8 @@ fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
     .unwrap();
     let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("dim_f 512") && error.contains("dim_f 1024"),
         "{error}"
@@ -308,7 +311,8 @@ fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
     std::fs::write(dir.join("mystery.json"), "{ not json").unwrap();
     let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(error.contains("sidecar mystery.json"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -321,7 +325,8 @@ fn a_multi_stem_roformer_without_config_asks_for_it() {
     std::fs::copy(fixtures_dir().join("roformer_test.onnx"), &path).unwrap();
     let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(error.contains("roformer.yaml"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -335,7 +340,8 @@ fn truncated_and_external_data_models_are_refused_cleanly() {
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let error = ModelSeparator::load(&truncated, DeviceChoice::Device(DeviceId::CPU))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(error.contains("truncated.onnx"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -131,7 +131,7 @@ fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
     )
     .unwrap();
     let on_cuda = ModelSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
-    let active = on_cuda.active_device().unwrap();
+    let active = on_cuda.device().unwrap();
     assert_eq!(active.requested, cuda0());
     if is_cuda0_usable() {
         assert_eq!(active.actual.to_string(), "cuda:0");
@@ -188,22 +188,22 @@ fn switching_device_while_streaming_leaves_no_gap() {
     let mut unswitched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     render(&mut handle, &input, 0..input[0].len(), &mut unswitched);
 
-    let (mut handle, worker) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
+    let (mut handle, controller) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
     let mut switched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     let middle = 5 * SEGMENT;
     render(&mut handle, &input, 0..middle, &mut switched);
-    worker.set_device(cuda0());
+    controller.set_device(cuda0());
     let start = Instant::now();
-    while worker.stats().device_switches() == 0 {
+    while controller.stats().device_switches() == 0 {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "the switch never happened: {:?}",
-            worker.stats().device_warning()
+            controller.stats().device_warning()
         );
         // Keep the worker's loop turning (it handles commands between chunks).
         std::thread::sleep(Duration::from_millis(5));
     }
-    let active = worker.stats().active_device().unwrap();
+    let active = controller.stats().active_device().unwrap();
     assert_eq!(active.requested, cuda0());
     if !is_cuda0_usable() {
         assert!(active.fallback_reason.unwrap().contains("cuda:0"));
@@ -223,7 +223,8 @@ fn a_model_with_the_wrong_signature_names_expected_and_found() {
     require_runtime();
     let error = ModelSeparator::load(&model_path("probe.onnx"), DeviceChoice::Auto)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("HTDemucs `mix` [1, 2, T]")
             && error.contains("MDX-Net")
@@ -243,11 +244,13 @@ fn a_corrupt_model_file_is_refused_cleanly() {
     std::fs::write(&path, b"\x08\x07garbage that is not protobuf at all").unwrap();
     let error = ModelSeparator::load(&path, DeviceChoice::Auto)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     std::fs::remove_file(&path).unwrap();
     assert!(error.contains("not an ONNX model"), "{error}");
     let missing = ModelSeparator::load(&model_path("does-not-exist.onnx"), DeviceChoice::Auto)
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(missing.contains("does-not-exist.onnx"), "{missing}");
 }

@@ -3,10 +3,12 @@
 //! with a fixed reported latency, live and in offline renders.
 //!
 //! This crate is glue: parameters, ports and state around [`stemflow_engine`]'s
-//! [`StemStreamHandle`] (audio thread) and `StemStreamWorker` (background thread), and the
+//! [`StemStreamHandle`] (audio thread) and the worker thread behind it (owned by a
+//! `StemStreamController`), and the
 //! egui [`editor`].
 
 pub mod editor;
+pub mod editor_size;
 mod params;
 pub mod shared;
 mod state;
@@ -16,8 +18,9 @@ use std::sync::Arc;
 
 use nice_plug::prelude::*;
 use stemflow_engine::builtin::BuiltinSeparator;
+use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
-use stemflow_engine::separator::{Separator, SeparatorChoice};
+use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
@@ -194,13 +197,13 @@ impl Plugin for Stemflow {
         drop(self.shared.replace_stream(None));
         let separator = self.build_separator();
         let separator_name = separator.name().to_owned();
-        let is_model = separator.session_source().is_some();
+        let is_model = separator.device().is_some();
         match spawn_stream(separator, &config) {
-            Ok((handle, worker)) => {
+            Ok((handle, controller)) => {
                 context.set_latency_samples(handle.latency_samples() as u32);
                 self.stream = Some(handle);
                 drop(self.shared.replace_stream(Some(RunningStream {
-                    worker,
+                    controller,
                     sample_rate_hz: buffer_config.sample_rate,
                     separator_name,
                     is_model,
@@ -333,7 +336,7 @@ impl Stemflow {
     /// Not realtime-safe: may load a model.
     fn build_separator(&self) -> Box<dyn Separator> {
         let mut saved = self.params.saved.get();
-        let mut choice = saved.separator_choice();
+        let mut choice = saved.separator.clone();
         // A model that moved: find the same file (by hash) in the models folders.
         if let (SeparatorChoice::Model(path), Some(sha256)) = (&choice, &saved.model_sha256) {
             if !path.is_file() {
@@ -344,14 +347,14 @@ impl Stemflow {
                         to: found.display().to_string(),
                     });
                     choice = SeparatorChoice::Model(found);
-                    saved.separator = choice.id();
+                    saved.separator = choice.clone();
                     self.params.saved.set_state(saved.clone());
                 }
             }
         }
-        let mut device = saved.device_choice();
+        let mut device = saved.device;
         // The editor loads a chosen model before asking for the restart that lands here.
-        if let Some(separator) = self.shared.take_prepared(&choice.id(), device) {
+        if let Some(separator) = self.shared.take_prepared(&choice, device) {
             return separator;
         }
         if let (SeparatorChoice::Model(_), DeviceChoice::Device(id)) = (&choice, device) {
@@ -365,7 +368,7 @@ impl Stemflow {
         match choice.build(device) {
             Ok(separator) => {
                 // Remember the model's hash, so it can be found again if it moves.
-                let sha256 = separator.session_source().map(|s| s.model.sha256.clone());
+                let sha256 = separator.model_sha256();
                 if sha256 != saved.model_sha256 {
                     self.params.saved.set_state(SavedState {
                         model_sha256: sha256,
@@ -377,7 +380,7 @@ impl Stemflow {
             Err(error) => {
                 self.params
                     .saved
-                    .set_notice(StateNotice::ModelFailed(error));
+                    .set_notice(StateNotice::ModelFailed(error.to_string()));
                 Box::new(BuiltinSeparator::new())
             }
         }

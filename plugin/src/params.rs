@@ -3,7 +3,7 @@
 use nice_plug::prelude::*;
 use stemflow_engine::{ExtraStems, Stem};
 
-use crate::editor::EditorSizeField;
+use crate::editor_size::EditorSizeField;
 use crate::state::SavedStateField;
 
 /// Highest stem gain: +12 dB.

@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 use std::sync::Arc;
+use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::separator::Separator;
-use stemflow_engine::stream::{StemStreamWorker, StreamStats};
+use stemflow_engine::stream::{StemStreamController, StreamStats};
 use stemflow_engine::NUM_STEMS;
 
 /// Per-stem peak levels from the audio thread to the editor.
@@ -48,7 +49,7 @@ impl StemMeters {
 pub struct RunningStream {
     /// Owner of the worker thread. Dropping it joins the thread, so it is only dropped on the
     /// main thread, outside the lock.
-    pub worker: StemStreamWorker,
+    pub controller: StemStreamController,
     /// The host's sample rate.
     pub sample_rate_hz: f32,
     /// The separator's display name.
@@ -59,8 +60,8 @@ pub struct RunningStream {
 
 /// A separator the editor built and validated, waiting for the restart that installs it.
 pub struct PreparedSeparator {
-    /// Its id ([`stemflow_engine::separator::SeparatorChoice::id`]).
-    pub separator_id: String,
+    /// What it was built for.
+    pub choice: SeparatorChoice,
     /// The device choice it was built for.
     pub device: DeviceChoice,
     /// The separator.
@@ -122,11 +123,11 @@ impl PluginShared {
     /// A view of the running stream for the editor. Not realtime-safe: locks briefly.
     pub fn stream_snapshot(&self) -> Option<StreamSnapshot> {
         self.stream.lock().as_ref().map(|stream| StreamSnapshot {
-            latency_samples: stream.worker.latency_samples(),
+            latency_samples: stream.controller.latency_samples(),
             sample_rate_hz: stream.sample_rate_hz,
             separator_name: stream.separator_name.clone(),
             is_model: stream.is_model,
-            stats: stream.worker.stats().clone(),
+            stats: stream.controller.stats().clone(),
         })
     }
 
@@ -134,7 +135,7 @@ impl PluginShared {
     /// Not realtime-safe: locks briefly and sends a message.
     pub fn set_device(&self, choice: DeviceChoice) {
         if let Some(stream) = self.stream.lock().as_ref() {
-            stream.worker.set_device(choice);
+            stream.controller.set_device(choice);
         }
     }
 
@@ -144,16 +145,15 @@ impl PluginShared {
         self.prepared.lock().replace(prepared)
     }
 
-    /// Takes the prepared separator if it was built for this separator id and device.
+    /// Takes the prepared separator if it was built for this separator and device.
     /// Not realtime-safe.
     pub fn take_prepared(
         &self,
-        separator_id: &str,
+        separator: &SeparatorChoice,
         device: DeviceChoice,
     ) -> Option<Box<dyn Separator>> {
         let prepared = self.prepared.lock().take()?;
-        (prepared.separator_id == separator_id && prepared.device == device)
-            .then_some(prepared.separator)
+        (prepared.choice == *separator && prepared.device == device).then_some(prepared.separator)
     }
 }
 
@@ -190,21 +190,24 @@ mod tests {
     fn a_prepared_separator_is_only_used_for_its_own_choice() {
         let shared = PluginShared::default();
         let prepare = || PreparedSeparator {
-            separator_id: "builtin".into(),
+            choice: SeparatorChoice::Builtin,
             device: DeviceChoice::Auto,
             separator: Box::new(stemflow_engine::builtin::BuiltinSeparator::new()),
         };
         shared.set_prepared(prepare());
         assert!(shared
-            .take_prepared("file:/x.onnx", DeviceChoice::Auto)
+            .take_prepared(
+                &SeparatorChoice::Model("/x.onnx".into()),
+                DeviceChoice::Auto
+            )
             .is_none());
         // A mismatch consumes it: it was for a choice that is no longer wanted.
         assert!(shared
-            .take_prepared("builtin", DeviceChoice::Auto)
+            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
             .is_none());
         shared.set_prepared(prepare());
         assert!(shared
-            .take_prepared("builtin", DeviceChoice::Auto)
+            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
             .is_some());
     }
 }

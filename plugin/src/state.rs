@@ -1,26 +1,25 @@
 //! The persisted, non-automatable part of the plugin state, with a version number so that old,
-//! newer or corrupt state loads with defaults and a logged notice instead of failing.
+//! newer or corrupt state loads with defaults and a logged notice instead of failing — and so
+//! that state written by a newer Stemflow survives a round trip through this one.
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
-use stemflow_engine::separator::SeparatorChoice;
 
 /// The current version of [`SavedState`]'s format.
 pub const SAVED_STATE_VERSION: u32 = 1;
 
-/// The device choice when nothing is saved: pick the best available.
-pub const AUTO_DEVICE_ID: &str = "auto";
-
-/// What the plugin saves beyond its parameters.
+/// What the plugin saves beyond its parameters. In the saved JSON the separator and the device
+/// are their ids (`"builtin"`, `"file:/path/model.onnx"`; `"auto"`, `"cuda:0"`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedState {
     /// Format version, [`SAVED_STATE_VERSION`].
     pub version: u32,
-    /// Separator id ([`SeparatorChoice::id`]).
-    pub separator: String,
-    /// Device id (`auto`, `cpu`, `cuda:0`, …), used once neural models arrive.
-    pub device: String,
+    /// The separator.
+    pub separator: SeparatorChoice,
+    /// The device models run on.
+    pub device: DeviceChoice,
     /// SHA-256 of the model file, so a model that was moved or renamed inside a models folder is
     /// found again. Absent for the built-in separator and in older saves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,18 +30,19 @@ impl Default for SavedState {
     fn default() -> Self {
         Self {
             version: SAVED_STATE_VERSION,
-            separator: SeparatorChoice::Builtin.id(),
-            device: AUTO_DEVICE_ID.to_owned(),
+            separator: SeparatorChoice::Builtin,
+            device: DeviceChoice::Auto,
             model_sha256: None,
         }
     }
 }
 
-/// Why saved state was not used.
+/// Why saved state was not used as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateNotice {
-    /// The state has a version this build does not know.
-    UnknownVersion(u64),
+    /// The state was written by a newer Stemflow: defaults run, and the state is kept as it was
+    /// and saved back unless the user changes the model or device here.
+    NewerVersion(u64),
     /// The state is not in the expected shape.
     Malformed(String),
     /// The saved separator does not exist in this build.
@@ -63,9 +63,9 @@ pub enum StateNotice {
 impl std::fmt::Display for StateNotice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StateNotice::UnknownVersion(v) => write!(
+            StateNotice::NewerVersion(v) => write!(
                 f,
-                "saved state has version {v}, this Stemflow reads version {SAVED_STATE_VERSION}; using defaults"
+                "saved state has version {v} from a newer Stemflow (this one reads version {SAVED_STATE_VERSION}); using defaults and keeping the saved state unless you change the model or device"
             ),
             StateNotice::Malformed(e) => write!(f, "saved state is corrupt ({e}); using defaults"),
             StateNotice::UnknownSeparator(s) => {
@@ -85,12 +85,21 @@ impl std::fmt::Display for StateNotice {
 }
 
 impl SavedState {
-    /// Interprets saved JSON. Anything unusable gives the defaults and the reason.
+    /// Interprets saved JSON. Anything unusable gives the defaults (field by field where the
+    /// rest is fine) and the reason.
     pub fn from_json(value: &serde_json::Value) -> (Self, Option<StateNotice>) {
         let version = value.get("version").and_then(serde_json::Value::as_u64);
         match version {
             Some(v) if v == SAVED_STATE_VERSION as u64 => {}
-            Some(v) => return (Self::default(), Some(StateNotice::UnknownVersion(v))),
+            Some(v) if v > SAVED_STATE_VERSION as u64 => {
+                return (Self::default(), Some(StateNotice::NewerVersion(v)))
+            }
+            Some(v) => {
+                return (
+                    Self::default(),
+                    Some(StateNotice::Malformed(format!("unknown version {v}"))),
+                )
+            }
             None => {
                 return (
                     Self::default(),
@@ -98,40 +107,37 @@ impl SavedState {
                 )
             }
         }
-        match serde_json::from_value::<SavedState>(value.clone()) {
-            Ok(state) if SeparatorChoice::from_id(&state.separator).is_none() => {
-                let notice = StateNotice::UnknownSeparator(state.separator.clone());
-                (
-                    Self {
-                        separator: SeparatorChoice::Builtin.id(),
-                        ..state
-                    },
-                    Some(notice),
-                )
-            }
-            Ok(state) if state.device.parse::<DeviceChoice>().is_err() => {
-                let notice = StateNotice::UnknownDevice(state.device.clone());
-                (
-                    Self {
-                        device: AUTO_DEVICE_ID.to_owned(),
-                        ..state
-                    },
-                    Some(notice),
-                )
-            }
-            Ok(state) => (state, None),
-            Err(e) => (Self::default(), Some(StateNotice::Malformed(e.to_string()))),
-        }
-    }
-
-    /// The separator to run.
-    pub fn separator_choice(&self) -> SeparatorChoice {
-        SeparatorChoice::from_id(&self.separator).unwrap_or_default()
-    }
-
-    /// The device to run models on.
-    pub fn device_choice(&self) -> DeviceChoice {
-        self.device.parse().unwrap_or_default()
+        let text = |key: &str| -> Result<String, StateNotice> {
+            value
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| StateNotice::Malformed(format!("`{key}` is missing or not text")))
+        };
+        let (separator_id, device_id) = match (text("separator"), text("device")) {
+            (Ok(separator), Ok(device)) => (separator, device),
+            (Err(notice), _) | (_, Err(notice)) => return (Self::default(), Some(notice)),
+        };
+        let model_sha256 = value
+            .get("model_sha256")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        let mut notice = None;
+        let separator = SeparatorChoice::from_id(&separator_id).unwrap_or_else(|| {
+            notice = Some(StateNotice::UnknownSeparator(separator_id.clone()));
+            SeparatorChoice::Builtin
+        });
+        let device = device_id.parse::<DeviceChoice>().unwrap_or_else(|_| {
+            notice = Some(StateNotice::UnknownDevice(device_id.clone()));
+            DeviceChoice::Auto
+        });
+        let state = Self {
+            version: SAVED_STATE_VERSION,
+            separator,
+            device,
+            model_sha256,
+        };
+        (state, notice)
     }
 }
 
@@ -140,6 +146,9 @@ impl SavedState {
 #[derive(Debug, Default)]
 pub struct SavedStateField {
     state: RwLock<SavedState>,
+    /// State from a newer Stemflow, saved back as it was until the user changes something
+    /// here, so opening a project in an older version never loses its choices.
+    newer_state: RwLock<Option<serde_json::Value>>,
     /// The notice from the last load, shown by the editor and logged.
     last_notice: RwLock<Option<StateNotice>>,
 }
@@ -150,8 +159,10 @@ impl SavedStateField {
         self.state.read().clone()
     }
 
-    /// Replaces the state. Not realtime-safe.
+    /// Replaces the state: the user (or a moved model) changed it, so state kept from a newer
+    /// Stemflow is no longer written back. Not realtime-safe.
     pub fn set_state(&self, state: SavedState) {
+        *self.newer_state.write() = None;
         *self.state.write() = state;
     }
 
@@ -173,6 +184,8 @@ impl<'a> nice_plug::params::persist::PersistentField<'a, serde_json::Value> for 
         if let Some(notice) = &notice {
             nice_plug::nice_log!("Stemflow: {notice}");
         }
+        *self.newer_state.write() =
+            matches!(notice, Some(StateNotice::NewerVersion(_))).then_some(new_value);
         *self.state.write() = state;
         *self.last_notice.write() = notice;
     }
@@ -181,6 +194,9 @@ impl<'a> nice_plug::params::persist::PersistentField<'a, serde_json::Value> for 
     where
         F: Fn(&serde_json::Value) -> R,
     {
+        if let Some(newer) = &*self.newer_state.read() {
+            return f(newer);
+        }
         let value = serde_json::to_value(&*self.state.read()).unwrap_or_default();
         f(&value)
     }
@@ -189,30 +205,36 @@ impl<'a> nice_plug::params::persist::PersistentField<'a, serde_json::Value> for 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nice_plug::params::persist::PersistentField;
     use serde_json::json;
 
     #[test]
-    fn current_state_round_trips() {
+    fn current_state_round_trips_with_ids_in_the_json() {
         let state = SavedState {
-            device: "cpu".into(),
+            separator: SeparatorChoice::Model("/m/x.onnx".into()),
+            device: "cpu".parse().unwrap(),
             ..SavedState::default()
         };
-        let (loaded, notice) = SavedState::from_json(&serde_json::to_value(&state).unwrap());
+        let json = serde_json::to_value(&state).unwrap();
+        assert_eq!(json["separator"], "file:/m/x.onnx");
+        assert_eq!(json["device"], "cpu");
+        let (loaded, notice) = SavedState::from_json(&json);
         assert_eq!(loaded, state);
         assert_eq!(notice, None);
     }
 
     #[test]
-    fn unknown_version_and_garbage_give_defaults_with_a_notice() {
+    fn newer_and_garbage_state_give_defaults_with_a_notice() {
         let (loaded, notice) =
             SavedState::from_json(&json!({"version": 999, "separator": "x", "device": "y"}));
         assert_eq!(loaded, SavedState::default());
-        assert_eq!(notice, Some(StateNotice::UnknownVersion(999)));
+        assert_eq!(notice, Some(StateNotice::NewerVersion(999)));
 
         for garbage in [
             json!("hello"),
             json!(null),
             json!({"version": 1, "device": 5}),
+            json!({"version": 0, "separator": "builtin", "device": "auto"}),
             json!([1, 2]),
         ] {
             let (loaded, notice) = SavedState::from_json(&garbage);
@@ -225,11 +247,32 @@ mod tests {
     }
 
     #[test]
+    fn state_from_a_newer_version_is_saved_back_until_the_user_changes_it() {
+        let newer =
+            json!({"version": 7, "separator": "hybrid:x+y", "device": "npu:0", "extra": [1]});
+        let field = SavedStateField::default();
+        field.set(newer.clone());
+        assert_eq!(field.get(), SavedState::default());
+        assert_eq!(field.map(|v| v.clone()), newer, "written back unchanged");
+        field.set_state(SavedState {
+            device: DeviceChoice::Device("cpu".parse().unwrap()),
+            ..SavedState::default()
+        });
+        let saved = field.map(|v| v.clone());
+        assert_eq!(saved["version"], 1);
+        assert_eq!(saved["device"], "cpu");
+        // Loading current state clears what was kept.
+        field.set(newer.clone());
+        field.set(json!({"version": 1, "separator": "builtin", "device": "auto"}));
+        assert_eq!(field.map(|v| v["version"].clone()), 1);
+    }
+
+    #[test]
     fn unknown_separator_falls_back_to_builtin_and_keeps_device() {
         let (loaded, notice) =
             SavedState::from_json(&json!({"version": 1, "separator": "mdx:abc", "device": "cpu"}));
-        assert_eq!(loaded.separator, "builtin");
-        assert_eq!(loaded.device, "cpu");
+        assert_eq!(loaded.separator, SeparatorChoice::Builtin);
+        assert_eq!(loaded.device.id(), "cpu");
         assert_eq!(
             notice,
             Some(StateNotice::UnknownSeparator("mdx:abc".into()))
@@ -239,15 +282,15 @@ mod tests {
     #[test]
     fn unknown_device_falls_back_to_auto_and_keeps_separator() {
         let (loaded, notice) = SavedState::from_json(
-            &json!({"version": 1, "separator": "builtin", "device": "tpu:3"}),
+            &json!({"version": 1, "separator": "file:/m/a.onnx", "device": "tpu:3"}),
         );
-        assert_eq!(loaded.device, "auto");
-        assert_eq!(loaded.device_choice(), DeviceChoice::Auto);
+        assert_eq!(loaded.device, DeviceChoice::Auto);
+        assert_eq!(loaded.separator, SeparatorChoice::Model("/m/a.onnx".into()));
         assert_eq!(notice, Some(StateNotice::UnknownDevice("tpu:3".into())));
         let (loaded, notice) = SavedState::from_json(
             &json!({"version": 1, "separator": "builtin", "device": "cuda:1"}),
         );
-        assert_eq!(loaded.device_choice().id(), "cuda:1");
+        assert_eq!(loaded.device.id(), "cuda:1");
         assert_eq!(notice, None);
     }
 }

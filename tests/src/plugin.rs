@@ -16,10 +16,10 @@ use clack_host::events::event_types::ParamValueEvent;
 use clack_host::extensions::{Extension, PluginExtensionSide};
 use clack_host::prelude::*;
 
+use crate::artefacts::{plugin_path, PLUGIN_ID};
 use crate::host::{TestHost, TestHostMainThread, TestHostShared};
 use crate::signal::BlockSizes;
 use crate::state::{decode_state, encode_state};
-use crate::{plugin_path, PLUGIN_ID};
 
 /// One audio port as the host sees it through the audio-ports extension.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,6 +14,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("install") => install(),
         Some("test") => test(&args[1..]),
+        Some("lint") => lint(),
         Some("test-bundle") => test_bundle().map(|_| ()),
         Some("fetch-runtime") => fetch_runtime(&flavor_arg(&args[1..])?).map(|path| {
             println!("ONNX Runtime library: {}", path.display());
@@ -333,7 +334,7 @@ for name in wheel.namelist():
 "#;
 
 fn find_library(dir: &Path) -> Option<PathBuf> {
-    stemflow_engine::paths::find_onnxruntime_in(dir)
+    stemflow_paths::find_onnxruntime_in(dir)
 }
 
 /// README command 1: build the release bundles, install them, separate the demo song.
@@ -352,7 +353,7 @@ fn install() -> Result<()> {
     copy_recursively(&bundled.join(format!("{BUNDLE_NAME}.vst3")), &vst3_target)?;
 
     let runtime_library = fetch_runtime(&flavor_arg(&std::env::args().collect::<Vec<_>>())?)?;
-    let user_runtime = stemflow_engine::paths::user_runtime_dir()
+    let user_runtime = stemflow_paths::user_runtime_dir()
         .ok_or_else(|| anyhow::anyhow!("no user data folder (HOME unset)"))?;
     if user_runtime.exists() {
         std::fs::remove_dir_all(&user_runtime)?;
@@ -377,17 +378,20 @@ fn install() -> Result<()> {
     Ok(())
 }
 
-/// Builds the plugin for the host tests: a debug build with allocation checks in `process()`,
-/// copied to `target/stemflow-test/Stemflow.clap`. Returns that path.
+/// The arguments that build every test binary, the plugin library and the CLI in one go, with
+/// one feature set (allocation checks in `process()`), so nothing is compiled twice.
+const TEST_BUILD_ARGS: [&str; 6] = [
+    "--workspace",
+    "--exclude",
+    "xtask",
+    "--features",
+    TEST_FEATURES,
+    "--quiet",
+];
+
+/// Copies the plugin library the test build made (a debug build with allocation checks in
+/// `process()`) to `target/stemflow-test/Stemflow.clap`. Returns that path.
 fn test_bundle() -> Result<PathBuf> {
-    run(cargo().args([
-        "build",
-        "-p",
-        PLUGIN_PACKAGE,
-        "--lib",
-        "--features",
-        "assert_process_allocs",
-    ]))?;
     let folder = Path::new("target/stemflow-test");
     std::fs::create_dir_all(folder)?;
     let bundle = folder.join(format!("{BUNDLE_NAME}.clap"));
@@ -435,16 +439,39 @@ fn family_fixtures() -> Result<PathBuf> {
     Ok(std::fs::canonicalize(out)?)
 }
 
+/// The feature the test builds share, so the plugin and nice-plug compile once for the bundle
+/// and the test binaries alike.
+const TEST_FEATURES: &str = "stemflow/assert_process_allocs";
+
+/// The gates CI runs before the tests: formatting, and clippy with every warning an error
+/// (the workspace lints include `missing_docs` and `clippy::undocumented_unsafe_blocks`).
+fn lint() -> Result<()> {
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--features",
+        TEST_FEATURES,
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
 fn test(extra_args: &[String]) -> Result<()> {
     let runtime_library = fetch_runtime("cpu")?;
     let fixtures = family_fixtures()?;
+    // One build for everything: the test binaries, the plugin's cdylib and the `stemflow` binary
+    // (xtask itself has no tests; leaving it out saves a debug build of its dependencies).
+    run(cargo().arg("test").args(TEST_BUILD_ARGS).arg("--no-run"))?;
     let bundle = test_bundle()?;
-    run(cargo().args(["build", "-p", "stemflow-cli"]))?;
     let cli = std::fs::canonicalize(
         Path::new("target/debug").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX)),
     )?;
     run(cargo()
-        .args(["test", "--workspace"])
+        .arg("test")
+        .args(TEST_BUILD_ARGS)
         .args(extra_args)
         .env("STEMFLOW_TEST_CLAP", &bundle)
         .env("STEMFLOW_ORT_LIB", &runtime_library)

@@ -1,6 +1,13 @@
 //! ONNX Runtime, loaded dynamically: finding the library, loading it once per process, and the
 //! clear message when that fails.
 //!
+//! - this file: finding the library and loading it once per process;
+//! - `device_id.rs`: device ids and choices; `devices.rs`: discovery and `Auto`; `build.rs`: one session on one device;
+//!   `session.rs`: warmed sessions shared between instances; `device_switch.rs`: building a
+//!   session for another device in the background;
+//! - `model_file.rs` (with `protobuf.rs`): a model file's bytes, hash and safety checks;
+//!   `signature.rs`: a graph's inputs and outputs; `runner.rs`: running a graph with fallback.
+//!
 //! Nothing in Stemflow touches `ort` before [`runtime`] returned `Ok`: with no library loaded,
 //! `ort` would look for one on its own and panic, which inside a plugin host aborts the host.
 //!
@@ -8,13 +15,20 @@
 //! (the plugin bundle or the `stemflow` executable), the user data folder's `runtime/`. The first
 //! two are explicit: when set, only they are tried.
 
+pub mod build;
+pub mod device_id;
+pub mod device_switch;
 pub mod devices;
+pub mod model_file;
+mod protobuf;
+pub mod runner;
 pub mod session;
+pub mod signature;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::paths;
+use stemflow_paths as paths;
 
 /// Environment variable naming the ONNX Runtime library (or its folder).
 pub const RUNTIME_LIBRARY_ENV: &str = "STEMFLOW_ORT_LIB";
@@ -191,6 +205,7 @@ fn settings_library_path() -> Option<PathBuf> {
 fn binary_dir() -> Option<PathBuf> {
     #[cfg(unix)]
     {
+        // SAFETY: `Dl_info` is a plain C struct of pointers, for which all zeroes is valid.
         let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
         // SAFETY: `dladdr` only reads the address of one of our own functions and fills `info`.
         let found = unsafe { libc::dladdr(binary_dir as *const libc::c_void, &mut info) };

@@ -6,61 +6,15 @@ use std::sync::{Arc, Weak};
 
 use ort::session::Session;
 use parking_lot::Mutex;
-use sha2::{Digest, Sha256};
 
+use super::build::{build_session, default_intra_threads};
 use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
+use super::model_file::ModelBytes;
 use super::runtime;
+use crate::model_error::ModelError;
 
-/// Overrides the number of threads one inference uses.
-pub const INTRA_THREADS_ENV: &str = "STEMFLOW_INTRA_THREADS";
-
-/// Threads per inference: `STEMFLOW_INTRA_THREADS`, else every core but one, which is left to
-/// the DAW.
-pub fn default_intra_threads() -> usize {
-    if let Some(n) = std::env::var(INTRA_THREADS_ENV)
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-    {
-        return n;
-    }
-    std::thread::available_parallelism()
-        .map(|n| n.get().saturating_sub(1).max(1))
-        .unwrap_or(1)
-}
-
-/// A model file's bytes and content hash.
-#[derive(Debug)]
-pub struct ModelBytes {
-    /// A short name for messages (the file name).
-    pub name: String,
-    /// SHA-256 of the bytes, lower-case hex.
-    pub sha256: String,
-    /// The file's contents.
-    pub bytes: Vec<u8>,
-}
-
-impl ModelBytes {
-    /// Wraps bytes, hashing them.
-    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
-        let sha256 = format!("{:x}", Sha256::digest(&bytes));
-        Self {
-            name: name.into(),
-            sha256,
-            bytes,
-        }
-    }
-
-    /// Reads a model file. Not realtime-safe.
-    pub fn read(path: &std::path::Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| path.display().to_string());
-        Ok(Self::new(name, bytes))
-    }
-}
+/// Runs a new session once on silence, so it is warm before it serves audio.
+pub type WarmUp = Arc<dyn Fn(&mut Session) -> Result<(), String> + Send + Sync>;
 
 /// Numeric precision a session runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,35 +92,6 @@ impl AcquiredSession {
 
 static SESSIONS: Mutex<Option<HashMap<SessionKey, Weak<SharedSession>>>> = Mutex::new(None);
 
-/// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
-/// an error. Requires a loaded runtime. Not realtime-safe.
-pub fn build_session(
-    device: DeviceId,
-    model_bytes: &[u8],
-    intra_threads: usize,
-) -> Result<Session, String> {
-    let runtime = runtime().map_err(|e| e.to_string())?;
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut builder = Session::builder(runtime.environment())
-            .map_err(|e| e.to_string())?
-            .with_intra_threads(intra_threads)
-            .map_err(|e| e.to_string())?;
-        if let Some(provider) = device.execution_provider() {
-            builder = builder
-                .with_execution_providers([provider])
-                .map_err(|e| e.to_string())?;
-        }
-        builder
-            .commit_from_memory(model_bytes)
-            .map_err(|e| e.to_string())
-    }));
-    result.unwrap_or_else(|_| {
-        Err(format!(
-            "ONNX Runtime panicked while creating a session on {device}"
-        ))
-    })
-}
-
 /// Gets a session for `model` on the best device for `choice`: shared if another instance already
 /// has one for the same model, device and precision, else built and warmed up with `warm_up`.
 /// Devices that fail are recorded and the next is tried, the CPU last. Not realtime-safe.
@@ -174,8 +99,8 @@ pub fn acquire_session(
     model: &ModelBytes,
     choice: DeviceChoice,
     warm_up: &dyn Fn(&mut Session) -> Result<(), String>,
-) -> Result<AcquiredSession, String> {
-    runtime().map_err(|e| e.to_string())?;
+) -> Result<AcquiredSession, ModelError> {
+    runtime().map_err(|e| ModelError::Runtime(e.to_string()))?;
     let mut failures = Vec::new();
     for device in candidates_for(choice, devices()) {
         let key = SessionKey {
@@ -215,15 +140,14 @@ pub fn acquire_session(
             Err(error) => failures.push((device, error)),
         }
     }
-    Err(format!(
-        "{} could not run on any device: {}",
-        model.name,
-        failures
+    Err(ModelError::Session {
+        model: model.name.clone(),
+        reason: failures
             .iter()
             .map(|(id, e)| format!("{id}: {e}"))
             .collect::<Vec<_>>()
-            .join("; ")
-    ))
+            .join("; "),
+    })
 }
 
 /// How many distinct live sessions exist (for tests and diagnostics).

@@ -8,12 +8,12 @@ use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::runtime::runtime;
-use stemflow_engine::separator::SeparatorChoice;
 use stemflow_engine::stream::StreamStats;
 
-/// Model discovery. `stemflow_engine::models` replaces the stand-in once it is merged.
+/// Model discovery.
 pub(crate) use stemflow_engine::models;
 
 use super::model::{
@@ -173,10 +173,7 @@ impl PluginBackend {
     /// Loads `choice` on a background thread; on success keeps it for the restart, saves it and
     /// asks for the restart. The running separator is untouched either way.
     fn choose_separator(&self, choice: SeparatorChoice) {
-        let name = match &choice {
-            SeparatorChoice::Builtin => super::view::BUILTIN_NAME.to_owned(),
-            SeparatorChoice::Model(path) => file_name(path),
-        };
+        let name = choice.display_name();
         {
             let mut background = self.background.lock();
             if matches!(background.model_task, Some(ModelTask::Loading(_))) {
@@ -184,26 +181,27 @@ impl PluginBackend {
             }
             background.model_task = Some(ModelTask::Loading(name.clone()));
         }
-        let device = self.params.saved.get().device_choice();
+        let device = self.params.saved.get().device;
         let shared = self.shared.clone();
         let params = self.params.clone();
         let background = self.background.clone();
         let spawned = std::thread::Builder::new()
             .name("stemflow-model-load".into())
             .spawn(move || {
-                let built = std::panic::catch_unwind(AssertUnwindSafe(|| choice.build(device)))
-                    .unwrap_or_else(|_| Err("loading the model crashed".into()));
+                let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    choice.build(device).map_err(|e| e.to_string())
+                }))
+                .unwrap_or_else(|_| Err("loading the model crashed".into()));
                 let mut background_state = background.lock();
                 match built {
                     Ok(separator) => {
-                        let separator_id = choice.id();
                         let replaced = shared.set_prepared(PreparedSeparator {
-                            separator_id: separator_id.clone(),
+                            choice: choice.clone(),
                             device,
                             separator,
                         });
                         let mut saved = params.saved.get();
-                        saved.separator = separator_id;
+                        saved.separator = choice;
                         params.saved.set_state(saved);
                         background_state.model_task = Some(ModelTask::Idle);
                         background_state.should_restart = true;
@@ -217,7 +215,7 @@ impl PluginBackend {
             });
         if let Err(error) = spawned {
             self.background.lock().model_task = Some(ModelTask::Failed {
-                name: file_name(Path::new("model")),
+                name: "model".into(),
                 error: error.to_string(),
             });
         }
@@ -250,6 +248,12 @@ impl EditorBackend for PluginBackend {
                 underrun_blocks: stats.underrun_blocks(),
                 real_time_factor: self.rtf.update(stats, snapshot.sample_rate_hz),
                 worker_error: stats.worker_error(),
+                separator_error: stats.separator_error().map(|e| {
+                    format!(
+                        "{e} ({} times); its stems went to Other",
+                        stats.separator_failures()
+                    )
+                }),
             }
         });
         let background = self.background.lock();
@@ -263,8 +267,8 @@ impl EditorBackend for PluginBackend {
         notices.extend(background.folder_error.clone());
         EditorModel {
             devices: discovery.map(|d| d.devices.clone()),
-            device_choice: saved.device_choice(),
-            separator: saved.separator_choice(),
+            device_choice: saved.device,
+            separator: saved.separator,
             models: match (&background.models, background.is_scanning) {
                 (Some(models), false) => ModelList::Ready(models.clone()),
                 _ => ModelList::Scanning,
@@ -284,7 +288,7 @@ impl EditorBackend for PluginBackend {
         match action {
             EditorAction::SetDevice(choice) => {
                 let mut saved = self.params.saved.get();
-                saved.device = choice.id();
+                saved.device = choice;
                 self.params.saved.set_state(saved);
                 self.shared.set_device(choice);
             }
@@ -297,12 +301,6 @@ impl EditorBackend for PluginBackend {
     fn take_restart_request(&mut self) -> bool {
         std::mem::take(&mut self.background.lock().should_restart)
     }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// Creates `folder` and opens it in the system's file manager without waiting for it.
@@ -355,7 +353,7 @@ mod tests {
         let shared = Arc::new(PluginShared::default());
         let params = Arc::new(StemflowParams::default());
         let mut saved = params.saved.get();
-        saved.separator = "file:/nowhere/model.onnx".into();
+        saved.separator = SeparatorChoice::Model("/nowhere/model.onnx".into());
         params.saved.set_state(saved);
         let mut backend = PluginBackend::new(shared.clone(), params.clone());
         backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
@@ -364,10 +362,10 @@ mod tests {
             assert!(Instant::now() < deadline, "no restart requested");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(params.saved.get().separator, "builtin");
+        assert_eq!(params.saved.get().separator, SeparatorChoice::Builtin);
         assert_eq!(backend.model().model_task, ModelTask::Idle);
         assert!(shared
-            .take_prepared("builtin", DeviceChoice::Auto)
+            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
             .is_some());
     }
 
@@ -395,7 +393,7 @@ mod tests {
             }
         }
         assert!(!backend.take_restart_request());
-        assert_eq!(params.saved.get().separator, "builtin");
+        assert_eq!(params.saved.get().separator, SeparatorChoice::Builtin);
     }
 
     #[test]
@@ -404,7 +402,7 @@ mod tests {
         let params = Arc::new(StemflowParams::default());
         let mut backend = PluginBackend::new(shared, params.clone());
         backend.perform(EditorAction::SetDevice(DeviceChoice::Device(DeviceId::CPU)));
-        assert_eq!(params.saved.get().device, "cpu");
+        assert_eq!(params.saved.get().device.id(), "cpu");
         assert_eq!(
             backend.model().device_choice,
             DeviceChoice::Device(DeviceId::CPU)

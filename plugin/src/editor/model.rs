@@ -5,12 +5,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stemflow_engine::onnx::ActiveDevice;
-use stemflow_engine::runtime::devices::{auto_device, DeviceChoice, DeviceId, DeviceInfo};
-use stemflow_engine::separator::SeparatorChoice;
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::runtime::devices::{
+    auto_device, ActiveDevice, DeviceChoice, DeviceId, DeviceInfo,
+};
 use stemflow_engine::NUM_STEMS;
 
-use super::backend::models::ModelInfo;
+use stemflow_engine::models::ModelInfo;
 
 /// Whether the ONNX Runtime library is available.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +70,9 @@ pub struct StreamStatus {
     pub real_time_factor: Option<f64>,
     /// Why the worker stopped, if it died.
     pub worker_error: Option<String>,
+    /// The separator's first failure (a model error or NaN output), how often it failed and
+    /// that its stems went to Other meanwhile.
+    pub separator_error: Option<String>,
 }
 
 /// Everything the editor draws, gathered once per frame.

@@ -23,9 +23,11 @@ use nice_plug::params::persist::PersistentField;
 use nice_plug::prelude::{Param, PluginState};
 use nice_plug::util;
 use parking_lot::Mutex;
-use stemflow_engine::onnx::ActiveDevice;
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId, DeviceInfo, DeviceStatus};
-use stemflow_engine::separator::SeparatorChoice;
+
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::runtime::devices::{
+    ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus,
+};
 use stemflow_engine::NUM_STEMS;
 
 use super::backend::models::{ModelFamily, ModelInfo};
@@ -33,8 +35,10 @@ use super::model::{
     resolve_choice, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus,
     StreamStatus,
 };
-use super::view::{DeviceLabel, ViewState};
-use super::{run_frame, theme, EditorSizeField, OpenGuard, StemflowEditor};
+use super::source::DeviceLabel;
+use super::view_state::ViewState;
+use super::{run_frame, theme, OpenGuard, StemflowEditor};
+use crate::editor_size::EditorSizeField;
 use crate::params::StemflowParams;
 use crate::shared::PluginShared;
 
@@ -70,6 +74,7 @@ impl GuiContextInner for FakeGui {
     unsafe fn raw_set_parameter_normalized(&self, param: ParamPtr, normalized: f32) {
         // SAFETY: as above; setting the value is what the wrapper does once the host takes it.
         let name = unsafe { param.name() }.to_owned();
+        // SAFETY: as above.
         unsafe { param._internal_set_normalized_value(normalized) };
         self.gestures.lock().push(Gesture::Set(name, normalized));
     }
@@ -248,6 +253,7 @@ fn builtin_model() -> EditorModel {
             underrun_blocks: 0,
             real_time_factor: Some(0.06),
             worker_error: None,
+            separator_error: None,
         }),
         runtime: RuntimeStatus::Loaded("1.31.0".into()),
         notices: Vec::new(),
@@ -283,6 +289,7 @@ fn model_running(choice: DeviceChoice) -> EditorModel {
         underrun_blocks: 0,
         real_time_factor: Some(0.21),
         worker_error: None,
+        separator_error: None,
     });
     model
 }

@@ -2,7 +2,17 @@
 
 use std::path::Path;
 
-use crate::EngineError;
+/// A WAV file that could not be read or written; the message names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WavError(pub String);
+
+impl std::fmt::Display for WavError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WavError {}
 
 /// A decoded audio file: always two channels (mono is duplicated).
 pub struct StereoAudio {
@@ -15,12 +25,12 @@ pub struct StereoAudio {
 }
 
 /// Reads a mono or stereo WAV file (8/16/24/32-bit integer or 32-bit float). Not realtime-safe.
-pub fn read_wav(path: &Path) -> Result<StereoAudio, EngineError> {
-    let io_error = |e: hound::Error| EngineError::Io(format!("{}: {e}", path.display()));
+pub fn read_wav(path: &Path) -> Result<StereoAudio, WavError> {
+    let io_error = |e: hound::Error| WavError(format!("{}: {e}", path.display()));
     let mut reader = hound::WavReader::open(path).map_err(io_error)?;
     let spec = reader.spec();
     if spec.channels == 0 || spec.channels > 2 {
-        return Err(EngineError::Io(format!(
+        return Err(WavError(format!(
             "{}: {} channels; Stemflow separates mono or stereo files",
             path.display(),
             spec.channels
@@ -60,8 +70,8 @@ pub fn write_wav(
     path: &Path,
     sample_rate_hz: u32,
     channels: &[Vec<f32>; 2],
-) -> Result<(), EngineError> {
-    let io_error = |e: hound::Error| EngineError::Io(format!("{}: {e}", path.display()));
+) -> Result<(), WavError> {
+    let io_error = |e: hound::Error| WavError(format!("{}: {e}", path.display()));
     let spec = hound::WavSpec {
         channels: 2,
         sample_rate: sample_rate_hz,

@@ -1,0 +1,83 @@
+//! `stemflow devices`: the ONNX Runtime library, every device it can use, and Auto's pick.
+
+use clap::Args;
+use stemflow_engine::runtime::devices::{auto_device, devices, DeviceStatus};
+use stemflow_engine::runtime::runtime;
+
+use crate::error::CliError;
+
+pub const DEVICES_EXAMPLES: &str = "\
+Examples:
+  stemflow devices
+  stemflow devices --json | jq .auto
+
+ONNX Runtime is looked for in this order: STEMFLOW_ORT_LIB (a file or folder), the
+`onnxruntime_library` in the user data folder's settings.json, next to the stemflow program,
+then the user data folder's runtime/ (where `cargo xtask install` and `cargo xtask
+fetch-runtime` put it). The built-in separator needs no runtime.";
+
+/// `stemflow devices`'s arguments.
+#[derive(Args)]
+pub struct DevicesArgs {
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `stemflow devices`.
+pub fn run(args: &DevicesArgs) -> Result<(), CliError> {
+    list_devices(args.json).map_err(CliError::Failed)
+}
+
+/// `stemflow devices`: the runtime's state, every device and Auto's pick.
+fn list_devices(is_json: bool) -> Result<(), String> {
+    let runtime = runtime();
+    let devices = devices();
+    let auto = auto_device(devices);
+    if is_json {
+        let value = serde_json::json!({
+            "runtime": match runtime {
+                Ok(r) => serde_json::json!({
+                    "loaded": true,
+                    "version": r.version(),
+                    "library": r.library_path(),
+                    "source": r.source().to_string(),
+                }),
+                Err(e) => serde_json::json!({ "loaded": false, "error": e.to_string() }),
+            },
+            "auto": auto.to_string(),
+            "devices": devices,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    match runtime {
+        Ok(r) => println!(
+            "ONNX Runtime {} from {} ({})",
+            r.version(),
+            r.library_path().display(),
+            r.source()
+        ),
+        Err(e) => println!("{e}"),
+    }
+    println!();
+    println!("{:<12} {:<40} {:<10} STATUS", "ID", "NAME", "PROVIDER");
+    for device in devices {
+        let status = match &device.status {
+            DeviceStatus::Usable => "usable".to_owned(),
+            DeviceStatus::Unusable(reason) => format!("unusable: {reason}"),
+        };
+        println!(
+            "{:<12} {:<40} {:<10} {status}",
+            device.id.to_string(),
+            device.name,
+            device.provider.prefix()
+        );
+    }
+    println!();
+    println!("Auto picks: {auto}");
+    Ok(())
+}

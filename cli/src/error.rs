@@ -1,0 +1,18 @@
+//! [`CliError`]: how a subcommand failed, and so the exit code.
+
+/// How a subcommand failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// The arguments do not make sense together: exit 2 with clap's usage.
+    Usage(String),
+    /// Something failed (an unknown model, an input): exit 1 with the message.
+    Failed(String),
+    /// Failures were already reported (one line per failed input): exit 1 quietly.
+    Reported,
+}
+
+impl From<String> for CliError {
+    fn from(message: String) -> Self {
+        CliError::Failed(message)
+    }
+}

@@ -1,0 +1,88 @@
+//! `stemflow models`: every model in the models folders, checked: family, stems, rate, hash.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use stemflow_engine::builtin::BUILTIN_DISPLAY_NAME;
+
+use crate::error::CliError;
+
+pub const MODELS_EXAMPLES: &str = "\
+Examples:
+  stemflow models
+  stemflow models --models-dir ~/uvr-models --json
+
+Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
+or a <model>.json sidecar) and BS/Mel-RoFormer (an MSST <model>.yaml config next to the file).
+Use a listed name with `stemflow separate --model NAME`.";
+
+/// `stemflow models`'s arguments.
+#[derive(Args)]
+pub struct ModelsArgs {
+    /// Another folder to look in (besides the user models folder).
+    #[arg(long, value_name = "DIR")]
+    pub models_dir: Vec<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `stemflow models`.
+pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
+    list_models(&args.models_dir, args.json).map_err(CliError::Failed)
+}
+
+/// `stemflow models`: every model in the models folders, checked.
+fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
+    let dirs = stemflow_engine::models::models_dirs(extra_dirs);
+    let models = stemflow_engine::models::scan_models(&dirs);
+    if is_json {
+        let value = serde_json::json!({
+            "folders": dirs,
+            "models": models,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    println!(
+        "Models folders: {}",
+        if folders.is_empty() {
+            "none (no home folder)".into()
+        } else {
+            folders.join(", ")
+        }
+    );
+    println!(
+        "  builtin  {BUILTIN_DISPLAY_NAME}  vocals, drums, bass, other  44100 Hz  always available"
+    );
+    if models.is_empty() {
+        println!("No .onnx models found. Put models in a folder above or pass --models-dir DIR.");
+    }
+    for model in &models {
+        let family = model
+            .family
+            .map(|f| f.to_string())
+            .unwrap_or_else(|| "?".into());
+        let stems = if model.stems.is_empty() {
+            "?".to_string()
+        } else {
+            model.stems.join(", ")
+        };
+        let hash = model.sha256.get(..12).unwrap_or("?");
+        match &model.error {
+            None => println!(
+                "  {}  {family}  {stems}  {} Hz  sha256 {hash}…  ok",
+                model.name, model.sample_rate_hz
+            ),
+            Some(error) => println!(
+                "  {}  {family}  sha256 {hash}…  UNUSABLE: {error}",
+                model.name
+            ),
+        }
+    }
+    Ok(())
+}

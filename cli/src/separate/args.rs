@@ -1,0 +1,174 @@
+//! `stemflow separate`'s arguments and how they become [`SeparateOptions`].
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::models::models_dirs;
+use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::{ExtraStems, Stem};
+
+use super::options::SeparateOptions;
+use crate::encode::{BitDepth, OutputFormat};
+use crate::error::CliError;
+use crate::progress::ProgressMode;
+
+pub const SEPARATE_EXAMPLES: &str = "\
+Examples:
+  stemflow separate song.mp3
+      → stemflow-output/song/{vocals,drums,bass,other}.wav
+  stemflow separate *.flac -o stems --format flac --bit-depth 24
+  stemflow separate live.wav --stems vocals,drums --quiet
+  stemflow separate song.wav --model models/htdemucs.onnx --device cuda:0
+  stemflow separate song.wav --model htdemucs_6s --guitar-piano own
+      → …/{vocals,drums,bass,other,guitar,piano}.wav
+
+Reads WAV, AIFF, FLAC, MP3, OGG/Vorbis and M4A/AAC at any sample rate, mono or stereo; mono is
+separated as mono (each stem is the average of the engine's two identical channels). Stems have
+the input's length and rate and sum to the input. Default bit depth: the input's when it is
+16- or 24-bit PCM, else 32-bit float (WAV) or 24-bit (FLAC). Integer formats are rounded without
+dither and clipped at full scale (a warning says how often).
+
+Exit codes: 0 all inputs separated; 1 any input failed (the others are still written), or the
+model, device or output folder is unusable; 2 usage error.";
+
+/// Separate audio files into DIR/<name>/<stem>.<ext>, one after the other.
+#[derive(Args)]
+pub struct SeparateArgs {
+    /// The audio files to separate.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder; each input's stems go into a subfolder named after it.
+    #[arg(short, long, value_name = "DIR", default_value = "stemflow-output")]
+    pub output: PathBuf,
+    /// The model: `builtin` (the embedded DSP separator, the default), an ONNX model file, or
+    /// the name of a model in the models folder (see `stemflow models`).
+    #[arg(long, value_name = "NAME|PATH")]
+    pub model: Option<String>,
+    /// Another folder to look for models in (besides the user models folder).
+    #[arg(long, value_name = "DIR")]
+    pub models_dir: Vec<PathBuf>,
+    /// Same as `--model builtin` (kept for older scripts).
+    #[arg(long, hide = true, conflicts_with = "model")]
+    pub separator: Option<String>,
+    /// Device for models: auto, cpu, cuda:N, directml:N, migraphx:N or coreml.
+    #[arg(long, default_value = "auto", value_name = "ID")]
+    pub device: String,
+    /// Fail instead of falling back to the CPU when the device cannot run the model.
+    #[arg(long)]
+    pub strict_device: bool,
+    /// The stems to write (comma-separated); default: vocals, drums, bass, other (plus
+    /// guitar and piano with `--guitar-piano own`).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
+    pub stems: Vec<StemArg>,
+    /// Six-stem models: guitar and piano into other.wav (default) or their own files
+    /// (`own`, also implied by naming them in --stems).
+    #[arg(long, value_enum, value_name = "WHERE")]
+    pub guitar_piano: Option<GuitarPianoArg>,
+    /// File format of the stems.
+    #[arg(long, value_enum, default_value = "wav")]
+    pub format: OutputFormat,
+    /// Sample format: 16, 24 or 32f (float, WAV only); default: see below.
+    #[arg(long, value_enum, value_name = "BITS")]
+    pub bit_depth: Option<BitDepth>,
+    /// Print nothing but errors and warnings (no progress).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// A stem name on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StemArg {
+    Vocals,
+    Drums,
+    Bass,
+    Other,
+    Guitar,
+    Piano,
+}
+
+impl StemArg {
+    fn stem(self) -> Stem {
+        match self {
+            StemArg::Vocals => Stem::Vocals,
+            StemArg::Drums => Stem::Drums,
+            StemArg::Bass => Stem::Bass,
+            StemArg::Other => Stem::Other,
+            StemArg::Guitar => Stem::Guitar,
+            StemArg::Piano => Stem::Piano,
+        }
+    }
+}
+
+/// Where a six-stem model's guitar and piano go (`--guitar-piano`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuitarPianoArg {
+    /// Into other.wav, as the plugin's default "Into Other".
+    Other,
+    /// Into guitar.wav and piano.wav; other.wav is what is left.
+    Own,
+}
+
+/// The engine setting and the stems to write: guitar and piano have their own files when asked
+/// for, by `--guitar-piano own` or by naming them in `--stems`.
+pub fn stem_selection(
+    stems: &[StemArg],
+    guitar_piano: Option<GuitarPianoArg>,
+) -> (ExtraStems, Vec<Stem>) {
+    let names_extra = stems.iter().any(|s| s.stem().is_extra());
+    let extra_stems = match guitar_piano {
+        Some(GuitarPianoArg::Own) => ExtraStems::Separate,
+        Some(GuitarPianoArg::Other) => ExtraStems::IntoOther,
+        None if names_extra => ExtraStems::Separate,
+        None => ExtraStems::IntoOther,
+    };
+    let candidates: &[Stem] = match extra_stems {
+        ExtraStems::Separate => &Stem::OUTPUT_ORDER,
+        ExtraStems::IntoOther => &Stem::FOUR,
+    };
+    let selected = candidates
+        .iter()
+        .copied()
+        .filter(|s| stems.is_empty() || stems.iter().any(|a| a.stem() == *s))
+        .collect();
+    (extra_stems, selected)
+}
+
+impl SeparateArgs {
+    /// Checks the combination and resolves the model and device. Usage conflicts are
+    /// [`CliError::Usage`]; an unknown model or device is [`CliError::Failed`].
+    pub fn into_options(self) -> Result<(Vec<PathBuf>, PathBuf, SeparateOptions), CliError> {
+        let (extra_stems, stems) = stem_selection(&self.stems, self.guitar_piano);
+        if extra_stems == ExtraStems::IntoOther && stems.is_empty() {
+            return Err(CliError::Usage(
+                "--guitar-piano other keeps guitar and piano in other.wav: name other stems, or use --guitar-piano own".into(),
+            ));
+        }
+        if self.format == OutputFormat::Flac && self.bit_depth == Some(BitDepth::Float32) {
+            return Err(CliError::Usage(
+                "FLAC has no float samples: use --bit-depth 16 or 24 with --format flac, or --format wav for 32f".into(),
+            ));
+        }
+        let model = self
+            .model
+            .or(self.separator)
+            .unwrap_or_else(|| "builtin".into());
+        let separator = SeparatorChoice::resolve(&model, &models_dirs(&self.models_dir))
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let device = self
+            .device
+            .parse::<DeviceChoice>()
+            .map_err(CliError::Failed)?;
+        let options = SeparateOptions {
+            separator,
+            device,
+            is_strict_device: self.strict_device,
+            stems,
+            extra_stems,
+            format: self.format,
+            bit_depth: self.bit_depth,
+            progress: ProgressMode::detect(self.quiet),
+        };
+        Ok((self.inputs, self.output, options))
+    }
+}

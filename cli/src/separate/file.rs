@@ -1,0 +1,176 @@
+//! One input: decode, separate and write its stems, leaving nothing half-done behind.
+
+use std::path::Path;
+use std::time::Duration;
+
+use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::Stem;
+
+use super::options::{Failure, SeparateOptions, Separated};
+use super::slot::SeparatorSlot;
+use crate::decode::{io_reason, AudioDecoder};
+use crate::encode::{BitDepth, StemWriter};
+use crate::progress::{clock, Progress};
+
+/// A stem folder this run created: removed again, if still empty, when the input fails.
+struct NewFolderGuard<'a> {
+    path: &'a Path,
+    should_remove: bool,
+}
+
+impl<'a> NewFolderGuard<'a> {
+    fn create(path: &'a Path) -> Result<Self, Failure> {
+        let existed = path.is_dir();
+        std::fs::create_dir_all(path).map_err(|e| {
+            Failure::Input(format!(
+                "cannot create {}: {}",
+                path.display(),
+                io_reason(&e)
+            ))
+        })?;
+        Ok(Self {
+            path,
+            should_remove: !existed,
+        })
+    }
+
+    /// The stems were written: the folder stays.
+    fn keep(&mut self) {
+        self.should_remove = false;
+    }
+}
+
+impl Drop for NewFolderGuard<'_> {
+    fn drop(&mut self) {
+        if self.should_remove {
+            // Fails, harmlessly, when something else is in it.
+            let _ = std::fs::remove_dir(self.path);
+        }
+    }
+}
+
+/// Separates one input into `folder`.
+pub(super) fn separate_file(
+    input: &Path,
+    folder: &Path,
+    options: &SeparateOptions,
+    separator_slot: &mut SeparatorSlot<'_>,
+) -> Result<Separated, Failure> {
+    let mut decoder = AudioDecoder::open(input).map_err(Failure::Input)?;
+    let info = decoder.info().clone();
+    stemflow_engine::validate_sample_rate(info.sample_rate_hz as f32)?;
+    let bit_depth = options
+        .bit_depth
+        .unwrap_or_else(|| BitDepth::default_for(info.integer_bits, options.format));
+
+    // Declared before the writers, so it runs after they removed their partial files.
+    let mut new_folder = NewFolderGuard::create(folder)?;
+    // Every file is created before the long part starts, so an unwritable folder fails fast.
+    let mut writers: Vec<(Stem, StemWriter)> = options
+        .stems
+        .iter()
+        .map(|&stem| {
+            let path = folder.join(format!(
+                "{}.{}",
+                stem.file_name(),
+                options.format.extension()
+            ));
+            StemWriter::create(
+                &path,
+                options.format,
+                bit_depth,
+                info.sample_rate_hz,
+                info.num_channels,
+            )
+            .map(|writer| (stem, writer))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(Failure::Input)?;
+
+    let separator = separator_slot.take()?;
+    let mut stream = OfflineStream::new(separator, info.sample_rate_hz)?;
+    stream.set_extra_stems(options.extra_stems);
+    if !options.is_quiet() {
+        let length = match info.num_frames {
+            Some(n) => format!(
+                "{}, ",
+                clock(Duration::from_secs_f64(
+                    n as f64 / info.sample_rate_hz as f64
+                ))
+            ),
+            None => String::new(),
+        };
+        println!(
+            "Separating {} ({length}{}) into {} {} {}",
+            input.display(),
+            info.describe(),
+            options.stems.len(),
+            bit_depth.describe(),
+            options.format.extension().to_uppercase(),
+        );
+    }
+
+    let label = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut progress = Progress::start(
+        options.progress,
+        &label,
+        info.num_frames,
+        info.sample_rate_hz,
+    );
+    let mut write = |frames: StemFrames<'_>| -> Result<(), Failure> {
+        for (stem, writer) in writers.iter_mut() {
+            writer
+                .write(frames.channel(*stem, 0), frames.channel(*stem, 1))
+                .map_err(Failure::Input)?;
+        }
+        Ok(())
+    };
+    let result = (|| {
+        while let Some([left, right]) = decoder.next_block().map_err(Failure::Input)? {
+            stream.push(left, right, &mut write)?;
+            progress.update(decoder.frames_decoded());
+        }
+        stream.finish(&mut write)
+    })();
+    // The loaded model serves the next input, whatever happened to this one.
+    separator_slot.put_back(stream.into_separator());
+    if let Err(failure) = result {
+        progress.abandon();
+        return Err(failure);
+    }
+    let num_frames = decoder.frames_decoded();
+    let elapsed = progress.finish(num_frames);
+    new_folder.keep();
+
+    let mut files = Vec::new();
+    for (stem, writer) in writers {
+        let clipped = writer.clipped_samples();
+        if clipped > 0 {
+            eprintln!(
+                "stemflow: warning: {}: {clipped} samples of {} exceeded full scale and were clipped at {}; use --bit-depth 32f to keep them",
+                input.display(),
+                stem.file_name(),
+                bit_depth.describe()
+            );
+        }
+        files.push(writer.finish().map_err(Failure::Input)?);
+    }
+    if !options.is_quiet() {
+        let audio_s = num_frames as f64 / info.sample_rate_hz as f64;
+        let elapsed_s = elapsed.as_secs_f64();
+        println!(
+            "Separated {:.1} s of audio in {:.1} s (RTF {:.3}, {:.1}x real time)",
+            audio_s,
+            elapsed_s,
+            elapsed_s / audio_s.max(1e-9),
+            audio_s / elapsed_s.max(1e-9)
+        );
+    }
+    Ok(Separated {
+        files,
+        folder: folder.to_path_buf(),
+    })
+}

@@ -1,0 +1,59 @@
+//! [`SeparateOptions`]: how to separate; [`Failure`]: why an input failed; [`Separated`]: what
+//! it produced.
+
+use std::path::PathBuf;
+
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::{EngineError, Stem};
+
+use crate::encode::{BitDepth, OutputFormat};
+use crate::progress::ProgressMode;
+
+/// How to separate.
+pub struct SeparateOptions {
+    /// The model (or `builtin`).
+    pub separator: SeparatorChoice,
+    /// Where models run.
+    pub device: DeviceChoice,
+    /// Fail instead of falling back to the CPU.
+    pub is_strict_device: bool,
+    /// The stems to write, in [`Stem::OUTPUT_ORDER`].
+    pub stems: Vec<Stem>,
+    /// Where a six-stem model's guitar and piano go.
+    pub extra_stems: stemflow_engine::ExtraStems,
+    /// Container of the stem files.
+    pub format: OutputFormat,
+    /// Sample format of the stem files; `None`: [`BitDepth::default_for`] the input.
+    pub bit_depth: Option<BitDepth>,
+    /// Progress display.
+    pub progress: ProgressMode,
+}
+
+impl SeparateOptions {
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.progress == ProgressMode::Quiet
+    }
+}
+
+/// Why an input failed.
+pub enum Failure {
+    /// Something about this input (unreadable, unsupported, unwritable): report it and go on.
+    Input(String),
+    /// Something that would fail every input the same way (the model, the device): stop.
+    Fatal(String),
+}
+
+impl From<EngineError> for Failure {
+    fn from(error: EngineError) -> Self {
+        Failure::Input(error.to_string())
+    }
+}
+
+/// What one separated input produced.
+pub struct Separated {
+    /// The stem files written.
+    pub files: Vec<PathBuf>,
+    /// The folder they are in.
+    pub folder: PathBuf,
+}

@@ -1,0 +1,79 @@
+//! [`SeparatorSlot`]: the run's separator, built on first use and handed from input to input,
+//! so a model is loaded (and its device reported) once per run, not once per file.
+
+use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::separator::Separator;
+
+use super::options::{Failure, SeparateOptions};
+
+/// Holds the separator between inputs.
+pub(super) struct SeparatorSlot<'a> {
+    options: &'a SeparateOptions,
+    separator: Option<Box<dyn Separator>>,
+    has_reported: bool,
+}
+
+impl<'a> SeparatorSlot<'a> {
+    pub fn new(options: &'a SeparateOptions) -> Self {
+        Self {
+            options,
+            separator: None,
+            has_reported: false,
+        }
+    }
+
+    /// The separator for the next input: the one the last input gave back, or a new one. A
+    /// failure to build it would repeat for every input, so it is fatal.
+    pub fn take(&mut self) -> Result<Box<dyn Separator>, Failure> {
+        if let Some(separator) = self.separator.take() {
+            return Ok(separator);
+        }
+        let options = self.options;
+        let separator = options
+            .separator
+            .build(options.device)
+            .map_err(|e| Failure::Fatal(e.to_string()))?;
+        let is_first = !self.has_reported;
+        self.has_reported = true;
+        match separator.device() {
+            Some(active) => {
+                if let Some(reason) = &active.fallback_reason {
+                    if options.is_strict_device {
+                        return Err(Failure::Fatal(format!(
+                            "device {} cannot run the model ({reason}); --strict-device forbids the fallback",
+                            active.requested.id()
+                        )));
+                    }
+                    if is_first {
+                        eprintln!("stemflow: warning: {reason}");
+                    }
+                }
+                if is_first && !options.is_quiet() {
+                    println!("Running {} on {}", separator.name(), active.actual);
+                }
+            }
+            None if options.device != DeviceChoice::Auto
+                && options.device != DeviceChoice::Device(DeviceId::CPU) =>
+            {
+                let message = format!(
+                    "the built-in separator runs on the CPU, not on {}",
+                    options.device.id()
+                );
+                if options.is_strict_device {
+                    return Err(Failure::Fatal(message));
+                }
+                if is_first {
+                    eprintln!("stemflow: warning: {message}");
+                }
+            }
+            None => {}
+        }
+        Ok(separator)
+    }
+
+    /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
+    /// died) means the next input builds a new one.
+    pub fn put_back(&mut self, separator: Option<Box<dyn Separator>>) {
+        self.separator = separator;
+    }
+}

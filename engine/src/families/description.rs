@@ -1,0 +1,165 @@
+//! What a recognised model is: its family, stems, chunking and the family's processing, and
+//! the traits each family file implements.
+
+use std::path::Path;
+
+use super::overlap_add::ChunkLayout;
+use super::params::ModelParams;
+use super::routes::StemRoute;
+use crate::model_error::ModelError;
+use crate::runtime::runner::ModelRunner;
+use crate::runtime::signature::{GraphSignature, TensorSignature};
+use crate::stem::NUM_SEPARATED_STEMS;
+
+/// The rate every supported family runs at unless its config says otherwise.
+pub const MODEL_SAMPLE_RATE_HZ: u32 = 44_100;
+/// Largest chunk accepted: a hostile file cannot make Stemflow allocate gigabytes.
+pub const MAX_CHUNK_FRAMES: usize = 1 << 22;
+/// Largest spectrogram dimension accepted (bins or frames).
+pub(super) const MAX_SPECTRAL_DIM: i64 = 1 << 14;
+/// Largest number of stems accepted.
+pub(super) const MAX_MODEL_STEMS: i64 = 16;
+
+/// The signatures Stemflow supports, for messages.
+pub(super) const EXPECTED_SIGNATURES: &str = "HTDemucs `mix` [1, 2, T] → `stems` [1, 4|6, 2, T]; \
+     MDX-Net [1, 4, dim_f, dim_t] → [1, 4, dim_f, dim_t]; \
+     RoFormer [1, 2·(n_fft/2+1), frames, 2] → [1, N, 2·(n_fft/2+1), frames, 2]";
+
+/// A family of separation models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ModelFamily {
+    /// Hybrid Transformer Demucs exported to ONNX (waveform in, waveform stems out).
+    HtDemucs,
+    /// UVR's MDX-Net (spectrogram in, spectrogram out).
+    MdxNet,
+    /// BS-RoFormer / Mel-RoFormer with the STFT outside the graph (spectrogram in, complex masks out).
+    RoFormer,
+}
+
+impl std::fmt::Display for ModelFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModelFamily::HtDemucs => "HTDemucs",
+            ModelFamily::MdxNet => "MDX-Net",
+            ModelFamily::RoFormer => "RoFormer",
+        })
+    }
+}
+
+/// Everything known about a model file once its graph has been checked.
+#[derive(Clone)]
+pub struct ModelDescription {
+    /// The family.
+    pub family: ModelFamily,
+    /// What runs around the graph: the family's parameters, weights and codec.
+    pub pipeline: std::sync::Arc<dyn FamilyPipeline>,
+    /// The model's own stem names, in output order.
+    pub stems: Vec<String>,
+    /// The separated stems (vocals, drums, bass, guitar, piano) from the outputs.
+    pub routes: [StemRoute; NUM_SEPARATED_STEMS],
+    /// The chunking.
+    pub layout: ChunkLayout,
+    /// Sample rate the model runs at.
+    pub sample_rate_hz: u32,
+    /// Graph input name.
+    pub input_name: String,
+    /// Graph output name.
+    pub output_name: String,
+    /// Input tensor shape.
+    pub input_shape: Vec<usize>,
+    /// Where the parameters came from.
+    pub params_source: String,
+}
+
+impl std::fmt::Debug for ModelDescription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelDescription")
+            .field("family", &self.family)
+            .field("pipeline", &self.pipeline)
+            .field("stems", &self.stems)
+            .field("routes", &self.routes)
+            .field("layout", &self.layout)
+            .field("sample_rate_hz", &self.sample_rate_hz)
+            .field("input_shape", &self.input_shape)
+            .field("params_source", &self.params_source)
+            .finish()
+    }
+}
+
+/// A family's processing around its graph, made from its parameters: the overlap-add weights
+/// and the codec of each chunk. Each family file implements it on its parameters.
+pub trait FamilyPipeline: std::fmt::Debug + Send + Sync {
+    /// The overlap-add weights of a chunk of `chunk_frames`: `(first chunk, every other chunk)`.
+    fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>);
+
+    /// A codec for `description`'s chunks. Not realtime-safe: allocates.
+    fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec>;
+}
+
+/// What runs around a family's graph for one chunk: encode the chunk, run the graph, decode its
+/// outputs as waveforms.
+pub trait ChunkCodec: Send {
+    /// Runs the model on one chunk (`left`, `right`: `chunk_frames` each) and writes the
+    /// outputs as waveforms, `[output][channel][frame]` planar, into `outputs`.
+    /// Not realtime-safe: inference.
+    fn run_chunk(
+        &mut self,
+        runner: &mut ModelRunner,
+        left: &[f32],
+        right: &[f32],
+        outputs: &mut [f32],
+    ) -> Result<(), String>;
+}
+
+/// A graph's output must have exactly the length its signature declares.
+pub(super) fn check_output_len(found: usize, expected: usize) -> Result<(), String> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "the model returned {found} values where its signature declares {expected}"
+        ))
+    }
+}
+
+/// Whether a dimension is fixed and within `1..=max`.
+pub(super) fn is_fixed(dim: i64, max: i64) -> bool {
+    dim > 0 && dim <= max
+}
+
+/// What the family recognisers look at.
+pub(super) struct Recognition<'a> {
+    pub signature: &'a GraphSignature,
+    pub input: &'a TensorSignature,
+    pub output: &'a TensorSignature,
+    pub path: &'a Path,
+    pub model_name: &'a str,
+    pub bytes: &'a [u8],
+    pub sidecar: Option<ModelParams>,
+}
+
+impl Recognition<'_> {
+    pub fn mismatch(&self) -> ModelError {
+        ModelError::SignatureMismatch {
+            model: self.model_name.to_owned(),
+            expected: EXPECTED_SIGNATURES.to_owned(),
+            found: self.signature.to_string(),
+        }
+    }
+
+    pub fn params_error(&self, message: String) -> ModelError {
+        ModelError::Params {
+            model: self.model_name.to_owned(),
+            message,
+        }
+    }
+
+    /// The file name of a sidecar with `extension` next to the model.
+    pub fn sidecar_name(&self, extension: &str) -> String {
+        self.path
+            .with_extension(extension)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}

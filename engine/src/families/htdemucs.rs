@@ -1,0 +1,139 @@
+//! HTDemucs exported by `demucs-onnx`: waveforms in, waveform stems out.
+//!
+//! Graph: `mix` `[1, 2, T]` → `stems` `[1, S, 2, T]`, S = 4 or 6. Segments of T every
+//! `T − T/4` (overlap from an optional `<model>.json`), triangle transition weights, as
+//! `demucs/apply.py` `apply_model` (demucs 4.1.0).
+
+use super::description::{
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    Recognition, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ,
+};
+use super::overlap_add::{ChunkLayout, Lead};
+use super::routes::routes_by_name;
+use crate::model_error::ModelError;
+use crate::runtime::runner::ModelRunner;
+
+/// Demucs' source order.
+const DEMUCS_SOURCES: [&str; 6] = ["drums", "bass", "other", "vocals", "guitar", "piano"];
+
+/// Recognises an HTDemucs graph; `None` when the ranks are not this family's.
+pub(super) fn recognise(
+    recognition: &Recognition<'_>,
+) -> Option<Result<ModelDescription, ModelError>> {
+    let (i, o) = (&recognition.input.dims, &recognition.output.dims);
+    if !(i.len() == 3 && o.len() == 4) {
+        return None;
+    }
+    Some(describe(recognition))
+}
+
+fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+    let (input, output) = (recognition.input, recognition.output);
+    let (i, o) = (&input.dims, &output.dims);
+    let t = i[2];
+    let valid = input.name == "mix"
+        && output.name == "stems"
+        && i[1] == 2
+        && is_fixed(t, MAX_CHUNK_FRAMES as i64)
+        && (o[1] == 4 || o[1] == 6)
+        && o[2] == 2
+        && o[3] == t;
+    if !valid {
+        return Err(recognition.mismatch());
+    }
+    let chunk_frames = t as usize;
+    let overlap = recognition
+        .sidecar
+        .as_ref()
+        .and_then(|p| p.f64("overlap"))
+        .unwrap_or(0.25);
+    if !(0.0..0.95).contains(&overlap) {
+        return Err(recognition.params_error(format!("overlap {overlap} out of range 0–0.95")));
+    }
+    let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
+    let stems: Vec<String> = DEMUCS_SOURCES[..o[1] as usize]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    Ok(ModelDescription {
+        family: ModelFamily::HtDemucs,
+        pipeline: std::sync::Arc::new(HtDemucsPipeline),
+        routes: routes_by_name(&stems, 1.0),
+        stems,
+        layout: ChunkLayout {
+            chunk_frames,
+            step_frames: step_frames.max(1),
+            lead: Lead::Zeros(0),
+        },
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        input_name: input.name.clone(),
+        output_name: output.name.clone(),
+        input_shape: vec![1, 2, chunk_frames],
+        params_source: recognition
+            .sidecar
+            .as_ref()
+            .and_then(|p| p.source.clone())
+            .unwrap_or_else(|| "demucs defaults".into()),
+    })
+}
+
+/// HTDemucs has nothing to configure around its graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HtDemucsPipeline;
+
+impl FamilyPipeline for HtDemucsPipeline {
+    fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+        let window = window(chunk_frames);
+        (window.clone(), window)
+    }
+
+    fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
+        Box::new(HtDemucsCodec::new(description.layout.chunk_frames))
+    }
+}
+
+/// demucs' transition weights: a triangle `1..n/2, n−n/2..1`, divided by its maximum
+/// (transition_power 1). The same for every chunk.
+fn window(chunk_frames: usize) -> Vec<f64> {
+    let n = chunk_frames;
+    let w: Vec<f64> = (1..=n / 2)
+        .chain((1..=n - n / 2).rev())
+        .map(|v| v as f64)
+        .collect();
+    let max = w.iter().copied().fold(0.0, f64::max);
+    w.into_iter().map(|v| v / max).collect()
+}
+
+/// Feeds the waveform chunk to the graph and copies the stems out.
+struct HtDemucsCodec {
+    chunk_frames: usize,
+    /// The graph's input `[1, 2, T]`, reused.
+    model_input: Vec<f32>,
+}
+
+impl HtDemucsCodec {
+    fn new(chunk_frames: usize) -> Self {
+        Self {
+            chunk_frames,
+            model_input: vec![0.0; 2 * chunk_frames],
+        }
+    }
+}
+
+impl ChunkCodec for HtDemucsCodec {
+    fn run_chunk(
+        &mut self,
+        runner: &mut ModelRunner,
+        left: &[f32],
+        right: &[f32],
+        outputs: &mut [f32],
+    ) -> Result<(), String> {
+        let chunk = self.chunk_frames;
+        self.model_input[..chunk].copy_from_slice(left);
+        self.model_input[chunk..].copy_from_slice(right);
+        let output = runner.run(&self.model_input)?;
+        check_output_len(output.len(), outputs.len())?;
+        outputs.copy_from_slice(&output);
+        Ok(())
+    }
+}

@@ -1,0 +1,279 @@
+//! UVR's MDX-Net: spectrogram in, spectrogram out.
+//!
+//! Graph: `[1, 4, dim_f, dim_t]` → the same (left re, left im, right re, right im). Around it:
+//! STFT (n_fft, hop 1024, periodic Hann, centre reflect), bins ≥ dim_f dropped, bins 0–2 zeroed,
+//! chunks of `hop·(dim_t − 1)` every 75 %, `np.hanning` overlap-add, `trim = n_fft/2` zeros
+//! before; secondary = mix − compensate · primary. Reference: `mdx_separator.py` and
+//! `uvr_lib_v5/stft.py` (audio-separator 0.47.1). Parameters come from UVR's model table (by
+//! file hash) or a `<model>.json` sidecar with UVR's keys.
+
+use super::description::{
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+};
+use super::overlap_add::{ChunkLayout, Lead};
+use super::params::{uvr_table_entry, ModelParams};
+use super::routes::{stem_for_name, StemRoute};
+use super::stft::{Complex64, Stft};
+use crate::model_error::ModelError;
+use crate::runtime::runner::ModelRunner;
+use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+
+/// The range a model's `compensate` may take: UVR's values lie around 1.0–1.1; anything
+/// outside this range is a broken sidecar, not a model.
+const COMPENSATE_RANGE: std::ops::RangeInclusive<f64> = 0.01..=100.0;
+/// The range of `overlap`.
+const OVERLAP_RANGE: std::ops::Range<f64> = 0.0..0.95;
+
+/// MDX-Net's processing parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MdxParams {
+    /// FFT size.
+    pub n_fft: usize,
+    /// STFT hop.
+    pub hop_frames: usize,
+    /// Bins given to the model.
+    pub dim_f: usize,
+    /// Frames per chunk.
+    pub dim_t: usize,
+    /// UVR's `compensate`.
+    pub compensate: f32,
+    /// UVR's `primary_stem`.
+    pub primary_stem: String,
+}
+
+/// Recognises an MDX-Net graph; `None` when the shapes are not this family's.
+pub(super) fn recognise(
+    recognition: &Recognition<'_>,
+) -> Option<Result<ModelDescription, ModelError>> {
+    let (i, o) = (&recognition.input.dims, &recognition.output.dims);
+    if !(i.len() == 4 && o.len() == 4 && i[1] == 4) {
+        return None;
+    }
+    Some(describe(recognition))
+}
+
+fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+    let (input, output) = (recognition.input, recognition.output);
+    let (i, o) = (&input.dims, &output.dims);
+    let (dim_f, dim_t) = (i[2], i[3]);
+    if !(is_fixed(dim_f, MAX_SPECTRAL_DIM) && is_fixed(dim_t, MAX_SPECTRAL_DIM) && o[1..] == i[1..])
+    {
+        return Err(recognition.mismatch());
+    }
+    let params: ModelParams = uvr_table_entry(recognition.bytes)
+        .or_else(|| recognition.sidecar.clone())
+        .ok_or_else(|| {
+            recognition.params_error(format!(
+                "an MDX-Net model that is not in UVR's model table and has no sidecar: put a `{}` next to it with \
+                 {{\"mdx_n_fft_scale_set\": 6144, \"mdx_dim_f_set\": {dim_f}, \"mdx_dim_t_set\": {}, \"compensate\": 1.035, \"primary_stem\": \"Vocals\"}}",
+                recognition.sidecar_name("json"),
+                (dim_t as f64).log2().round() as i64
+            ))
+        })?;
+    let source = params.source.clone().unwrap_or_default();
+    let required = |key: &str| {
+        params.usize(key).ok_or_else(|| {
+            recognition.params_error(format!("{source}: {key} missing or not a whole number"))
+        })
+    };
+    let n_fft = required("mdx_n_fft_scale_set")?;
+    let want_f = required("mdx_dim_f_set")?;
+    let dim_t_log2 = required("mdx_dim_t_set")?;
+    if dim_t_log2 > 20 {
+        return Err(recognition.params_error(format!(
+            "{source}: mdx_dim_t_set {dim_t_log2} is out of range (it is log2 of the frames per chunk, at most 20)"
+        )));
+    }
+    let want_t = 1usize << dim_t_log2;
+    if want_f != dim_f as usize || want_t != dim_t as usize || want_f > n_fft / 2 + 1 || n_fft < 16
+    {
+        return Err(recognition.params_error(format!(
+            "{source} says dim_f {want_f}, dim_t {want_t}, n_fft {n_fft}, but the graph takes dim_f {dim_f}, dim_t {dim_t}"
+        )));
+    }
+    let hop_frames = match params.values.get("hop_length") {
+        None => 1024,
+        Some(_) => params
+            .usize("hop_length")
+            .filter(|&h| h > 0)
+            .ok_or_else(|| {
+                recognition.params_error(format!(
+                    "{source}: hop_length must be a whole number above 0"
+                ))
+            })?,
+    };
+    let overlap = checked_f64(&params, "overlap", 0.25)
+        .map_err(|m| recognition.params_error(format!("{source}: {m}")))?;
+    if !OVERLAP_RANGE.contains(&overlap) {
+        return Err(recognition.params_error(format!(
+            "{source}: overlap {overlap} is out of range (0 to below 0.95)"
+        )));
+    }
+    let chunk_frames = hop_frames * (dim_t as usize - 1);
+    if chunk_frames > MAX_CHUNK_FRAMES || chunk_frames <= n_fft {
+        return Err(recognition.params_error(format!(
+            "{source}: chunk of {chunk_frames} frames out of range"
+        )));
+    }
+    let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
+    let compensate = checked_f64(&params, "compensate", 1.0)
+        .map_err(|m| recognition.params_error(format!("{source}: {m}")))?;
+    if !COMPENSATE_RANGE.contains(&compensate) {
+        return Err(recognition.params_error(format!(
+            "{source}: compensate {compensate} is absurd (UVR models use about 1.0–1.1; allowed {}–{})",
+            COMPENSATE_RANGE.start(),
+            COMPENSATE_RANGE.end()
+        )));
+    }
+    let compensate = compensate as f32;
+    let primary_stem = params.str("primary_stem").unwrap_or("Vocals").to_string();
+    let primary = primary_stem.to_lowercase();
+    let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
+    match stem_for_name(&primary) {
+        // The secondary stem is the reference's `mix − compensate · primary`; the primary is
+        // scaled the same way so that the stems sum to the input.
+        Some(stem) => routes[stem.index()] = StemRoute::Output(0, compensate),
+        None => routes[Stem::Vocals.index()] = StemRoute::MixMinus(0, compensate),
+    }
+    Ok(ModelDescription {
+        family: ModelFamily::MdxNet,
+        pipeline: std::sync::Arc::new(MdxParams {
+            n_fft,
+            hop_frames,
+            dim_f: dim_f as usize,
+            dim_t: dim_t as usize,
+            compensate,
+            primary_stem,
+        }),
+        stems: vec![primary],
+        routes,
+        layout: ChunkLayout {
+            chunk_frames,
+            step_frames: step_frames.max(1),
+            lead: Lead::Zeros(n_fft / 2),
+        },
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        input_name: input.name.clone(),
+        output_name: output.name.clone(),
+        input_shape: vec![1, 4, dim_f as usize, dim_t as usize],
+        params_source: source,
+    })
+}
+
+/// A number from the parameters: `default` when absent, an error naming the key when it is
+/// not a finite number.
+fn checked_f64(params: &ModelParams, key: &str, default: f64) -> Result<f64, String> {
+    match params.values.get(key) {
+        None => Ok(default),
+        Some(value) => value
+            .as_f64()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("{key} must be a finite number, found {value}")),
+    }
+}
+
+impl FamilyPipeline for MdxParams {
+    fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+        let window = window(chunk_frames);
+        (window.clone(), window)
+    }
+
+    fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
+        Box::new(MdxCodec::new(self, description.layout.chunk_frames))
+    }
+}
+
+/// `np.hanning(n)`: the symmetric Hann window, the same for every chunk.
+fn window(chunk_frames: usize) -> Vec<f64> {
+    let n = chunk_frames;
+    (0..n)
+        .map(|i| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / (n - 1) as f64).cos())
+        .collect()
+}
+
+/// STFT, the graph, inverse STFT.
+struct MdxCodec {
+    params: MdxParams,
+    chunk_frames: usize,
+    stft: Stft,
+    model_input: Vec<f32>,
+    /// Spectra `[channel][bin][frame]`, reused.
+    spectra: [Vec<Complex64>; 2],
+    inverse_spectrum: Vec<Complex64>,
+    inverse_output: Vec<f64>,
+}
+
+impl MdxCodec {
+    fn new(params: &MdxParams, chunk_frames: usize) -> Self {
+        let stft = Stft::new(params.n_fft, params.hop_frames);
+        let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
+        Self {
+            model_input: vec![0.0; 4 * params.dim_f * params.dim_t],
+            spectra: [
+                vec![Complex64::default(); spectrum_len],
+                vec![Complex64::default(); spectrum_len],
+            ],
+            inverse_spectrum: vec![Complex64::default(); spectrum_len],
+            inverse_output: vec![0.0; chunk_frames],
+            params: params.clone(),
+            chunk_frames,
+            stft,
+        }
+    }
+}
+
+impl ChunkCodec for MdxCodec {
+    fn run_chunk(
+        &mut self,
+        runner: &mut ModelRunner,
+        left: &[f32],
+        right: &[f32],
+        outputs: &mut [f32],
+    ) -> Result<(), String> {
+        let (dim_f, dim_t) = (self.params.dim_f, self.params.dim_t);
+        let chunk = self.chunk_frames;
+        let frames = self.stft.num_frames(chunk);
+        let bins = self.stft.num_bins();
+        debug_assert_eq!(frames, dim_t);
+        for (channel, signal) in [left, right].into_iter().enumerate() {
+            self.stft.forward(signal, &mut self.spectra[channel]);
+        }
+        // [1, 4, dim_f, dim_t]: L re, L im, R re, R im; bins 0–2 zeroed as the reference does.
+        for channel in 0..2 {
+            for f in 0..dim_f {
+                for t in 0..dim_t {
+                    let value = if f < 3 {
+                        Complex64::default()
+                    } else {
+                        self.spectra[channel][f * frames + t]
+                    };
+                    self.model_input[((2 * channel) * dim_f + f) * dim_t + t] = value.re as f32;
+                    self.model_input[((2 * channel + 1) * dim_f + f) * dim_t + t] = value.im as f32;
+                }
+            }
+        }
+        let output = runner.run(&self.model_input)?;
+        check_output_len(output.len(), 4 * dim_f * dim_t)?;
+        for channel in 0..2 {
+            self.inverse_spectrum.fill(Complex64::default());
+            for f in 0..dim_f.min(bins) {
+                for t in 0..dim_t {
+                    self.inverse_spectrum[f * frames + t] = Complex64::new(
+                        output[((2 * channel) * dim_f + f) * dim_t + t] as f64,
+                        output[((2 * channel + 1) * dim_f + f) * dim_t + t] as f64,
+                    );
+                }
+            }
+            self.stft
+                .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
+            for (out, &v) in outputs[channel * chunk..][..chunk]
+                .iter_mut()
+                .zip(&self.inverse_output)
+            {
+                *out = v as f32;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! [`ModelSeparator`]: a model of any family, streamed chunk by chunk through the family's
+//! codec and the overlap-add its reference uses.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::description::{ChunkCodec, ModelDescription};
+use super::overlap_add::OverlapAdd;
+use super::recognise::describe_model;
+use super::routes::StemRoute;
+use crate::model_error::ModelError;
+use crate::planar::PlanarBlock;
+use crate::runtime::devices::{ActiveDevice, DeviceChoice};
+use crate::runtime::model_file::read_model_file;
+use crate::runtime::runner::ModelRunner;
+use crate::runtime::session::AcquiredSession;
+use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
+use crate::stem::Stem;
+
+/// A separator running a model of any family, streamed chunk by chunk.
+pub struct ModelSeparator {
+    runner: ModelRunner,
+    description: ModelDescription,
+    codec: Box<dyn ChunkCodec>,
+    overlap_add: OverlapAdd,
+    first_window: Vec<f64>,
+    window: Vec<f64>,
+    /// One chunk's outputs `[output][channel][frame]`, reused.
+    chunk_outputs: Vec<f32>,
+    /// The chunk being run, copied out of the overlap-add state, reused.
+    chunk_input: [Vec<f32>; 2],
+    name: String,
+}
+
+impl ModelSeparator {
+    /// Loads `path`, checks its graph against the families, and builds a warm session on
+    /// `device` (falling back to the CPU with the reason recorded). Not realtime-safe.
+    pub fn load(path: &Path, device: DeviceChoice) -> Result<Self, ModelError> {
+        let model = Arc::new(read_model_file(path)?);
+        let description = describe_model(path, &model)?;
+        let runner = ModelRunner::new(
+            model.clone(),
+            device,
+            &description.input_name,
+            &description.output_name,
+            description.input_shape.clone(),
+        )?;
+        Ok(Self::with_runner(runner, description, model.name.clone()))
+    }
+
+    fn with_runner(runner: ModelRunner, description: ModelDescription, name: String) -> Self {
+        let num_outputs = description.stems.len();
+        let chunk = description.layout.chunk_frames;
+        let (first_window, window) = description.pipeline.windows(chunk);
+        Self {
+            overlap_add: OverlapAdd::new(description.layout, num_outputs),
+            chunk_outputs: vec![0.0; num_outputs * 2 * chunk],
+            chunk_input: [vec![0.0; chunk], vec![0.0; chunk]],
+            codec: description.pipeline.codec(&description),
+            first_window,
+            window,
+            runner,
+            description,
+            name,
+        }
+    }
+
+    /// The model's description.
+    pub fn description(&self) -> &ModelDescription {
+        &self.description
+    }
+
+    /// The session in use.
+    pub fn session(&self) -> &AcquiredSession {
+        self.runner.session()
+    }
+}
+
+impl Separator for ModelSeparator {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn sample_rate_hz(&self) -> u32 {
+        self.description.sample_rate_hz
+    }
+
+    fn hop_frames(&self) -> usize {
+        self.overlap_add.hop_frames()
+    }
+
+    fn latency_frames(&self) -> usize {
+        self.overlap_add.latency_frames()
+    }
+
+    fn scheduling_margin_frames(&self) -> usize {
+        // A chunk's inference runs at a hop boundary; real-time playback must not wait for it.
+        self.overlap_add.hop_frames()
+    }
+
+    fn reset(&mut self) {
+        self.overlap_add.reset();
+    }
+
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        self.overlap_add
+            .push_hop(input.channel(0), input.channel(1));
+        let mut first_error = None;
+        while let Some((index, [left, right])) = self.overlap_add.ready_chunk() {
+            // Copied out so the overlap-add state can be borrowed again below.
+            self.chunk_input[0].copy_from_slice(left);
+            self.chunk_input[1].copy_from_slice(right);
+            let result = self.codec.run_chunk(
+                &mut self.runner,
+                &self.chunk_input[0],
+                &self.chunk_input[1],
+                &mut self.chunk_outputs,
+            );
+            let result = result.and_then(|()| {
+                let num_non_finite = self.chunk_outputs.iter().filter(|x| !x.is_finite()).count();
+                match num_non_finite {
+                    0 => Ok(()),
+                    n => Err(format!("its output held {n} NaN or infinite values")),
+                }
+            });
+            if let Err(reason) = result {
+                // Its stems stay silent and Other carries the mix; the worker reports it.
+                self.chunk_outputs.fill(0.0);
+                first_error.get_or_insert(SeparatorError {
+                    separator: self.name.clone(),
+                    reason,
+                });
+            }
+            let window = if index == 0 {
+                &self.first_window
+            } else {
+                &self.window
+            };
+            self.overlap_add.accumulate(&self.chunk_outputs, window);
+        }
+        let routes = self.description.routes;
+        self.overlap_add.emit_hop(|frame, view| {
+            for (stem_index, route) in routes.iter().enumerate() {
+                for channel in 0..2 {
+                    let value = match (&view, *route) {
+                        (None, _) | (_, StemRoute::Silent) => 0.0,
+                        (Some(v), StemRoute::Output(k, gain)) => {
+                            (v.value(k, channel) as f32) * gain
+                        }
+                        (Some(v), StemRoute::MixMinus(k, gain)) => {
+                            v.mix(channel) - (v.value(k, channel) as f32) * gain
+                        }
+                    };
+                    stems.channel_mut(stem_channel(stem_index, channel))[frame] = value;
+                }
+            }
+        });
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn has_extra_stems(&self) -> bool {
+        Stem::EXTRA
+            .iter()
+            .any(|stem| self.description.routes[stem.index()] != StemRoute::Silent)
+    }
+
+    fn request(&mut self, request: SeparatorRequest) {
+        match request {
+            SeparatorRequest::SetDevice(choice) => self.runner.request_device(choice),
+        }
+    }
+
+    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+        self.runner.poll_events(events);
+    }
+
+    fn device(&self) -> Option<ActiveDevice> {
+        Some(self.runner.active_device())
+    }
+
+    fn model_sha256(&self) -> Option<String> {
+        Some(self.runner.model_sha256().to_owned())
+    }
+}

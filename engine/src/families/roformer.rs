@@ -1,0 +1,294 @@
+//! BS-RoFormer and Mel-RoFormer exported from Music-Source-Separation-Training with the STFT
+//! outside the graph: spectrogram in, complex masks out.
+//!
+//! Graph: `[1, 2F, T, 2]` (stereo interleaved per bin, real/imag) → mask `[1, N, 2F, T, 2]`.
+//! Around it: STFT (n_fft 2048, hop 441), complex mask, DC zeroed, iSTFT; chunks every
+//! `chunk/num_overlap`, linear fades of `chunk/10` (none on the first chunk's start), `border`
+//! reflect-padded before. Reference: `utils/model_utils.py` `demix` (MSST ccc011a). Parameters
+//! come from the model's MSST config next to it (`<model>.yaml`) or a JSON sidecar.
+
+use super::description::{
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+};
+use super::overlap_add::{ChunkLayout, Lead};
+use super::routes::routes_by_name;
+use super::stft::{Complex64, Stft};
+use crate::model_error::ModelError;
+use crate::runtime::runner::ModelRunner;
+
+/// RoFormer's processing parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoFormerParams {
+    /// FFT size.
+    pub n_fft: usize,
+    /// STFT hop.
+    pub hop_frames: usize,
+    /// STFT frames per chunk.
+    pub frames: usize,
+    /// Whether the DC bin is zeroed after masking.
+    pub zero_dc: bool,
+}
+
+/// Recognises a RoFormer graph; `None` when the shapes are not this family's.
+pub(super) fn recognise(
+    recognition: &Recognition<'_>,
+) -> Option<Result<ModelDescription, ModelError>> {
+    let (i, o) = (&recognition.input.dims, &recognition.output.dims);
+    if !(i.len() == 4 && o.len() == 5 && i[3] == 2 && o[4] == 2) {
+        return None;
+    }
+    Some(describe(recognition))
+}
+
+fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+    let (input, output) = (recognition.input, recognition.output);
+    let (i, o) = (&input.dims, &output.dims);
+    let (bins2, frames, num_stems) = (i[1], i[2], o[1]);
+    if !(is_fixed(bins2, 2 * MAX_SPECTRAL_DIM)
+        && bins2 % 2 == 0
+        && is_fixed(frames, MAX_SPECTRAL_DIM)
+        && is_fixed(num_stems, MAX_MODEL_STEMS)
+        && o[2] == bins2
+        && o[3] == frames)
+    {
+        return Err(recognition.mismatch());
+    }
+    let params = recognition.sidecar.clone().unwrap_or_default();
+    let source = params
+        .source
+        .clone()
+        .unwrap_or_else(|| "RoFormer defaults (n_fft 2048, hop 441, 4 overlaps)".into());
+    let find = |keys: &[&'static str]| -> Option<(&'static str, &serde_json::Value)> {
+        keys.iter()
+            .find_map(|&k| params.values.get(k).map(|v| (k, v)))
+    };
+    let get = |keys: &[&'static str], default: usize| -> Result<usize, ModelError> {
+        match find(keys) {
+            None => Ok(default),
+            Some((key, value)) => value.as_u64().map(|v| v as usize).ok_or_else(|| {
+                recognition.params_error(format!(
+                    "{source}: {key} must be a whole number, found {value}"
+                ))
+            }),
+        }
+    };
+    let n_fft = get(&["n_fft", "model.stft_n_fft", "audio.n_fft"], 2048)?;
+    let hop_frames = get(
+        &["hop_length", "model.stft_hop_length", "audio.hop_length"],
+        441,
+    )?;
+    if hop_frames == 0 {
+        return Err(
+            recognition.params_error(format!("{source}: hop_length 0 is not a valid STFT hop"))
+        );
+    }
+    if n_fft / 2 + 1 != bins2 as usize / 2 {
+        return Err(recognition.params_error(format!(
+            "the graph takes {} bins per channel, which does not match n_fft {n_fft} from {source} (set `n_fft` in the sidecar)",
+            bins2 / 2
+        )));
+    }
+    let chunk_frames = hop_frames * (frames as usize - 1);
+    if let Some((key, _)) = find(&["chunk_size", "inference.chunk_size", "audio.chunk_size"]) {
+        let configured = get(&[key], 0)?;
+        if configured != chunk_frames {
+            return Err(recognition.params_error(format!(
+                "{source}: {key} {configured} does not match the graph's {frames} frames × hop {hop_frames}"
+            )));
+        }
+    }
+    if chunk_frames > MAX_CHUNK_FRAMES || chunk_frames <= n_fft {
+        return Err(
+            recognition.params_error(format!("a chunk of {chunk_frames} frames is out of range"))
+        );
+    }
+    let num_overlap = get(&["num_overlap", "inference.num_overlap"], 4)?.max(1);
+    let step_frames = chunk_frames / num_overlap;
+    let target = ["target_instrument", "training.target_instrument"]
+        .iter()
+        .find_map(|k| params.str(k).map(str::to_string));
+    let instruments = ["instruments", "training.instruments"]
+        .iter()
+        .find_map(|k| params.strings(k));
+    let stems: Vec<String> = match (target, instruments) {
+        (Some(target), _) => vec![target.to_lowercase()],
+        (None, Some(list)) => list.iter().map(|s| s.to_lowercase()).collect(),
+        (None, None) if num_stems == 1 => vec!["vocals".to_string()],
+        (None, None) if recognition.sidecar.is_some() => {
+            return Err(recognition.params_error(format!(
+                "{source} names no stems: a {num_stems}-stem RoFormer needs `training.instruments` \
+                 (an MSST YAML config) or `instruments` (a JSON sidecar)"
+            )))
+        }
+        (None, None) => {
+            return Err(recognition.params_error(format!(
+                "a {num_stems}-stem RoFormer model needs its stem names: put the MSST config next to it as `{}` \
+                 (or a JSON sidecar with \"instruments\")",
+                recognition.sidecar_name("yaml")
+            )))
+        }
+    };
+    if stems.len() != num_stems as usize {
+        return Err(recognition.params_error(format!(
+            "{source} names {} stems but the graph has {num_stems}",
+            stems.len()
+        )));
+    }
+    let zero_dc = ["zero_dc", "model.zero_dc"]
+        .iter()
+        .find_map(|k| params.bool(k))
+        .unwrap_or(true);
+    let sample_rate_hz = get(
+        &["sample_rate", "audio.sample_rate"],
+        MODEL_SAMPLE_RATE_HZ as usize,
+    )?;
+    if crate::validate_sample_rate(sample_rate_hz as f32).is_err() {
+        return Err(recognition.params_error(format!(
+            "{source}: sample_rate {sample_rate_hz} is out of range"
+        )));
+    }
+    let border = chunk_frames - step_frames;
+    Ok(ModelDescription {
+        family: ModelFamily::RoFormer,
+        pipeline: std::sync::Arc::new(RoFormerParams {
+            n_fft,
+            hop_frames,
+            frames: frames as usize,
+            zero_dc,
+        }),
+        routes: routes_by_name(&stems, 1.0),
+        stems,
+        layout: ChunkLayout {
+            chunk_frames,
+            step_frames: step_frames.max(1),
+            lead: Lead::Reflect(border),
+        },
+        sample_rate_hz: sample_rate_hz as u32,
+        input_name: input.name.clone(),
+        output_name: output.name.clone(),
+        input_shape: vec![1, bins2 as usize, frames as usize, 2],
+        params_source: source,
+    })
+}
+
+impl FamilyPipeline for RoFormerParams {
+    fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+        windows(chunk_frames)
+    }
+
+    fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
+        Box::new(RoFormerCodec::new(
+            self,
+            description.stems.len(),
+            description.layout.chunk_frames,
+        ))
+    }
+}
+
+/// MSST's weights: ones with linspace fades of n/10 at both ends; the first chunk has no fade-in.
+fn windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = chunk_frames;
+    let fade = n / 10;
+    let mut window = vec![1.0; n];
+    for i in 0..fade {
+        let ramp = if fade > 1 {
+            i as f64 / (fade - 1) as f64
+        } else {
+            1.0
+        };
+        window[i] = ramp;
+        window[n - 1 - i] = ramp;
+    }
+    let mut first = window.clone();
+    first[..fade].fill(1.0);
+    (first, window)
+}
+
+/// STFT, the graph's complex masks applied to the mixture, inverse STFT per stem.
+struct RoFormerCodec {
+    params: RoFormerParams,
+    num_stems: usize,
+    chunk_frames: usize,
+    stft: Stft,
+    model_input: Vec<f32>,
+    /// Spectra `[channel][bin][frame]`, reused.
+    spectra: [Vec<Complex64>; 2],
+    inverse_spectrum: Vec<Complex64>,
+    inverse_output: Vec<f64>,
+}
+
+impl RoFormerCodec {
+    fn new(params: &RoFormerParams, num_stems: usize, chunk_frames: usize) -> Self {
+        let stft = Stft::new(params.n_fft, params.hop_frames);
+        let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
+        Self {
+            model_input: vec![0.0; stft.num_bins() * 2 * params.frames * 2],
+            spectra: [
+                vec![Complex64::default(); spectrum_len],
+                vec![Complex64::default(); spectrum_len],
+            ],
+            inverse_spectrum: vec![Complex64::default(); spectrum_len],
+            inverse_output: vec![0.0; chunk_frames],
+            params: params.clone(),
+            num_stems,
+            chunk_frames,
+            stft,
+        }
+    }
+}
+
+impl ChunkCodec for RoFormerCodec {
+    fn run_chunk(
+        &mut self,
+        runner: &mut ModelRunner,
+        left: &[f32],
+        right: &[f32],
+        outputs: &mut [f32],
+    ) -> Result<(), String> {
+        let frames = self.params.frames;
+        let chunk = self.chunk_frames;
+        let bins = self.stft.num_bins();
+        for (channel, signal) in [left, right].into_iter().enumerate() {
+            self.stft.forward(signal, &mut self.spectra[channel]);
+        }
+        // [1, (f s), t, c]: stereo interleaved per bin.
+        for f in 0..bins {
+            for s in 0..2 {
+                for t in 0..frames {
+                    let value = self.spectra[s][f * frames + t];
+                    let index = ((f * 2 + s) * frames + t) * 2;
+                    self.model_input[index] = value.re as f32;
+                    self.model_input[index + 1] = value.im as f32;
+                }
+            }
+        }
+        let mask = runner.run(&self.model_input)?;
+        check_output_len(mask.len(), self.num_stems * bins * 2 * frames * 2)?;
+        for n in 0..self.num_stems {
+            for s in 0..2 {
+                for f in 0..bins {
+                    for t in 0..frames {
+                        let index = (((n * bins + f) * 2 + s) * frames + t) * 2;
+                        let m = Complex64::new(mask[index] as f64, mask[index + 1] as f64);
+                        let x = self.spectra[s][f * frames + t];
+                        self.inverse_spectrum[f * frames + t] = if self.params.zero_dc && f == 0 {
+                            Complex64::default()
+                        } else {
+                            x * m
+                        };
+                    }
+                }
+                self.stft
+                    .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
+                for (out, &v) in outputs[(n * 2 + s) * chunk..][..chunk]
+                    .iter_mut()
+                    .zip(&self.inverse_output)
+                {
+                    *out = v as f32;
+                }
+            }
+        }
+        Ok(())
+    }
+}

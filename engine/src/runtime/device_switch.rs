@@ -1,0 +1,61 @@
+//! [`DeviceSwitch`]: builds a session for another device on a helper thread while the current
+//! one keeps running, so a separator can swap at a hop boundary without a gap.
+
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, TryRecvError};
+
+use super::devices::DeviceChoice;
+use super::model_file::ModelBytes;
+use super::session::{acquire_session, AcquiredSession, WarmUp};
+use crate::model_error::ModelError;
+
+/// One pending device switch at most: a newer request replaces an older one, whose result is
+/// then dropped on its helper thread.
+#[derive(Default)]
+pub struct DeviceSwitch {
+    pending: Option<Receiver<Result<AcquiredSession, ModelError>>>,
+}
+
+impl DeviceSwitch {
+    /// Starts building a warm session for `model` on `choice` on a helper thread. Returns at
+    /// once; [`DeviceSwitch::poll`] delivers the result. Not realtime-safe: spawns a thread.
+    pub fn start(&mut self, model: Arc<ModelBytes>, choice: DeviceChoice, warm_up: WarmUp) {
+        let (sender, receiver) = crossbeam_channel::bounded(1);
+        let name = model.name.clone();
+        let thread_sender = sender.clone();
+        let spawned = std::thread::Builder::new()
+            .name("stemflow-session-builder".into())
+            .spawn(move || {
+                let result = acquire_session(&model, choice, warm_up.as_ref());
+                let _ = thread_sender.send(result);
+            });
+        if let Err(error) = spawned {
+            let _ = sender.send(Err(ModelError::Session {
+                model: name,
+                reason: format!("cannot start the session builder: {error}"),
+            }));
+        }
+        self.pending = Some(receiver);
+    }
+
+    /// The finished session (or why it failed), once; `None` while building or when nothing
+    /// was requested. Realtime-safe: a non-blocking channel poll.
+    pub fn poll(&mut self) -> Option<Result<AcquiredSession, ModelError>> {
+        let receiver = self.pending.as_ref()?;
+        match receiver.try_recv() {
+            Ok(result) => {
+                self.pending = None;
+                Some(result)
+            }
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => {
+                self.pending = None;
+                Some(Err(ModelError::Session {
+                    model: "the model".into(),
+                    reason: "the session builder stopped unexpectedly".into(),
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! A graph's signature: its inputs and outputs with element types and dimensions, as shown in
+//! messages and matched against the model families.
+
+use ort::session::Session;
+
+/// One tensor of a graph's signature: name, element type and dimensions (`-1` when dynamic).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorSignature {
+    /// Input or output name.
+    pub name: String,
+    /// Whether the elements are 32-bit floats.
+    pub is_f32: bool,
+    /// Dimensions; negative when not fixed.
+    pub dims: Vec<i64>,
+}
+
+impl std::fmt::Display for TensorSignature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self
+            .dims
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    "?".to_string()
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        write!(
+            f,
+            "`{}` [{}]{}",
+            self.name,
+            dims.join(", "),
+            if self.is_f32 { "" } else { " (not f32)" }
+        )
+    }
+}
+
+/// A graph's inputs and outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphSignature {
+    /// Inputs in order.
+    pub inputs: Vec<TensorSignature>,
+    /// Outputs in order.
+    pub outputs: Vec<TensorSignature>,
+}
+
+impl std::fmt::Display for GraphSignature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |t: &[TensorSignature]| {
+            t.iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        write!(
+            f,
+            "inputs {} → outputs {}",
+            list(&self.inputs),
+            list(&self.outputs)
+        )
+    }
+}
+
+impl GraphSignature {
+    /// Reads a session's signature.
+    pub fn of(session: &Session) -> Self {
+        let describe = |outlets: &[ort::value::Outlet]| -> Vec<TensorSignature> {
+            outlets
+                .iter()
+                .map(|o| TensorSignature {
+                    name: o.name().to_string(),
+                    is_f32: o.dtype().tensor_type() == Some(ort::value::TensorElementType::Float32),
+                    dims: o
+                        .dtype()
+                        .tensor_shape()
+                        .map(|s| s.iter().copied().collect())
+                        .unwrap_or_default(),
+                })
+                .collect()
+        };
+        Self {
+            inputs: describe(session.inputs()),
+            outputs: describe(session.outputs()),
+        }
+    }
+}

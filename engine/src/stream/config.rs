@@ -1,0 +1,41 @@
+//! How a stream is set up, and the latency it reports: a pure function of its inputs.
+
+use std::time::Duration;
+
+/// Extra latency that covers the host's block and the worker's scheduling in real-time mode.
+pub const SCHEDULING_MARGIN_MS: f64 = 100.0;
+/// How long an offline render waits for a stuck worker before falling back to dry audio.
+pub const OFFLINE_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether the audio thread may wait for the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessingMode {
+    /// Live playback: never wait; late frames become dry audio on `Other` (an underrun).
+    Realtime,
+    /// The host's offline render: wait for every frame, so the output is exact.
+    Offline,
+}
+
+/// How a stream is set up. Everything the audio side needs is sized from this.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamConfig {
+    /// The host's sample rate.
+    pub host_sample_rate_hz: f32,
+    /// The largest block the host will pass to [`super::StemStreamHandle::process`].
+    pub max_block_frames: usize,
+    /// Real-time or offline at the start; [`super::StemStreamHandle::set_mode`] changes it.
+    pub mode: ProcessingMode,
+}
+
+/// The latency a stream reports: the pipeline's delay and chunk quantization plus the
+/// scheduling margin, which is at least one host block. A pure function of its inputs.
+pub fn stream_latency_samples(
+    pipeline_delay_samples: usize,
+    pipeline_quantization_samples: usize,
+    host_sample_rate_hz: u32,
+    max_block_frames: usize,
+) -> usize {
+    let margin_samples =
+        ((SCHEDULING_MARGIN_MS / 1000.0) * host_sample_rate_hz as f64).ceil() as usize;
+    pipeline_delay_samples + pipeline_quantization_samples + margin_samples.max(max_block_frames)
+}

@@ -1,0 +1,382 @@
+//! [`StemStreamHandle`]: the audio-thread side of a stream. Owns every buffer it touches;
+//! nothing in it allocates, locks or frees in real-time mode.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::Thread;
+
+use rtrb::{Consumer, Producer};
+
+use super::config::ProcessingMode;
+use super::shared::Shared;
+use super::stats::StreamStats;
+use crate::dsp::sanitize_sample;
+use crate::stem::{ExtraStems, Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
+
+/// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
+pub struct StemStreamHandle {
+    /// Sanitized stereo input, interleaved, to the worker.
+    input: Producer<f32>,
+    /// Finished stem frames ([`STEM_FRAME_SAMPLES`] each) from the worker.
+    output: Consumer<f32>,
+    shared: Arc<Shared>,
+    /// To wake the worker after pushing input.
+    worker_thread: Thread,
+    mode: ProcessingMode,
+    latency_samples: usize,
+    max_block_frames: usize,
+    /// The newest reset generation this handle requested.
+    generation: u64,
+    /// True from a reset until the worker acknowledged it.
+    is_awaiting_ack: bool,
+    input_frames_pushed: u64,
+    output_frames_popped: u64,
+    /// Frames output as fallback whose separated versions must be dropped when they arrive.
+    owed_output_frames: u64,
+    /// Frames still to be output as fallback after an overflow restart: a new generation's
+    /// first `latency` frames (pre-fill and pipeline history) are silence, but the audio before
+    /// the restart is not.
+    forced_fallback_frames: usize,
+    /// The dry input, `latency + max_block` frames per channel, for fallback and bypass.
+    dry_delay: [Vec<f32>; 2],
+    dry_write_pos: usize,
+    /// Dry frames older than this are from before the last reset and read as silence.
+    frames_since_reset: u64,
+    input_scratch: [Vec<f32>; 2],
+    stem_outputs: [[Vec<f32>; 2]; NUM_STEMS],
+    dry_output: [Vec<f32>; 2],
+    block_frames: usize,
+    /// Where a six-stem model's guitar and piano go.
+    extra_stems: ExtraStems,
+}
+
+/// Everything [`StemStreamHandle::new`] needs, assembled by [`super::spawn_stream`].
+pub(super) struct HandleParts {
+    pub input: Producer<f32>,
+    pub output: Consumer<f32>,
+    pub shared: Arc<Shared>,
+    pub worker_thread: Thread,
+    pub mode: ProcessingMode,
+    pub latency_samples: usize,
+    pub max_block_frames: usize,
+}
+
+impl StemStreamHandle {
+    /// Allocates the handle's buffers. Not realtime-safe: allocates.
+    pub(super) fn new(parts: HandleParts) -> Self {
+        let HandleParts {
+            input,
+            output,
+            shared,
+            worker_thread,
+            mode,
+            latency_samples,
+            max_block_frames,
+        } = parts;
+        let max_block = max_block_frames;
+        Self {
+            input,
+            output,
+            shared,
+            worker_thread,
+            mode,
+            latency_samples,
+            max_block_frames,
+            generation: 0,
+            is_awaiting_ack: false,
+            input_frames_pushed: 0,
+            output_frames_popped: 0,
+            owed_output_frames: 0,
+            forced_fallback_frames: 0,
+            dry_delay: [
+                vec![0.0; latency_samples + max_block],
+                vec![0.0; latency_samples + max_block],
+            ],
+            dry_write_pos: 0,
+            frames_since_reset: 0,
+            input_scratch: [vec![0.0; max_block], vec![0.0; max_block]],
+            stem_outputs: std::array::from_fn(|_| [vec![0.0; max_block], vec![0.0; max_block]]),
+            dry_output: [vec![0.0; max_block], vec![0.0; max_block]],
+            block_frames: 0,
+            extra_stems: ExtraStems::default(),
+        }
+    }
+
+    /// The stream's fixed latency in host samples. Realtime-safe.
+    pub fn latency_samples(&self) -> usize {
+        self.latency_samples
+    }
+
+    /// The largest block [`StemStreamHandle::process`] accepts. Realtime-safe.
+    pub fn max_block_frames(&self) -> usize {
+        self.max_block_frames
+    }
+
+    /// Real-time or offline. Realtime-safe.
+    pub fn mode(&self) -> ProcessingMode {
+        self.mode
+    }
+
+    /// Switches between live playback and an offline render from the next block on, without a
+    /// gap: the timeline and latency stay as they are; offline blocks wait for the worker,
+    /// real-time blocks never do. Realtime-safe.
+    pub fn set_mode(&mut self, mode: ProcessingMode) {
+        self.mode = mode;
+    }
+
+    /// Stem frames the worker has delivered that are waiting to be read. Realtime-safe.
+    pub fn ready_frames(&self) -> usize {
+        self.available_frames()
+    }
+
+    /// Shared statistics (underruns, overflows). Realtime-safe.
+    pub fn stats(&self) -> &Arc<StreamStats> {
+        &self.shared.stats
+    }
+
+    /// Where a six-stem model's guitar and piano go from the next block on (default: into
+    /// `Other`). Realtime-safe.
+    pub fn set_extra_stems(&mut self, extra_stems: ExtraStems) {
+        self.extra_stems = extra_stems;
+    }
+
+    /// Clears the pipeline, for transport jumps: the next `latency_samples()` output frames are
+    /// silent, then the stems of the input after the reset follow. Realtime-safe: publishes a
+    /// generation and wakes the worker; nothing is allocated or freed.
+    pub fn reset(&mut self) {
+        self.generation += 1;
+        self.shared
+            .reset_at_input_frame
+            .store(self.input_frames_pushed, Ordering::Relaxed);
+        self.shared
+            .reset_generation
+            .store(self.generation, Ordering::Release);
+        self.is_awaiting_ack = true;
+        self.owed_output_frames = 0;
+        self.forced_fallback_frames = 0;
+        self.frames_since_reset = 0;
+        self.worker_thread.unpark();
+    }
+
+    /// Processes one block of `left.len()` frames (at most
+    /// [`StemStreamHandle::max_block_frames`]; longer input is truncated, so split it first).
+    /// Afterwards [`StemStreamHandle::stem_output`] and [`StemStreamHandle::dry_output`] hold
+    /// this block's output. Returns the number of frames processed.
+    ///
+    /// Realtime-safe in [`ProcessingMode::Realtime`]: copies to and from preallocated ring
+    /// buffers, never waits. In [`ProcessingMode::Offline`] it waits for the worker.
+    pub fn process(&mut self, left: &[f32], right: &[f32]) -> usize {
+        let num_frames = left.len().min(right.len()).min(self.max_block_frames);
+        self.block_frames = num_frames;
+        if num_frames == 0 {
+            return 0;
+        }
+
+        // 1. Sanitize the input: NaN/Inf and subnormals become silence.
+        let mut num_non_finite = 0u64;
+        for (channel, source) in [left, right].into_iter().enumerate() {
+            for (dest, &sample) in self.input_scratch[channel][..num_frames]
+                .iter_mut()
+                .zip(source)
+            {
+                num_non_finite += u64::from(!sample.is_finite());
+                *dest = sanitize_sample(sample);
+            }
+        }
+        if num_non_finite > 0 {
+            self.shared.stats.add_non_finite_input(num_non_finite);
+        }
+
+        // 2. Hand the input to the worker. A full ring means the worker stalled: restart the
+        //    pipeline after this block rather than shift the timeline.
+        let is_pushed = self.push_input(num_frames);
+
+        // 3. The dry signal delayed by the latency, for fallback and bypass.
+        self.update_dry_delay(num_frames);
+        self.worker_thread.unpark();
+
+        // 4. Read the stems.
+        if self.is_awaiting_ack && !self.check_ack() && self.mode == ProcessingMode::Offline {
+            let shared = self.shared.clone();
+            let generation = self.generation;
+            if shared.wait_until(|| shared.acked_generation.load(Ordering::Acquire) == generation) {
+                self.check_ack();
+            }
+        }
+        if self.is_awaiting_ack || !is_pushed {
+            self.output_fallback(0, num_frames);
+            if is_pushed {
+                self.owed_output_frames += num_frames as u64;
+                self.forced_fallback_frames =
+                    self.forced_fallback_frames.saturating_sub(num_frames);
+            } else {
+                self.request_overflow_reset();
+            }
+        } else {
+            let forced = self.forced_fallback_frames.min(num_frames);
+            if forced > 0 {
+                self.output_fallback(0, forced);
+                self.owed_output_frames += forced as u64;
+                self.forced_fallback_frames -= forced;
+            }
+            self.read_stems(forced, num_frames);
+        }
+        self.extra_stems
+            .apply(&mut self.stem_outputs, 0..num_frames);
+        self.frames_since_reset += num_frames as u64;
+        num_frames
+    }
+
+    /// One stem's output for the last processed block. Realtime-safe.
+    pub fn stem_output(&self, stem: Stem, channel: usize) -> &[f32] {
+        &self.stem_outputs[stem.index()][channel][..self.block_frames]
+    }
+
+    /// The dry input delayed by the latency, for the last processed block. Realtime-safe.
+    pub fn dry_output(&self, channel: usize) -> &[f32] {
+        &self.dry_output[channel][..self.block_frames]
+    }
+
+    fn push_input(&mut self, num_frames: usize) -> bool {
+        let Ok(mut chunk) = self.input.write_chunk(num_frames * 2) else {
+            self.shared.stats.add_input_overflow();
+            return false;
+        };
+        let (first, second) = chunk.as_mut_slices();
+        let [left, right] = &self.input_scratch;
+        let mut frames = left.iter().zip(right.iter()).take(num_frames);
+        for pair in first.chunks_exact_mut(2).chain(second.chunks_exact_mut(2)) {
+            if let Some((&l, &r)) = frames.next() {
+                pair[0] = l;
+                pair[1] = r;
+            }
+        }
+        chunk.commit_all();
+        self.input_frames_pushed += num_frames as u64;
+        true
+    }
+
+    /// Restarts the pipeline at the current input position after a dropped block.
+    fn request_overflow_reset(&mut self) {
+        // The dropped block is not part of the new generation, so nothing is owed for it, and
+        // the dry history stays valid.
+        let frames_since_reset = self.frames_since_reset;
+        self.reset();
+        self.frames_since_reset = frames_since_reset;
+        self.forced_fallback_frames = self.latency_samples;
+    }
+
+    fn update_dry_delay(&mut self, num_frames: usize) {
+        let len = self.dry_delay[0].len();
+        for i in 0..num_frames {
+            let write_pos = (self.dry_write_pos + i) % len;
+            let read_pos = (write_pos + len - self.latency_samples) % len;
+            let is_valid = self.frames_since_reset + i as u64 >= self.latency_samples as u64;
+            for channel in 0..2 {
+                self.dry_delay[channel][write_pos] = self.input_scratch[channel][i];
+                self.dry_output[channel][i] = if is_valid {
+                    self.dry_delay[channel][read_pos]
+                } else {
+                    0.0
+                };
+            }
+        }
+        self.dry_write_pos = (self.dry_write_pos + num_frames) % len;
+    }
+
+    /// Sees whether the worker switched to our generation, and drops the stale frames before it.
+    fn check_ack(&mut self) -> bool {
+        if self.shared.acked_generation.load(Ordering::Acquire) != self.generation {
+            return false;
+        }
+        let first_frame = self
+            .shared
+            .generation_first_output_frame
+            .load(Ordering::Relaxed);
+        let stale_frames = first_frame.saturating_sub(self.output_frames_popped);
+        self.drop_frames(stale_frames as usize);
+        self.is_awaiting_ack = false;
+        true
+    }
+
+    fn available_frames(&self) -> usize {
+        self.output.slots() / STEM_FRAME_SAMPLES
+    }
+
+    fn drop_frames(&mut self, num_frames: usize) -> usize {
+        let num_frames = num_frames.min(self.available_frames());
+        if let Ok(chunk) = self.output.read_chunk(num_frames * STEM_FRAME_SAMPLES) {
+            chunk.commit_all();
+        }
+        self.output_frames_popped += num_frames as u64;
+        num_frames
+    }
+
+    /// Reads the stems for frames `start..end` of the block.
+    fn read_stems(&mut self, start: usize, end: usize) {
+        let num_frames = end - start;
+        if num_frames == 0 {
+            return;
+        }
+        if self.mode == ProcessingMode::Offline {
+            let needed = self.owed_output_frames as usize + num_frames;
+            if self.available_frames() < needed {
+                let output = &self.output;
+                self.shared
+                    .wait_until(|| output.slots() / STEM_FRAME_SAMPLES >= needed);
+            }
+        }
+        if self.owed_output_frames > 0 {
+            let dropped = self.drop_frames(self.owed_output_frames as usize);
+            self.owed_output_frames -= dropped as u64;
+        }
+        let ready_frames = if self.owed_output_frames > 0 {
+            0
+        } else {
+            self.available_frames().min(num_frames)
+        };
+        if let Ok(chunk) = self.output.read_chunk(ready_frames * STEM_FRAME_SAMPLES) {
+            let (first, second) = chunk.as_slices();
+            for (i, frame) in first
+                .chunks_exact(STEM_FRAME_SAMPLES)
+                .chain(second.chunks_exact(STEM_FRAME_SAMPLES))
+                .enumerate()
+            {
+                for (stem, outputs) in self.stem_outputs.iter_mut().enumerate() {
+                    outputs[0][start + i] = frame[stem * 2];
+                    outputs[1][start + i] = frame[stem * 2 + 1];
+                }
+            }
+            chunk.commit_all();
+        }
+        self.output_frames_popped += ready_frames as u64;
+        if ready_frames < num_frames {
+            let missing = num_frames - ready_frames;
+            self.output_fallback(start + ready_frames, end);
+            self.owed_output_frames += missing as u64;
+            self.shared.stats.add_underrun(missing as u64);
+        }
+    }
+
+    /// Dry (delayed) input on `Other`, silence on the rest, for frames `start..end`.
+    fn output_fallback(&mut self, start: usize, end: usize) {
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                let out = &mut self.stem_outputs[stem.index()][channel][start..end];
+                if stem == Stem::Other {
+                    out.copy_from_slice(&self.dry_output[channel][start..end]);
+                } else {
+                    out.fill(0.0);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StemStreamHandle {
+    fn drop(&mut self) {
+        // Not on the audio thread: the plugin drops handles in deactivate.
+        self.shared.should_stop.store(true, Ordering::Release);
+        self.worker_thread.unpark();
+    }
+}

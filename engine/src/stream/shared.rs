@@ -1,0 +1,107 @@
+//! What the handle and the worker share: stop and liveness flags, the reset handshake, the
+//! statistics, and the wake-up an offline render waits on.
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::config::OFFLINE_WAIT_TIMEOUT;
+use super::stats::StreamStats;
+
+/// How often a waiting offline render looks again even without a wake-up (a safety net).
+const OFFLINE_WAIT_POLL: Duration = Duration::from_millis(20);
+
+/// State shared between the handle (audio thread) and the worker thread.
+pub(super) struct Shared {
+    /// Set by the owner (controller or handle) to stop the worker thread.
+    pub should_stop: AtomicBool,
+    /// Cleared by the worker when it exits (normally or by panic).
+    pub is_worker_alive: AtomicBool,
+    /// The newest reset generation requested by the handle.
+    pub reset_generation: AtomicU64,
+    /// Input frame count at which the newest generation starts. Written before
+    /// `reset_generation` (release), read after it (acquire).
+    pub reset_at_input_frame: AtomicU64,
+    /// The newest generation the worker has switched to.
+    pub acked_generation: AtomicU64,
+    /// Output frame count at which the acknowledged generation's frames start. Written before
+    /// `acked_generation`.
+    pub generation_first_output_frame: AtomicU64,
+    /// Counters and status; also handed to the controller and the plugin's editor.
+    pub stats: Arc<StreamStats>,
+    /// Set while the handle waits (offline mode) so the worker knows to wake it.
+    is_handle_waiting: AtomicBool,
+    /// The mutex and condition variable of that wait. Only taken in offline mode and by the
+    /// worker after it published output while the handle waits: a real-time audio thread never
+    /// touches them.
+    wake_lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Shared {
+    pub fn new(stats: Arc<StreamStats>) -> Self {
+        Self {
+            should_stop: AtomicBool::new(false),
+            is_worker_alive: AtomicBool::new(true),
+            reset_generation: AtomicU64::new(0),
+            reset_at_input_frame: AtomicU64::new(0),
+            acked_generation: AtomicU64::new(0),
+            generation_first_output_frame: AtomicU64::new(0),
+            stats,
+            is_handle_waiting: AtomicBool::new(false),
+            wake_lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Worker side: wakes the handle if it waits. Call after publishing output, an
+    /// acknowledgement or the worker's exit.
+    pub fn wake_handle(&self) {
+        // Pairs with the fence in `wait_until`: either the handle sees what was published
+        // before this call, or this call sees that it waits.
+        fence(Ordering::SeqCst);
+        if self.is_handle_waiting.load(Ordering::Relaxed) {
+            let _guard = self
+                .wake_lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.wake.notify_all();
+        }
+    }
+
+    /// Handle side, offline mode only: blocks until `is_ready` holds, the worker died or
+    /// [`OFFLINE_WAIT_TIMEOUT`] passed. Returns whether `is_ready` held. Sleeps on a condition
+    /// variable, so a waiting render leaves the cores to the worker. Not realtime-safe: waits.
+    pub fn wait_until(&self, mut is_ready: impl FnMut() -> bool) -> bool {
+        if is_ready() {
+            return true;
+        }
+        let deadline = Instant::now() + OFFLINE_WAIT_TIMEOUT;
+        self.is_handle_waiting.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let mut guard = self
+            .wake_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let is_done = loop {
+            if is_ready() {
+                break true;
+            }
+            if !self.is_worker_alive.load(Ordering::Acquire) {
+                break false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break false;
+            }
+            guard = self
+                .wake
+                .wait_timeout(guard, (deadline - now).min(OFFLINE_WAIT_POLL))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        drop(guard);
+        self.is_handle_waiting.store(false, Ordering::Relaxed);
+        is_done
+    }
+}

@@ -1,0 +1,344 @@
+//! Stream tests: block-size identity, latency, resets, underruns, overflows, worker death.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::builtin::BuiltinSeparator;
+use crate::passthrough::PassthroughSeparator;
+use crate::planar::PlanarBlock;
+use crate::separator::SeparatorError;
+use crate::stem::{Stem, NUM_STEMS};
+
+/// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
+fn render(
+    handle: &mut StemStreamHandle,
+    input: &[Vec<f32>; 2],
+    block_sizes: &[usize],
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
+    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+    let mut position = 0;
+    let mut i = 0;
+    while position < input[0].len() {
+        let block = block_sizes[i % block_sizes.len()].min(input[0].len() - position);
+        i += 1;
+        let n = handle.process(
+            &input[0][position..position + block],
+            &input[1][position..position + block],
+        );
+        assert_eq!(n, block);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+        position += block;
+    }
+    out
+}
+
+fn test_signal(len: usize, seed: u64) -> [Vec<f32>; 2] {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let left: Vec<f32> = (0..len)
+        .map(|i| 0.3 * (i as f32 * 0.05).sin() + 0.2 * next())
+        .collect();
+    let right: Vec<f32> = (0..len)
+        .map(|i| 0.3 * (i as f32 * 0.031).sin() + 0.2 * next())
+        .collect();
+    [left, right]
+}
+
+fn offline_config(rate_hz: f32, max_block_frames: usize) -> StreamConfig {
+    StreamConfig {
+        host_sample_rate_hz: rate_hz,
+        max_block_frames,
+        mode: ProcessingMode::Offline,
+    }
+}
+
+#[test]
+fn offline_output_is_bit_identical_for_any_block_size() {
+    let input = test_signal(48_000, 1);
+    let mut reference = None;
+    for block_sizes in [
+        vec![4096],
+        vec![64],
+        vec![1000],
+        vec![1, 7, 4096, 333, 2048, 5],
+    ] {
+        let (mut handle, _worker) = spawn_stream(
+            Box::new(BuiltinSeparator::new()),
+            &offline_config(48_000.0, 4096),
+        )
+        .unwrap();
+        let out = render(&mut handle, &input, &block_sizes);
+        match &reference {
+            None => reference = Some(out),
+            Some(reference) => assert!(reference == &out, "block sizes {block_sizes:?} differ"),
+        }
+    }
+}
+
+#[test]
+fn worker_counts_busy_time_and_separated_frames() {
+    let input = test_signal(48_000, 2);
+    let (mut handle, worker) = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(48_000.0, 512),
+    )
+    .unwrap();
+    let stats = worker.stats().clone();
+    assert_eq!(stats.worker_processed_frames(), 0);
+    render(&mut handle, &input, &[512]);
+    // Offline, every output frame waited for the worker, so nearly all input was separated.
+    let frames = stats.worker_processed_frames();
+    assert!(frames > 0 && frames <= 48_000, "{frames}");
+    assert!(stats.worker_busy_ns() > 0);
+}
+
+#[test]
+fn impulse_comes_out_exactly_at_the_reported_latency() {
+    for rate_hz in [22_050.0, 44_100.0, 48_000.0, 96_000.0] {
+        let (mut handle, _worker) = spawn_stream(
+            Box::new(PassthroughSeparator::new(44_100, 512, 100)),
+            &offline_config(rate_hz, 512),
+        )
+        .unwrap();
+        let latency = handle.latency_samples();
+        let mut input = [vec![0.0; latency + 5_000], vec![0.0; latency + 5_000]];
+        input[0][1_000] = 1.0;
+        input[1][1_000] = 1.0;
+        let out = render(&mut handle, &input, &[512]);
+        let mix: Vec<f32> = (0..input[0].len())
+            .map(|t| (0..NUM_STEMS).map(|s| out[s][0][t]).sum())
+            .collect();
+        let peak = (0..mix.len())
+            .max_by(|&a, &b| mix[a].abs().total_cmp(&mix[b].abs()))
+            .unwrap();
+        assert_eq!(peak, 1_000 + latency, "{rate_hz} Hz");
+        assert!((mix[peak] - 1.0).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn reset_restarts_the_timeline_as_if_new() {
+    let input = test_signal(30_000, 2);
+    let (mut fresh, _w1) = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(44_100.0, 256),
+    )
+    .unwrap();
+    let expected = render(&mut fresh, &input, &[256]);
+
+    let (mut handle, _w2) = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(44_100.0, 256),
+    )
+    .unwrap();
+    let other = test_signal(7_777, 3);
+    render(&mut handle, &other, &[100]);
+    handle.reset();
+    let after_reset = render(&mut handle, &input, &[256]);
+    assert!(after_reset == expected);
+}
+
+/// A passthrough separator that stalls on some hops, to provoke underruns.
+struct StallingPassthrough {
+    inner: PassthroughSeparator,
+    hop_index: usize,
+    stalling_hops: std::ops::Range<usize>,
+    stall: Duration,
+}
+
+impl Separator for StallingPassthrough {
+    fn name(&self) -> &str {
+        "stalling"
+    }
+    fn sample_rate_hz(&self) -> u32 {
+        self.inner.sample_rate_hz()
+    }
+    fn hop_frames(&self) -> usize {
+        self.inner.hop_frames()
+    }
+    fn latency_frames(&self) -> usize {
+        self.inner.latency_frames()
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        if self.stalling_hops.contains(&self.hop_index) {
+            std::thread::sleep(self.stall);
+        }
+        self.hop_index += 1;
+        self.inner.process_hop(input, stems)
+    }
+}
+
+#[test]
+fn underruns_keep_the_mix_complete_and_the_timeline_fixed() {
+    let stats = stall_worker_and_check_timeline(Duration::from_millis(300));
+    assert!(stats.underrun_blocks() > 0, "expected underruns");
+    assert_eq!(stats.input_overflows(), 0);
+}
+
+#[test]
+fn a_stall_longer_than_the_input_ring_restarts_without_losing_audio() {
+    let stats = stall_worker_and_check_timeline(Duration::from_millis(1_300));
+    assert!(
+        stats.input_overflows() > 0,
+        "expected the input ring to overflow"
+    );
+}
+
+/// Stalls the worker for `stall` in the middle of a paced real-time run and checks that every
+/// output frame is either separated exactly on time or dry on `Other`, and that separation
+/// resumes afterwards.
+fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
+    const BLOCK: usize = 256;
+    let separator = StallingPassthrough {
+        inner: PassthroughSeparator::new(44_100, BLOCK, 700),
+        hop_index: 0,
+        stalling_hops: 20..21,
+        stall,
+    };
+    let config = StreamConfig {
+        host_sample_rate_hz: 44_100.0,
+        max_block_frames: BLOCK,
+        mode: ProcessingMode::Realtime,
+    };
+    let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+    let latency = handle.latency_samples();
+    let num_blocks = (stall.as_secs_f64() / 0.0058) as usize + 80;
+    let input = test_signal(latency + num_blocks * BLOCK, 4);
+    // Paced at about real time (5.8 ms per block), so the worker keeps up except while stalled.
+    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+    for (left, right) in input[0].chunks(BLOCK).zip(input[1].chunks(BLOCK)) {
+        std::thread::sleep(Duration::from_micros(5_800));
+        handle.process(left, right);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+    }
+    let mut separated_after_underrun = 0;
+    let mut first_fallback = None;
+    for t in latency..input[0].len() {
+        for channel in 0..2 {
+            let expected = input[channel][t - latency];
+            let sum: f32 = (0..NUM_STEMS).map(|s| out[s][channel][t]).sum();
+            assert!((sum - expected).abs() < 1e-6, "mix incomplete at {t}");
+            let vocals = out[Stem::Vocals.index()][channel][t];
+            if vocals != 0.0 {
+                // A separated frame: exactly on time, never shifted.
+                assert!((vocals - expected).abs() < 1e-6, "shifted at {t}");
+                if first_fallback.is_some() {
+                    separated_after_underrun += 1;
+                }
+            } else if expected != 0.0 && first_fallback.is_none() {
+                first_fallback = Some(t);
+            }
+        }
+    }
+    assert!(first_fallback.is_some(), "no fallback frames seen");
+    assert!(separated_after_underrun > 0, "the stream never recovered");
+    handle.stats().clone()
+}
+
+#[test]
+fn a_dying_worker_leaves_dry_audio_on_other() {
+    struct Panicking;
+    impl Separator for Panicking {
+        fn name(&self) -> &str {
+            "panics"
+        }
+        fn sample_rate_hz(&self) -> u32 {
+            44_100
+        }
+        fn hop_frames(&self) -> usize {
+            128
+        }
+        fn latency_frames(&self) -> usize {
+            0
+        }
+        fn reset(&mut self) {}
+        fn process_hop(
+            &mut self,
+            _: &PlanarBlock,
+            _: &mut PlanarBlock,
+        ) -> Result<(), SeparatorError> {
+            panic!("model exploded");
+        }
+    }
+    let (mut handle, worker) =
+        spawn_stream(Box::new(Panicking), &offline_config(44_100.0, 128)).unwrap();
+    let latency = handle.latency_samples();
+    let input = test_signal(latency + 2_000, 5);
+    let out = render(&mut handle, &input, &[128]);
+    assert!(!worker.is_alive());
+    assert_eq!(
+        worker.stats().worker_error().as_deref(),
+        Some("model exploded")
+    );
+    for t in latency + 500..input[0].len() {
+        assert_eq!(out[Stem::Other.index()][0][t], input[0][t - latency]);
+        assert_eq!(out[Stem::Vocals.index()][0][t], 0.0);
+    }
+}
+
+#[test]
+fn non_finite_and_subnormal_input_never_reaches_the_output() {
+    let (mut handle, _worker) = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(44_100.0, 512),
+    )
+    .unwrap();
+    let latency = handle.latency_samples();
+    let mut input = test_signal(latency + 8_192, 6);
+    for t in (0..input[0].len()).step_by(97) {
+        input[0][t] = f32::NAN;
+        input[1][t] = if t % 2 == 0 { f32::INFINITY } else { 1e-40 };
+    }
+    let out = render(&mut handle, &input, &[512]);
+    assert!(handle.stats().non_finite_input_samples() > 0);
+    for stem in out.iter().flatten() {
+        assert!(stem.iter().all(|x| x.is_finite() && !x.is_subnormal()));
+    }
+}
+
+#[test]
+fn bad_configurations_are_clear_errors() {
+    let bad_rate = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(f32::NAN, 64),
+    );
+    assert!(matches!(
+        bad_rate,
+        Err(EngineError::UnsupportedSampleRate(_))
+    ));
+    let too_low = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(100.0, 64),
+    );
+    assert!(too_low
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("unsupported sample rate"));
+    let bad_block = spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(48_000.0, 0),
+    );
+    assert!(matches!(bad_block, Err(EngineError::InvalidBlockSize(0))));
+}

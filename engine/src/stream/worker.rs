@@ -1,0 +1,196 @@
+//! [`StemStreamWorker`]: the background thread's state and loop. It gathers input chunks from
+//! the handle's ring, runs the pipeline, pushes stem frames back, and handles resets and
+//! separator requests between chunks (which are hop boundaries).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use rtrb::{Consumer, Producer};
+
+use super::shared::Shared;
+use crate::pipeline::StemPipeline;
+use crate::separator::{Separator, SeparatorEvent, SeparatorRequest};
+use crate::stem::STEM_FRAME_SAMPLES;
+
+/// How long the worker sleeps when it has nothing to do and nobody wakes it.
+const WORKER_IDLE_PARK: Duration = Duration::from_millis(2);
+
+/// Messages from the plugin, editor or CLI to the worker (never from the audio thread).
+#[derive(Debug, Clone)]
+pub(super) enum WorkerCommand {
+    /// Forward a request to the separator between hops.
+    Separator(SeparatorRequest),
+}
+
+/// The worker thread's state. Lives on the thread `spawn_stream` starts; the main thread holds
+/// its owner, [`super::StemStreamController`].
+pub(super) struct StemStreamWorker {
+    pub pipeline: StemPipeline,
+    pub input: Consumer<f32>,
+    pub output: Producer<f32>,
+    pub shared: Arc<Shared>,
+    pub commands: Receiver<WorkerCommand>,
+    pub generation: u64,
+    pub input_frames_popped: u64,
+    pub output_frames_pushed: u64,
+    /// Silent frames pushed after each reset so the new generation lines up with the latency.
+    pub prefill_frames: usize,
+    pub prefill_remaining: usize,
+    /// The chunk being gathered, `chunk_fill` frames so far: input frames
+    /// `input_frames_popped - chunk_fill .. input_frames_popped`.
+    pub chunk: [Vec<f32>; 2],
+    pub chunk_fill: usize,
+    pub chunk_output: Vec<f32>,
+    pub max_output_per_chunk: usize,
+}
+
+impl StemStreamWorker {
+    /// Runs until asked to stop, then hands the separator back (for reuse by another stream).
+    pub fn run(mut self) -> Box<dyn Separator> {
+        while !self.shared.should_stop.load(Ordering::Acquire) {
+            self.handle_control();
+            let generation = self.shared.reset_generation.load(Ordering::Acquire);
+            if generation != self.generation {
+                self.switch_generation(generation);
+            }
+            let has_progressed = self.step();
+            if has_progressed {
+                self.shared.wake_handle();
+            } else {
+                std::thread::park_timeout(WORKER_IDLE_PARK);
+            }
+        }
+        self.pipeline.into_separator()
+    }
+
+    /// Forwards requests to the separator and publishes what it reports. Runs between chunks,
+    /// which are hop boundaries.
+    fn handle_control(&mut self) {
+        let separator = self.pipeline.separator_mut();
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                WorkerCommand::Separator(request) => separator.request(request),
+            }
+        }
+        let stats = &self.shared.stats;
+        separator.poll_events(&mut |event| match event {
+            SeparatorEvent::DeviceSwitched(device) => stats.record_device_switch(device),
+            SeparatorEvent::DeviceFellBack(device) => stats.set_active_device(Some(device)),
+            SeparatorEvent::DeviceSwitchFailed(warning) => stats.set_device_warning(warning),
+        });
+    }
+
+    fn output_free_frames(&self) -> usize {
+        self.output.slots() / STEM_FRAME_SAMPLES
+    }
+
+    /// Does one unit of work. Returns whether anything happened.
+    fn step(&mut self) -> bool {
+        if self.prefill_remaining > 0 {
+            let num_frames = self.prefill_remaining.min(self.output_free_frames());
+            if let Ok(mut write) = self.output.write_chunk(num_frames * STEM_FRAME_SAMPLES) {
+                let (first, second) = write.as_mut_slices();
+                first.fill(0.0);
+                second.fill(0.0);
+                write.commit_all();
+            }
+            self.prefill_remaining -= num_frames;
+            self.output_frames_pushed += num_frames as u64;
+            return num_frames > 0;
+        }
+
+        // Gather input for the chunk.
+        let chunk_frames = self.pipeline.input_chunk_frames();
+        let wanted = chunk_frames - self.chunk_fill;
+        let available = (self.input.slots() / 2).min(wanted);
+        if available > 0 {
+            if let Ok(read) = self.input.read_chunk(available * 2) {
+                let (first, second) = read.as_slices();
+                for (i, pair) in first
+                    .chunks_exact(2)
+                    .chain(second.chunks_exact(2))
+                    .enumerate()
+                {
+                    self.chunk[0][self.chunk_fill + i] = pair[0];
+                    self.chunk[1][self.chunk_fill + i] = pair[1];
+                }
+                read.commit_all();
+            }
+            self.chunk_fill += available;
+            self.input_frames_popped += available as u64;
+        }
+        if self.chunk_fill < chunk_frames {
+            return available > 0;
+        }
+        // A reset published while we gathered must be handled before these frames are used.
+        if self.shared.reset_generation.load(Ordering::Acquire) != self.generation {
+            return true;
+        }
+        if self.output_free_frames() < self.max_output_per_chunk {
+            // The audio side is behind; wait for it to read.
+            return available > 0;
+        }
+        self.chunk_output.clear();
+        let started = Instant::now();
+        let result =
+            self.pipeline
+                .process_chunk(&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        let stats = &self.shared.stats;
+        stats.add_work(started.elapsed().as_nanos() as u64, chunk_frames as u64);
+        if let Err(error) = result {
+            stats.record_separator_failure(error);
+        }
+        self.chunk_fill = 0;
+        let num_frames = self.chunk_output.len() / STEM_FRAME_SAMPLES;
+        if let Ok(mut write) = self.output.write_chunk(self.chunk_output.len()) {
+            let (first, second) = write.as_mut_slices();
+            let split = first.len();
+            first.copy_from_slice(&self.chunk_output[..split]);
+            second.copy_from_slice(&self.chunk_output[split..]);
+            write.commit_all();
+        }
+        self.output_frames_pushed += num_frames as u64;
+        true
+    }
+
+    /// Discards input before the reset point, clears the pipeline and acknowledges.
+    fn switch_generation(&mut self, generation: u64) {
+        let reset_at = self.shared.reset_at_input_frame.load(Ordering::Acquire);
+        let chunk_start = self.input_frames_popped - self.chunk_fill as u64;
+        if reset_at <= self.input_frames_popped {
+            // Some post-reset frames are already in the chunk: keep them.
+            let keep_from = reset_at.saturating_sub(chunk_start) as usize;
+            for channel in &mut self.chunk {
+                channel.copy_within(keep_from..self.chunk_fill, 0);
+            }
+            self.chunk_fill -= keep_from;
+        } else {
+            let mut to_discard = (reset_at - self.input_frames_popped) as usize;
+            while to_discard > 0 {
+                let num_frames = (self.input.slots() / 2).min(to_discard);
+                if let Ok(read) = self.input.read_chunk(num_frames * 2) {
+                    read.commit_all();
+                }
+                to_discard -= num_frames;
+                self.input_frames_popped += num_frames as u64;
+                if num_frames == 0 {
+                    // Published before the generation, so this cannot happen; never spin.
+                    break;
+                }
+            }
+            self.chunk_fill = 0;
+        }
+        self.pipeline.reset();
+        self.prefill_remaining = self.prefill_frames;
+        self.shared
+            .generation_first_output_frame
+            .store(self.output_frames_pushed, Ordering::Relaxed);
+        self.shared
+            .acked_generation
+            .store(generation, Ordering::Release);
+        self.generation = generation;
+        self.shared.wake_handle();
+    }
+}

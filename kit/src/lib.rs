@@ -1,0 +1,11 @@
+//! Stemflow's demo and measurement kit, kept out of the model core (`stemflow-engine`):
+//!
+//! - [`demo_song`]: the deterministic synthetic demo song with known stems;
+//! - [`metrics`]: separation quality measures (SDR, differences) over whole buffers;
+//! - [`wav`]: reading and writing WAV files as planar stereo `f32`.
+//!
+//! The CLI, the tests and the benchmarks use it; the plugin does not.
+
+pub mod demo_song;
+pub mod metrics;
+pub mod wav;

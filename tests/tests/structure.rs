@@ -1,0 +1,484 @@
+//! The workspace's shape, checked: no module of any crate imports, directly or through others,
+//! a module that imports it back, and no engine file grows past the size a reader can hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Lines an engine source file may have (the demo synthesiser lives in `stemflow-kit`).
+const MAX_ENGINE_FILE_LINES: usize = 700;
+
+/// The crates whose module graphs are checked, by source folder.
+const CRATE_SOURCES: [&str; 6] = [
+    "engine/src",
+    "kit/src",
+    "plugin/src",
+    "cli/src",
+    "tests/src",
+    "xtask/src",
+];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate sits in the workspace")
+        .to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module path of a source file relative to its crate's `src`: `a/b.rs` and `a/b/mod.rs`
+/// are `a::b`; `lib.rs` and `main.rs` are the root (empty).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    match last.as_str() {
+        "mod.rs" | "lib.rs" | "main.rs" => {}
+        name => parts.push(name.trim_end_matches(".rs").to_owned()),
+    }
+    parts
+}
+
+/// Source text without comments and string/char literals, so paths in docs and messages do
+/// not count.
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'r' if bytes.get(i + 1) == Some(&b'#')
+                || (bytes.get(i + 1) == Some(&b'"')
+                    && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())) =>
+            {
+                // Raw string: r"…", r#"…"#.
+                let mut j = i + 1;
+                let mut hashes = 0;
+                while bytes.get(j) == Some(&b'#') {
+                    hashes += 1;
+                    j += 1;
+                }
+                if bytes.get(j) != Some(&b'"') {
+                    out.push('r');
+                    i += 1;
+                    continue;
+                }
+                j += 1;
+                let closing: Vec<u8> = std::iter::once(b'"')
+                    .chain(std::iter::repeat_n(b'#', hashes))
+                    .collect();
+                while j < bytes.len() && !bytes[j..].starts_with(&closing) {
+                    j += 1;
+                }
+                i = j + closing.len();
+                out.push_str("\"\"");
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push_str("\"\"");
+            }
+            b'\'' if bytes.get(i + 2) == Some(&b'\'') || (bytes.get(i + 1) == Some(&b'\\')) => {
+                // A char literal ('x', '\n', '\''); lifetimes ('a) have no closing quote.
+                let mut j = i + 1;
+                if bytes[j] == b'\\' {
+                    j += 1;
+                }
+                j += 1;
+                while j < bytes.len() && bytes[j] != b'\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            }
+            _ => {
+                let c = text[i..].chars().next().unwrap();
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    out
+}
+
+/// Code without inline `mod name { … }` blocks (test modules): their `super` is the file's own
+/// module, and tests are not part of the crate's structure.
+fn without_inline_modules(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = find_keyword(rest, "mod") {
+        let after = &rest[at + 3..];
+        let name_len = after
+            .trim_start()
+            .find(|c: char| !is_ident_char(c))
+            .unwrap_or(0);
+        let skipped = after.len() - after.trim_start().len();
+        let tail = after[skipped + name_len..].trim_start();
+        if name_len > 0 && tail.starts_with('{') {
+            out.push_str(&rest[..at]);
+            let body_start = rest.len() - tail.len();
+            let mut depth = 0usize;
+            let mut end = rest.len();
+            for (i, c) in rest[body_start..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = body_start + i + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            rest = &rest[end..];
+        } else {
+            out.push_str(&rest[..at + 3]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every path the code names, with `use` groups expanded: `use a::{b, c::d}` gives `a::b` and
+/// `a::c::d`.
+fn named_paths(code: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    // `use` statements, braces expanded.
+    let mut rest = code;
+    while let Some(at) = find_keyword(rest, "use") {
+        let after = &rest[at + 3..];
+        let Some(end) = after.find(';') else { break };
+        expand_use(&after[..end], &mut Vec::new(), &mut paths);
+        rest = &after[end..];
+    }
+    // Inline paths: identifiers joined by `::`.
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if is_ident_start(chars[i])
+            && (i == 0 || !is_ident_char(chars[i - 1]) && chars[i - 1] != ':')
+        {
+            let mut segments = Vec::new();
+            let mut j = i;
+            loop {
+                let start = j;
+                while j < chars.len() && is_ident_char(chars[j]) {
+                    j += 1;
+                }
+                segments.push(chars[start..j].iter().collect::<String>());
+                if j + 2 < chars.len()
+                    && chars[j] == ':'
+                    && chars[j + 1] == ':'
+                    && is_ident_start(chars[j + 2])
+                {
+                    j += 2;
+                } else {
+                    break;
+                }
+            }
+            if segments.len() > 1 {
+                paths.push(segments);
+            }
+            i = j.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    paths
+}
+
+fn is_ident_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_'
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+fn find_keyword(text: &str, keyword: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(keyword) {
+        let at = from + at;
+        let before_ok = at == 0 || !is_ident_char(bytes[at - 1] as char);
+        let after_ok = bytes
+            .get(at + keyword.len())
+            .is_some_and(|&b| (b as char).is_whitespace());
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = at + keyword.len();
+    }
+    None
+}
+
+fn expand_use(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head: Vec<String> = tree[..open]
+            .split("::")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let depth = prefix.len();
+        prefix.extend(head);
+        let mut level = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => level += 1,
+                '}' => level -= 1,
+                ',' if level == 0 => {
+                    expand_use(&inner[start..i], prefix, out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand_use(&inner[start..], prefix, out);
+        prefix.truncate(depth);
+    } else {
+        let path: Vec<String> = tree
+            .split(" as ")
+            .next()
+            .unwrap_or("")
+            .split("::")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !path.is_empty() {
+            out.push(prefix.iter().cloned().chain(path).collect());
+        }
+    }
+}
+
+/// The module a path points into (the longest prefix that is a module), from the module
+/// `current`; `None` for paths outside the crate.
+fn resolve(
+    path: &[String],
+    current: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let mut base: Vec<String>;
+    let mut rest = path;
+    match path.first()?.as_str() {
+        "crate" => {
+            base = Vec::new();
+            rest = &path[1..];
+        }
+        "self" => {
+            base = current.to_vec();
+            rest = &path[1..];
+        }
+        "super" => {
+            base = current.to_vec();
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop();
+                rest = &rest[1..];
+            }
+        }
+        first => {
+            // A child module of the current one, named directly.
+            let mut child = current.to_vec();
+            child.push(first.to_owned());
+            if !modules.contains(&child) {
+                return None;
+            }
+            base = current.to_vec();
+        }
+    }
+    for segment in rest {
+        let mut next = base.clone();
+        next.push(segment.clone());
+        if modules.contains(&next) {
+            base = next;
+        } else {
+            break;
+        }
+    }
+    Some(base)
+}
+
+/// Strongly connected components of more than one module.
+fn cycles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    let nodes: Vec<&Vec<String>> = edges.keys().collect();
+    let reach = |from: &Vec<String>| -> BTreeSet<Vec<String>> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(node) = stack.pop() {
+            for next in edges.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reachable: BTreeMap<&Vec<String>, BTreeSet<Vec<String>>> =
+        nodes.iter().map(|n| (*n, reach(n))).collect();
+    let mut done = BTreeSet::new();
+    let mut found = Vec::new();
+    for node in &nodes {
+        if done.contains(*node) {
+            continue;
+        }
+        let component: Vec<Vec<String>> = nodes
+            .iter()
+            .filter(|other| {
+                *other != node
+                    && reachable[*node].contains(**other)
+                    && reachable[**other].contains(*node)
+            })
+            .map(|n| (*n).clone())
+            .chain(std::iter::once((*node).clone()))
+            .collect();
+        for member in &component {
+            done.insert(member.clone());
+        }
+        if component.len() > 1 {
+            found.push(component);
+        }
+    }
+    found
+}
+
+fn module_graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(src, file);
+        let code = without_inline_modules(&code_only(&std::fs::read_to_string(file).unwrap()));
+        // A file's own `mod x;` declarations are not imports.
+        let targets = edges.entry(module.clone()).or_default();
+        for path in named_paths(&code) {
+            if let Some(target) = resolve(&path, &module, &modules) {
+                if target != module {
+                    targets.insert(target);
+                }
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_crate_has_an_import_cycle() {
+    let root = workspace_root();
+    let mut report = Vec::new();
+    let name = |m: &Vec<String>| {
+        if m.is_empty() {
+            "(crate root)".to_owned()
+        } else {
+            m.join("::")
+        }
+    };
+    for crate_src in CRATE_SOURCES {
+        let src = root.join(crate_src);
+        let graph = module_graph(&src);
+        for component in cycles(&graph) {
+            let names: Vec<String> = component.iter().map(name).collect();
+            report.push(format!("{crate_src}: {}", names.join(" ⇄ ")));
+            // The edges inside the cycle, so the message says what to move.
+            for module in &component {
+                let inside: Vec<String> = graph[module]
+                    .iter()
+                    .filter(|t| component.contains(t))
+                    .map(name)
+                    .collect();
+                report.push(format!("    {} → {}", name(module), inside.join(", ")));
+            }
+        }
+    }
+    assert!(report.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle() {
+    // The checker itself: two modules that import each other form one component.
+    let modules: BTreeSet<Vec<String>> =
+        [vec![], vec!["a".to_owned()], vec!["b".to_owned()]].into();
+    let from_a = named_paths(&code_only(
+        "use crate::b::Thing; // crate::c::Nope\nfn f() { let s = \"crate::a\"; }",
+    ));
+    let from_b = named_paths(&without_inline_modules(&code_only(
+        "use super::{a::{self, Other}, x};\n#[cfg(test)]\nmod tests { use super::super::b::Y; }",
+    )));
+    let mut edges = BTreeMap::new();
+    for (module, paths) in [("a", from_a), ("b", from_b)] {
+        let module = vec![module.to_owned()];
+        let targets: BTreeSet<Vec<String>> = paths
+            .iter()
+            .filter_map(|p| resolve(p, &module, &modules))
+            .filter(|t| *t != module)
+            .collect();
+        edges.insert(module, targets);
+    }
+    assert_eq!(edges[&vec!["a".to_owned()]], [vec!["b".to_owned()]].into());
+    assert!(edges[&vec!["b".to_owned()]].contains(&vec!["a".to_owned()]));
+    assert_eq!(cycles(&edges).len(), 1);
+}
+
+#[test]
+fn no_engine_file_is_too_long_to_read() {
+    let src = workspace_root().join("engine/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 10,
+        "no engine sources found in {}",
+        src.display()
+    );
+    let too_long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).unwrap().lines().count();
+            (lines > MAX_ENGINE_FILE_LINES).then(|| format!("{} ({lines} lines)", file.display()))
+        })
+        .collect();
+    assert!(
+        too_long.is_empty(),
+        "engine files over {MAX_ENGINE_FILE_LINES} lines: {}",
+        too_long.join(", ")
+    );
+}
