@@ -12,17 +12,25 @@ pub mod editor_size;
 mod params;
 pub mod shared;
 mod state;
+pub mod variant;
 
+use std::marker::PhantomData;
 use std::num::NonZeroU32;
 use std::sync::Arc;
+use std::time::Instant;
 
 use nice_plug::prelude::*;
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::dsp::DenormalGuard;
+use stemflow_engine::render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::Separator;
-use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
+use stemflow_engine::stream::{
+    spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_WAIT_TIMEOUT,
+};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use variant::{MultiOutput, SingleBus, Variant, TEN_CHANNEL_OUTPUT_CHANNELS};
 
 pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
@@ -30,20 +38,6 @@ pub use params::{
 };
 use shared::{PluginShared, RunningStream};
 pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
-
-/// Names of the stem outputs, in port order ([`Stem::OUTPUT_ORDER`]).
-const STEM_PORT_NAMES: [&str; NUM_STEMS] = {
-    let mut names = [""; NUM_STEMS];
-    let mut i = 0;
-    while i < NUM_STEMS {
-        names[i] = Stem::OUTPUT_ORDER[i].display_name();
-        i += 1;
-    }
-    names
-};
-/// Channels of the single-bus layout: the mix followed by the four usual stems, each stereo
-/// (guitar and piano always stay in Other there).
-const TEN_CHANNEL_OUTPUT_CHANNELS: u32 = 2 + 2 * Stem::FOUR.len() as u32;
 
 /// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +51,9 @@ enum OutputLayout {
     TenChannel,
 }
 
-/// The plugin.
-pub struct Stemflow {
+/// The plugin, in one of its [`Variant`]s: [`Stemflow`] (multi-output) or
+/// [`StemflowSingleBus`].
+pub struct StemflowPlugin<V: Variant> {
     params: Arc<StemflowParams>,
     /// Shared with the editor: meters (written here, lock-free, only while the editor is open),
     /// the running worker (installed in `activate`, removed in `deactivate`; the audio thread
@@ -76,9 +71,17 @@ pub struct Stemflow {
     bypass_target: f32,
     /// Input copies for the stream (the host's main buffer is overwritten in place).
     input_scratch: [Vec<f32>; 2],
+    /// Notices a host bouncing faster than real time without saying so.
+    render_speed: RenderSpeedDetector,
+    _variant: PhantomData<V>,
 }
 
-impl Default for Stemflow {
+/// Stemflow with one output per stem.
+pub type Stemflow = StemflowPlugin<MultiOutput>;
+/// Stemflow with one 10-channel output.
+pub type StemflowSingleBus = StemflowPlugin<SingleBus>;
+
+impl<V: Variant> Default for StemflowPlugin<V> {
     fn default() -> Self {
         Self {
             params: Arc::new(StemflowParams::default()),
@@ -93,60 +96,20 @@ impl Default for Stemflow {
             bypass_mix: Smoother::new(SmoothingStyle::Linear(SWITCH_SMOOTHING_MS)),
             bypass_target: 0.0,
             input_scratch: [Vec::new(), Vec::new()],
+            render_speed: RenderSpeedDetector::new(44_100.0),
+            _variant: PhantomData,
         }
     }
 }
 
-impl Plugin for Stemflow {
-    const NAME: &'static str = "Stemflow";
+impl<V: Variant> Plugin for StemflowPlugin<V> {
+    const NAME: &'static str = V::NAME;
     const VENDOR: &'static str = "Stemflow";
     const URL: &'static str = env!("CARGO_PKG_HOMEPAGE");
     const EMAIL: &'static str = "support@stemflow.audio";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = &[
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(2),
-            main_output_channels: NonZeroU32::new(2),
-            aux_input_ports: &[],
-            aux_output_ports: &[new_nonzero_u32(2); NUM_STEMS],
-            names: PortNames {
-                layout: Some("Stereo"),
-                // nice-plug 0.4.2 reports the main *output* under `main_input`'s name, so both
-                // stay `None` and the host sees "Input" and "Output".
-                main_input: None,
-                main_output: None,
-                aux_inputs: &[],
-                aux_outputs: &STEM_PORT_NAMES,
-            },
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(1),
-            main_output_channels: NonZeroU32::new(1),
-            aux_input_ports: &[],
-            aux_output_ports: &[new_nonzero_u32(1); NUM_STEMS],
-            names: PortNames {
-                layout: Some("Mono"),
-                main_input: None,
-                main_output: None,
-                aux_inputs: &[],
-                aux_outputs: &STEM_PORT_NAMES,
-            },
-        },
-        AudioIOLayout {
-            main_input_channels: NonZeroU32::new(2),
-            main_output_channels: NonZeroU32::new(TEN_CHANNEL_OUTPUT_CHANNELS),
-            aux_input_ports: &[],
-            aux_output_ports: &[],
-            names: PortNames {
-                layout: Some("Stereo in, 10 channels out (mix, vocals, drums, bass, other)"),
-                main_input: None,
-                main_output: None,
-                aux_inputs: &[],
-                aux_outputs: &[],
-            },
-        },
-    ];
+    const AUDIO_IO_LAYOUTS: &'static [AudioIOLayout] = V::AUDIO_IO_LAYOUTS;
 
     // Parameter changes land on their exact frame, so automated offline renders are identical for
     // any block size.
@@ -215,6 +178,7 @@ impl Plugin for Stemflow {
             }
         }
         self.input_scratch = [vec![0.0; max_block_frames], vec![0.0; max_block_frames]];
+        self.render_speed = RenderSpeedDetector::new(buffer_config.sample_rate);
         self.reset_smoothers();
         true
     }
@@ -223,6 +187,7 @@ impl Plugin for Stemflow {
         if let Some(stream) = &mut self.stream {
             stream.reset();
         }
+        self.render_speed.reset();
         self.reset_smoothers();
     }
 
@@ -236,15 +201,33 @@ impl Plugin for Stemflow {
         &mut self,
         buffer: &mut Buffer,
         aux: &mut AuxiliaryBuffers,
-        _context: &mut impl ProcessContext<Self>,
+        context: &mut impl ProcessContext<Self>,
     ) -> ProcessStatus {
+        // The host's thread is left as it was when this returns.
+        let _denormals = DenormalGuard::new();
+        let num_frames = buffer.samples();
+        let is_faster_than_real_time = self.render_speed.block_started(num_frames, Instant::now());
         self.update_switch_targets();
         let extra_stems = self.extra_stems();
         let Some(stream) = self.stream.as_mut() else {
             return ProcessStatus::Normal;
         };
         stream.set_extra_stems(extra_stems);
-        let num_frames = buffer.samples();
+        // The mode can change per call (an export started without a reactivation), and some
+        // hosts bounce without saying so: wait for the worker there too, but not as long.
+        match context.process_mode() {
+            ProcessMode::Offline => {
+                stream.set_mode(ProcessingMode::Offline);
+                stream.set_offline_wait_timeout(OFFLINE_WAIT_TIMEOUT);
+            }
+            ProcessMode::Realtime | ProcessMode::Buffered if is_faster_than_real_time => {
+                stream.set_mode(ProcessingMode::Offline);
+                stream.set_offline_wait_timeout(DETECTED_OFFLINE_WAIT);
+            }
+            ProcessMode::Realtime | ProcessMode::Buffered => {
+                stream.set_mode(ProcessingMode::Realtime)
+            }
+        }
         let max_block = stream.max_block_frames();
         let main = buffer.as_slice();
         // Meters cost a max per sample, so they only run while someone looks at them.
@@ -326,11 +309,14 @@ impl Plugin for Stemflow {
                 self.shared.meters.record(stem_index, peak);
             }
         }
-        ProcessStatus::Normal
+        let latency_samples = stream.latency_samples() as u32;
+        self.render_speed.block_finished(Instant::now());
+        // The stems of the last input come out one latency later: keep being called for it.
+        ProcessStatus::Tail(latency_samples)
     }
 }
 
-impl Stemflow {
+impl<V: Variant> StemflowPlugin<V> {
     /// The saved separator on the saved device. A model that cannot run, or a saved device that
     /// is gone, falls back (built-in separator, Auto) with a notice instead of failing.
     /// Not realtime-safe: may load a model.
@@ -445,10 +431,9 @@ impl Stemflow {
     }
 }
 
-impl ClapPlugin for Stemflow {
-    const CLAP_ID: &'static str = "audio.stemflow.stemflow";
-    const CLAP_DESCRIPTION: Option<&'static str> =
-        Some("Splits a track into vocals, drums, bass and other stems");
+impl<V: Variant> ClapPlugin for StemflowPlugin<V> {
+    const CLAP_ID: &'static str = V::CLAP_ID;
+    const CLAP_DESCRIPTION: Option<&'static str> = Some(V::DESCRIPTION);
     const CLAP_MANUAL_URL: Option<&'static str> = Some(Self::URL);
     const CLAP_SUPPORT_URL: Option<&'static str> = None;
     const CLAP_FEATURES: &'static [ClapFeature] = &[
@@ -460,11 +445,11 @@ impl ClapPlugin for Stemflow {
     ];
 }
 
-impl Vst3Plugin for Stemflow {
-    const VST3_CLASS_ID: [u8; 16] = *b"StemflowSplitter";
+impl<V: Variant> Vst3Plugin for StemflowPlugin<V> {
+    const VST3_CLASS_ID: [u8; 16] = V::VST3_CLASS_ID;
     const VST3_SUBCATEGORIES: &'static [Vst3SubCategory] =
         &[Vst3SubCategory::Fx, Vst3SubCategory::Tools];
 }
 
-nice_export_clap!(Stemflow);
-nice_export_vst3!(Stemflow);
+nice_export_clap!(Stemflow, StemflowSingleBus);
+nice_export_vst3!(Stemflow, StemflowSingleBus);

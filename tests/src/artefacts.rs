@@ -14,9 +14,8 @@ pub const STEMS: [&str; 4] = ["vocals", "drums", "bass", "other"];
 pub const ALL_STEMS: [&str; 6] = ["vocals", "drums", "bass", "other", "guitar", "piano"];
 
 /// Output port names of the default configuration, main output first.
-pub const OUTPUT_PORT_NAMES: [&str; 7] = [
-    "Output", "Vocals", "Drums", "Bass", "Other", "Guitar", "Piano",
-];
+pub const OUTPUT_PORT_NAMES: [&str; 7] =
+    ["Mix", "Vocals", "Drums", "Bass", "Other", "Guitar", "Piano"];
 
 /// Environment variable overriding [`plugin_path`].
 pub const PLUGIN_PATH_ENV: &str = "STEMFLOW_TEST_CLAP";

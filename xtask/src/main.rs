@@ -15,7 +15,12 @@ fn main() -> Result<()> {
         Some("install") => install(),
         Some("test") => test(&args[1..]),
         Some("lint") => lint(),
-        Some("test-bundle") => test_bundle().map(|_| ()),
+        Some("test-bundle") => test_build()
+            .and_then(|built| test_bundles(&built.plugin_library))
+            .map(|(clap, vst3)| {
+                println!("CLAP: {}", clap.display());
+                println!("VST3: {}", vst3.display());
+            }),
         Some("fetch-runtime") => fetch_runtime(&flavor_arg(&args[1..])?).map(|path| {
             println!("ONNX Runtime library: {}", path.display());
             println!("Use it with: STEMFLOW_ORT_LIB={}", path.display());
@@ -389,17 +394,150 @@ const TEST_BUILD_ARGS: [&str; 6] = [
     "--quiet",
 ];
 
-/// Copies the plugin library the test build made (a debug build with allocation checks in
-/// `process()`) to `target/stemflow-test/Stemflow.clap`. Returns that path.
-fn test_bundle() -> Result<PathBuf> {
+/// What the test build made that the tests run.
+struct TestBuild {
+    /// The plugin's shared library (a debug build with allocation checks in `process()`).
+    plugin_library: PathBuf,
+    /// The `stemflow` executable.
+    cli: PathBuf,
+}
+
+/// Builds every test binary, the plugin's cdylib and the `stemflow` binary in one go, and
+/// returns where cargo wrote the two artefacts (`cargo test` leaves them in `target/debug/deps`,
+/// not where `cargo build` puts them, so they are taken from cargo's own report).
+fn test_build() -> Result<TestBuild> {
+    let command_line = format!("cargo test {} --no-run", TEST_BUILD_ARGS.join(" "));
+    eprintln!("xtask: running {command_line}");
+    let output = cargo()
+        .arg("test")
+        .args(TEST_BUILD_ARGS)
+        .args(["--no-run", "--message-format=json-render-diagnostics"])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    if !output.status.success() {
+        anyhow::bail!("{command_line} failed with {}", output.status);
+    }
+    let mut plugin_library = None;
+    let mut cli = None;
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        // Test harnesses are artefacts too (`profile.test`); only the plain builds count.
+        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != false {
+            continue;
+        }
+        let target = &message["target"];
+        let has_kind = |kind: &str| {
+            target["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == kind))
+        };
+        if target["name"] == PLUGIN_PACKAGE && has_kind("cdylib") {
+            let library = message["filenames"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .find(|f| f.ends_with(&plugin_library_name()));
+            if let Some(library) = library {
+                plugin_library = Some(PathBuf::from(library));
+            }
+        }
+        if target["name"] == "stemflow" && has_kind("bin") {
+            cli = message["executable"].as_str().map(PathBuf::from);
+        }
+    }
+    Ok(TestBuild {
+        plugin_library: plugin_library
+            .ok_or_else(|| anyhow::anyhow!("the test build made no plugin library"))?,
+        cli: cli.ok_or_else(|| anyhow::anyhow!("the test build made no stemflow binary"))?,
+    })
+}
+
+/// Copies the plugin library the test build made to `target/stemflow-test/Stemflow.clap` and
+/// into a VST3 bundle, `target/stemflow-test/Stemflow.vst3`. Returns both paths.
+fn test_bundles(library: &Path) -> Result<(PathBuf, PathBuf)> {
     let folder = Path::new("target/stemflow-test");
     std::fs::create_dir_all(folder)?;
-    let bundle = folder.join(format!("{BUNDLE_NAME}.clap"));
-    std::fs::copy(
-        Path::new("target/debug").join(plugin_library_name()),
-        &bundle,
-    )?;
-    Ok(std::fs::canonicalize(bundle)?)
+    let clap = folder.join(format!("{BUNDLE_NAME}.clap"));
+    // Removed first: a new file (inode and mtime), never an old one written over in place.
+    let _ = std::fs::remove_file(&clap);
+    std::fs::copy(library, &clap)?;
+    let vst3 = folder.join(format!("{BUNDLE_NAME}.vst3"));
+    let binary_dir = vst3.join("Contents").join(vst3_arch_dir());
+    std::fs::create_dir_all(&binary_dir)?;
+    let binary = binary_dir.join(format!("{BUNDLE_NAME}{}", vst3_binary_suffix()));
+    // Copied afresh (a new inode and mtime), so a host's scan cache sees the new build.
+    let _ = std::fs::remove_file(&binary);
+    std::fs::copy(library, &binary)?;
+    Ok((std::fs::canonicalize(clap)?, std::fs::canonicalize(vst3)?))
+}
+
+/// The folder inside a VST3 bundle that holds this platform's binary.
+fn vst3_arch_dir() -> String {
+    let arch = std::env::consts::ARCH;
+    if cfg!(target_os = "windows") {
+        format!("{arch}-win")
+    } else if cfg!(target_os = "macos") {
+        "MacOS".into()
+    } else {
+        format!("{arch}-linux")
+    }
+}
+
+fn vst3_binary_suffix() -> &'static str {
+    if cfg!(target_os = "windows") {
+        ".vst3"
+    } else if cfg!(target_os = "macos") {
+        ""
+    } else {
+        ".so"
+    }
+}
+
+/// Set to skip the real-DAW test knowingly (it is announced, never silent).
+const SKIP_DAW_TEST_ENV: &str = "STEMFLOW_SKIP_DAW_TEST";
+
+/// Makes sure Debian's Ardour 7 is installed for the real-DAW test: installs it with apt-get
+/// when missing (as root, or through passwordless sudo). Returns whether the test can run.
+fn ensure_ardour() -> Result<bool> {
+    if std::env::var_os(SKIP_DAW_TEST_ENV).is_some() {
+        eprintln!("xtask: SKIPPING the real-DAW (Ardour) test because {SKIP_DAW_TEST_ENV} is set");
+        return Ok(false);
+    }
+    let has = |tool: &str| Command::new(tool).arg("--help").output().is_ok();
+    if has("ardour7-export") && has("ardour7-lua") {
+        return Ok(true);
+    }
+    if !cfg!(target_os = "linux") {
+        anyhow::bail!(
+            "the real-DAW test needs Debian's Ardour 7 (ardour7-lua, ardour7-export), which this              platform does not have; set {SKIP_DAW_TEST_ENV}=1 to skip it knowingly"
+        );
+    }
+    eprintln!("xtask: installing Debian's Ardour 7 for the real-DAW test (apt-get install ardour)");
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let apt = |args: &[&str]| -> Result<()> {
+        let mut command = if is_root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        run(command.args(args).env("DEBIAN_FRONTEND", "noninteractive"))
+    };
+    let installed = apt(&["update", "-qq"])
+        .and_then(|()| apt(&["install", "-y", "-qq", "--no-install-recommends", "ardour"]));
+    if let Err(error) = installed {
+        anyhow::bail!(
+            "the real-DAW test needs Debian's Ardour 7 and installing it failed ({error}): run              `sudo apt-get install --no-install-recommends ardour`, or set {SKIP_DAW_TEST_ENV}=1              to skip that test knowingly"
+        );
+    }
+    Ok(true)
 }
 
 /// README command 2: every test, including the ones that host the built plugin.
@@ -464,16 +602,21 @@ fn test(extra_args: &[String]) -> Result<()> {
     let fixtures = family_fixtures()?;
     // One build for everything: the test binaries, the plugin's cdylib and the `stemflow` binary
     // (xtask itself has no tests; leaving it out saves a debug build of its dependencies).
-    run(cargo().arg("test").args(TEST_BUILD_ARGS).arg("--no-run"))?;
-    let bundle = test_bundle()?;
-    let cli = std::fs::canonicalize(
-        Path::new("target/debug").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX)),
-    )?;
-    run(cargo()
-        .arg("test")
-        .args(TEST_BUILD_ARGS)
-        .args(extra_args)
-        .env("STEMFLOW_TEST_CLAP", &bundle)
+    let built = test_build()?;
+    let (clap_bundle, vst3_bundle) = test_bundles(&built.plugin_library)?;
+    let has_daw = ensure_ardour()?;
+    let cli = std::fs::canonicalize(&built.cli)?;
+    let mut test = cargo();
+    test.arg("test").args(TEST_BUILD_ARGS).args(extra_args);
+    if !has_daw {
+        if !extra_args.iter().any(|a| a == "--") {
+            test.arg("--");
+        }
+        test.args(["--skip", "stems_exported_from_ardour"]);
+    }
+    run(test
+        .env("STEMFLOW_TEST_VST3", &vst3_bundle)
+        .env("STEMFLOW_TEST_CLAP", &clap_bundle)
         .env("STEMFLOW_ORT_LIB", &runtime_library)
         .env("STEMFLOW_FIXTURES_DIR", &fixtures)
         .env("STEMFLOW_TEST_CLI", &cli))

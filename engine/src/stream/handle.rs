@@ -4,10 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::Thread;
+use std::time::Duration;
 
 use rtrb::{Consumer, Producer};
 
-use super::config::ProcessingMode;
+use super::config::{ProcessingMode, OFFLINE_WAIT_TIMEOUT};
 use super::shared::Shared;
 use super::stats::StreamStats;
 use crate::dsp::sanitize_sample;
@@ -23,6 +24,8 @@ pub struct StemStreamHandle {
     /// To wake the worker after pushing input.
     worker_thread: Thread,
     mode: ProcessingMode,
+    /// How long an offline block waits for the worker before it falls back to dry audio.
+    offline_wait_timeout: Duration,
     latency_samples: usize,
     max_block_frames: usize,
     /// The newest reset generation this handle requested.
@@ -80,6 +83,7 @@ impl StemStreamHandle {
             shared,
             worker_thread,
             mode,
+            offline_wait_timeout: OFFLINE_WAIT_TIMEOUT,
             latency_samples,
             max_block_frames,
             generation: 0,
@@ -122,6 +126,12 @@ impl StemStreamHandle {
     /// real-time blocks never do. Realtime-safe.
     pub fn set_mode(&mut self, mode: ProcessingMode) {
         self.mode = mode;
+    }
+
+    /// How long an offline block may wait for the worker before it gives up and outputs dry
+    /// audio on `Other` (default [`OFFLINE_WAIT_TIMEOUT`]). Realtime-safe.
+    pub fn set_offline_wait_timeout(&mut self, timeout: Duration) {
+        self.offline_wait_timeout = timeout;
     }
 
     /// Stem frames the worker has delivered that are waiting to be read. Realtime-safe.
@@ -199,11 +209,18 @@ impl StemStreamHandle {
         if self.is_awaiting_ack && !self.check_ack() && self.mode == ProcessingMode::Offline {
             let shared = self.shared.clone();
             let generation = self.generation;
-            if shared.wait_until(|| shared.acked_generation.load(Ordering::Acquire) == generation) {
+            if shared.wait_until(self.offline_wait_timeout, false, || {
+                shared.acked_generation.load(Ordering::Acquire) == generation
+            }) {
                 self.check_ack();
             }
         }
-        if self.is_awaiting_ack || !is_pushed {
+        let is_separator_failed = self.shared.is_separator_failed.load(Ordering::Acquire);
+        if is_separator_failed && !self.is_awaiting_ack {
+            // The separator crashed and sits out until a reset: dry audio on Other, and the
+            // frames it will not deliver are not owed.
+            self.output_fallback(0, num_frames);
+        } else if self.is_awaiting_ack || !is_pushed {
             self.output_fallback(0, num_frames);
             if is_pushed {
                 self.owed_output_frames += num_frames as u64;
@@ -322,8 +339,9 @@ impl StemStreamHandle {
             let needed = self.owed_output_frames as usize + num_frames;
             if self.available_frames() < needed {
                 let output = &self.output;
-                self.shared
-                    .wait_until(|| output.slots() / STEM_FRAME_SAMPLES >= needed);
+                self.shared.wait_until(self.offline_wait_timeout, true, || {
+                    output.slots() / STEM_FRAME_SAMPLES >= needed
+                });
             }
         }
         if self.owed_output_frames > 0 {

@@ -109,6 +109,8 @@ pub fn spawn_stream(
         chunk_fill: 0,
         chunk_output: Vec::with_capacity(max_output_per_chunk * STEM_FRAME_SAMPLES),
         max_output_per_chunk,
+        is_before_signal: true,
+        silent_kept_frames: 0,
     };
     let thread_shared = shared.clone();
     let join_handle = std::thread::Builder::new()
@@ -119,11 +121,7 @@ pub fn spawn_stream(
             let separator = match result {
                 Ok(separator) => Some(separator),
                 Err(panic) => {
-                    let message = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".into());
+                    let message = worker::panic_message(panic.as_ref());
                     log::error!("Stemflow worker stopped: {message}");
                     thread_shared.stats.set_worker_error(message);
                     None

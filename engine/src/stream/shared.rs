@@ -5,7 +5,6 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::config::OFFLINE_WAIT_TIMEOUT;
 use super::stats::StreamStats;
 
 /// How often a waiting offline render looks again even without a wake-up (a safety net).
@@ -17,6 +16,9 @@ pub(super) struct Shared {
     pub should_stop: AtomicBool,
     /// Cleared by the worker when it exits (normally or by panic).
     pub is_worker_alive: AtomicBool,
+    /// Set by the worker when the separator panicked: it separates nothing until the next reset
+    /// (the handle outputs dry audio on `Other` meanwhile and never waits for it).
+    pub is_separator_failed: AtomicBool,
     /// The newest reset generation requested by the handle.
     pub reset_generation: AtomicU64,
     /// Input frame count at which the newest generation starts. Written before
@@ -43,6 +45,7 @@ impl Shared {
         Self {
             should_stop: AtomicBool::new(false),
             is_worker_alive: AtomicBool::new(true),
+            is_separator_failed: AtomicBool::new(false),
             reset_generation: AtomicU64::new(0),
             reset_at_input_frame: AtomicU64::new(0),
             acked_generation: AtomicU64::new(0),
@@ -69,14 +72,20 @@ impl Shared {
         }
     }
 
-    /// Handle side, offline mode only: blocks until `is_ready` holds, the worker died or
-    /// [`OFFLINE_WAIT_TIMEOUT`] passed. Returns whether `is_ready` held. Sleeps on a condition
-    /// variable, so a waiting render leaves the cores to the worker. Not realtime-safe: waits.
-    pub fn wait_until(&self, mut is_ready: impl FnMut() -> bool) -> bool {
+    /// Handle side, offline mode only: blocks until `is_ready` holds, the worker died, the
+    /// separator crashed (when `is_failure_final`: not while a reset may revive it) or `timeout`
+    /// passed. Returns whether `is_ready` held. Sleeps on a condition variable, so a waiting
+    /// render leaves the cores to the worker. Not realtime-safe: waits.
+    pub fn wait_until(
+        &self,
+        timeout: Duration,
+        is_failure_final: bool,
+        mut is_ready: impl FnMut() -> bool,
+    ) -> bool {
         if is_ready() {
             return true;
         }
-        let deadline = Instant::now() + OFFLINE_WAIT_TIMEOUT;
+        let deadline = Instant::now() + timeout;
         self.is_handle_waiting.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let mut guard = self
@@ -87,7 +96,9 @@ impl Shared {
             if is_ready() {
                 break true;
             }
-            if !self.is_worker_alive.load(Ordering::Acquire) {
+            if !self.is_worker_alive.load(Ordering::Acquire)
+                || (is_failure_final && self.is_separator_failed.load(Ordering::Acquire))
+            {
                 break false;
             }
             let now = Instant::now();

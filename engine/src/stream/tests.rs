@@ -256,45 +256,86 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
     handle.stats().clone()
 }
 
-#[test]
-fn a_dying_worker_leaves_dry_audio_on_other() {
-    struct Panicking;
-    impl Separator for Panicking {
-        fn name(&self) -> &str {
-            "panics"
-        }
-        fn sample_rate_hz(&self) -> u32 {
-            44_100
-        }
-        fn hop_frames(&self) -> usize {
-            128
-        }
-        fn latency_frames(&self) -> usize {
-            0
-        }
-        fn reset(&mut self) {}
-        fn process_hop(
-            &mut self,
-            _: &PlanarBlock,
-            _: &mut PlanarBlock,
-        ) -> Result<(), SeparatorError> {
+/// A passthrough separator that panics on one hop, then works (its hop count survives resets).
+struct CrashingPassthrough {
+    inner: PassthroughSeparator,
+    hop_index: usize,
+    crash_on_hop: usize,
+}
+
+impl Separator for CrashingPassthrough {
+    fn name(&self) -> &str {
+        "crashes.onnx"
+    }
+    fn sample_rate_hz(&self) -> u32 {
+        44_100
+    }
+    fn hop_frames(&self) -> usize {
+        128
+    }
+    fn latency_frames(&self) -> usize {
+        0
+    }
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        self.hop_index += 1;
+        if self.hop_index == self.crash_on_hop {
             panic!("model exploded");
         }
+        self.inner.process_hop(input, stems)
     }
-    let (mut handle, worker) =
-        spawn_stream(Box::new(Panicking), &offline_config(44_100.0, 128)).unwrap();
+}
+
+#[test]
+fn a_crashing_separator_leaves_dry_audio_on_other_and_recovers_on_reset() {
+    let separator = CrashingPassthrough {
+        inner: PassthroughSeparator::new(44_100, 128, 0),
+        hop_index: 0,
+        crash_on_hop: 3,
+    };
+    let (mut handle, controller) =
+        spawn_stream(Box::new(separator), &offline_config(44_100.0, 128)).unwrap();
     let latency = handle.latency_samples();
-    let input = test_signal(latency + 2_000, 5);
+    let input = test_signal(latency + 4_000, 5);
     let out = render(&mut handle, &input, &[128]);
-    assert!(!worker.is_alive());
-    assert_eq!(
-        worker.stats().worker_error().as_deref(),
-        Some("model exploded")
+    assert!(
+        controller.is_alive(),
+        "a separator crash must not kill the worker"
     );
-    for t in latency + 500..input[0].len() {
-        assert_eq!(out[Stem::Other.index()][0][t], input[0][t - latency]);
-        assert_eq!(out[Stem::Vocals.index()][0][t], 0.0);
+    let error = controller
+        .stats()
+        .separator_error()
+        .expect("the crash is reported");
+    assert_eq!(error.separator, "crashes.onnx");
+    assert!(error.reason.contains("model exploded"), "{error}");
+    for t in latency + 1_000..input[0].len() {
+        assert_eq!(
+            out[Stem::Other.index()][0][t],
+            input[0][t - latency],
+            "frame {t}"
+        );
+        assert_eq!(out[Stem::Vocals.index()][0][t], 0.0, "frame {t}");
     }
+
+    // After a reset it separates again, exactly as a fresh stream does.
+    handle.reset();
+    let after_reset = render(&mut handle, &input, &[128]);
+    let (mut fresh, _controller) = spawn_stream(
+        Box::new(PassthroughSeparator::new(44_100, 128, 0)),
+        &offline_config(44_100.0, 128),
+    )
+    .unwrap();
+    let expected = render(&mut fresh, &input, &[128]);
+    assert!(
+        after_reset == expected,
+        "the stream did not recover on reset"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! the handle's ring, runs the pipeline, pushes stem frames back, and handles resets and
 //! separator requests between chunks (which are hop boundaries).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,7 @@ use rtrb::{Consumer, Producer};
 
 use super::shared::Shared;
 use crate::pipeline::StemPipeline;
-use crate::separator::{Separator, SeparatorEvent, SeparatorRequest};
+use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem::STEM_FRAME_SAMPLES;
 
 /// How long the worker sleeps when it has nothing to do and nobody wakes it.
@@ -44,6 +45,13 @@ pub(super) struct StemStreamWorker {
     pub chunk_fill: usize,
     pub chunk_output: Vec<f32>,
     pub max_output_per_chunk: usize,
+    /// True from the start of a generation until its first non-silent frame: leading digital
+    /// silence passes straight through as silent stems, so the separator's framing starts at
+    /// the audio's first non-silent frame — the same framing whether the host feeds seconds of
+    /// pre-roll first (a DAW's export) or not (`stemflow separate`).
+    pub is_before_signal: bool,
+    /// Leading silent frames found among the frames a reset kept (see `switch_generation`).
+    pub silent_kept_frames: usize,
 }
 
 impl StemStreamWorker {
@@ -88,6 +96,15 @@ impl StemStreamWorker {
 
     /// Does one unit of work. Returns whether anything happened.
     fn step(&mut self) -> bool {
+        if self.shared.is_separator_failed.load(Ordering::Acquire) {
+            // Until the next reset: drain the input so the ring never fills, separate nothing.
+            let available = self.input.slots();
+            if let Ok(read) = self.input.read_chunk(available) {
+                read.commit_all();
+            }
+            self.input_frames_popped += (available / 2) as u64;
+            return available > 0;
+        }
         if self.prefill_remaining > 0 {
             let num_frames = self.prefill_remaining.min(self.output_free_frames());
             if let Ok(mut write) = self.output.write_chunk(num_frames * STEM_FRAME_SAMPLES) {
@@ -99,6 +116,10 @@ impl StemStreamWorker {
             self.prefill_remaining -= num_frames;
             self.output_frames_pushed += num_frames as u64;
             return num_frames > 0;
+        }
+
+        if self.is_before_signal {
+            return self.pass_leading_silence();
         }
 
         // Gather input for the chunk.
@@ -134,13 +155,29 @@ impl StemStreamWorker {
         }
         self.chunk_output.clear();
         let started = Instant::now();
-        let result =
-            self.pipeline
-                .process_chunk(&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        let pipeline = &mut self.pipeline;
+        let (left, right, output) = (&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            pipeline.process_chunk(left, right, output)
+        }));
         let stats = &self.shared.stats;
         stats.add_work(started.elapsed().as_nanos() as u64, chunk_frames as u64);
-        if let Err(error) = result {
-            stats.record_separator_failure(error);
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => stats.record_separator_failure(error),
+            Err(panic) => {
+                // The separator's state is unknown: it sits out until the host resets the
+                // stream (the handle outputs dry audio on Other meanwhile).
+                stats.record_separator_failure(SeparatorError {
+                    separator: self.pipeline.separator_name().to_owned(),
+                    reason: format!("it crashed ({})", panic_message(panic.as_ref())),
+                });
+                self.chunk_fill = 0;
+                self.shared
+                    .is_separator_failed
+                    .store(true, Ordering::Release);
+                return true;
+            }
         }
         self.chunk_fill = 0;
         let num_frames = self.chunk_output.len() / STEM_FRAME_SAMPLES;
@@ -155,6 +192,29 @@ impl StemStreamWorker {
         true
     }
 
+    /// Consumes the leading silent frames waiting in the input ring and has the same number of
+    /// silent output frames written (as pre-fill); the first non-silent frame ends the leading
+    /// silence. Returns whether anything happened.
+    fn pass_leading_silence(&mut self) -> bool {
+        let available = self.input.slots() / 2;
+        let Ok(read) = self.input.read_chunk(available * 2) else {
+            return false;
+        };
+        let (first, second) = read.as_slices();
+        let num_silent = first
+            .chunks_exact(2)
+            .chain(second.chunks_exact(2))
+            .take_while(|frame| frame[0] == 0.0 && frame[1] == 0.0)
+            .count();
+        read.commit(num_silent * 2);
+        self.input_frames_popped += num_silent as u64;
+        self.prefill_remaining += num_silent;
+        if num_silent < available {
+            self.is_before_signal = false;
+        }
+        num_silent > 0 || !self.is_before_signal
+    }
+
     /// Discards input before the reset point, clears the pipeline and acknowledges.
     fn switch_generation(&mut self, generation: u64) {
         let reset_at = self.shared.reset_at_input_frame.load(Ordering::Acquire);
@@ -166,6 +226,15 @@ impl StemStreamWorker {
                 channel.copy_within(keep_from..self.chunk_fill, 0);
             }
             self.chunk_fill -= keep_from;
+            // Leading silence among the kept frames passes through like any other.
+            let num_silent = (0..self.chunk_fill)
+                .take_while(|&i| self.chunk[0][i] == 0.0 && self.chunk[1][i] == 0.0)
+                .count();
+            for channel in &mut self.chunk {
+                channel.copy_within(num_silent..self.chunk_fill, 0);
+            }
+            self.chunk_fill -= num_silent;
+            self.silent_kept_frames = num_silent;
         } else {
             let mut to_discard = (reset_at - self.input_frames_popped) as usize;
             while to_discard > 0 {
@@ -182,15 +251,29 @@ impl StemStreamWorker {
             }
             self.chunk_fill = 0;
         }
-        self.pipeline.reset();
-        self.prefill_remaining = self.prefill_frames;
+        let is_reset = std::panic::catch_unwind(AssertUnwindSafe(|| self.pipeline.reset())).is_ok();
+        self.prefill_remaining = self.prefill_frames + std::mem::take(&mut self.silent_kept_frames);
+        self.is_before_signal = self.chunk_fill == 0;
         self.shared
             .generation_first_output_frame
             .store(self.output_frames_pushed, Ordering::Relaxed);
+        // A separator that crashed gets its new chance here (if its reset works).
+        self.shared
+            .is_separator_failed
+            .store(!is_reset, Ordering::Release);
         self.shared
             .acked_generation
             .store(generation, Ordering::Release);
         self.generation = generation;
         self.shared.wake_handle();
     }
+}
+
+/// The text of a panic's payload.
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }

@@ -1,0 +1,210 @@
+//! Stemflow in a real DAW: Debian's Ardour 7 (a VST3 host), run headless.
+//!
+//! `tests/ardour/ardour_stems.py` builds a session with the plugin on a stereo track (strict I/O
+//! off, every plugin output routed to the master bus) and exports the master's channels, while
+//! Ardour freewheels and tells the plugin per process call that it renders offline. The checks:
+//! the main output nulls against the input (Ardour compensates the reported latency), every stem
+//! equals `stemflow separate`'s stem bit for bit, and the stems sum to the mix — for the
+//! multi-output plugin (Ardour delivers its aux buses as plugin outputs 3–14) and for
+//! *Stemflow Single Bus* (one 10-channel bus).
+//!
+//! Needs `ardour7-export` (`apt-get install --no-install-recommends ardour`; `cargo xtask test`
+//! installs it where it can) and the VST3 bundle `cargo xtask test` makes
+//! (`STEMFLOW_TEST_VST3`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use stemflow_host_tests::{cli_path, workspace_root};
+use stemflow_kit::demo_song::DemoSong;
+
+const SAMPLE_RATE_HZ: u32 = 44_100;
+const SONG_S: f32 = 8.0;
+const STEM_FILES: [&str; 4] = ["vocals", "drums", "bass", "other"];
+const STEM_PORTS: [&str; 4] = ["Vocals", "Drums", "Bass", "Other"];
+
+fn read_stereo(path: &Path) -> [Vec<f32>; 2] {
+    let mut reader =
+        hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let spec = reader.spec();
+    assert_eq!(
+        spec.sample_format,
+        hound::SampleFormat::Float,
+        "{}",
+        path.display()
+    );
+    assert_eq!(spec.channels, 2, "{}", path.display());
+    let samples: Vec<f32> = reader.samples::<f32>().map(Result::unwrap).collect();
+    [
+        samples.iter().step_by(2).copied().collect(),
+        samples.iter().skip(1).step_by(2).copied().collect(),
+    ]
+}
+
+fn write_stereo(path: &Path, channels: &[Vec<f32>; 2]) {
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: SAMPLE_RATE_HZ,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for (l, r) in channels[0].iter().zip(&channels[1]) {
+        writer.write_sample(*l).unwrap();
+        writer.write_sample(*r).unwrap();
+    }
+    writer.finalize().unwrap();
+}
+
+fn max_abs_diff(a: &[Vec<f32>; 2], b: &[Vec<f32>; 2]) -> f32 {
+    (0..2)
+        .flat_map(|c| a[c].iter().zip(&b[c]).map(|(x, y)| (x - y).abs()))
+        .fold(0.0, f32::max)
+}
+
+fn dbfs(x: f32) -> f64 {
+    20.0 * f64::from(x).max(1e-30).log10()
+}
+
+/// Runs the Ardour harness on `input` with `plugin`, naming the stereo pairs after the main
+/// output `pairs`. Returns the folder with `00_main.wav`, `01_<pair>.wav`, ….
+fn export_from_ardour(
+    input: &Path,
+    out_dir: &Path,
+    vst3: &Path,
+    plugin: &str,
+    pairs: &str,
+) -> PathBuf {
+    let _ = std::fs::remove_dir_all(out_dir);
+    let harness = workspace_root().join("tests/ardour/ardour_stems.py");
+    let output = Command::new("python3")
+        .arg(&harness)
+        .arg("--input")
+        .arg(input)
+        .arg("--out-dir")
+        .arg(out_dir)
+        .arg("--vst3")
+        .arg(vst3)
+        .args(["--plugin", plugin, "--stems", pairs])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "the Ardour export of {plugin} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{plugin}: {}", String::from_utf8_lossy(&output.stdout));
+    out_dir.to_path_buf()
+}
+
+/// The checks on one plugin's export against the input and the CLI's stems.
+fn check_export(plugin: &str, exported: &Path, input: &[Vec<f32>; 2], cli: &Path) {
+    let main = read_stereo(&exported.join("00_main.wav"));
+    assert_eq!(main[0].len(), input[0].len(), "{plugin}: export length");
+    let main_error = max_abs_diff(&main, input);
+    eprintln!(
+        "{plugin}: main output vs input: max |diff| {main_error:e} ({:.1} dBFS)",
+        dbfs(main_error)
+    );
+    assert!(
+        main_error <= 1e-6,
+        "{plugin}: the main output does not null against the input ({main_error:e})"
+    );
+    let mut sum = [vec![0.0f32; input[0].len()], vec![0.0f32; input[0].len()]];
+    for (index, (file, port)) in STEM_FILES.iter().zip(STEM_PORTS).enumerate() {
+        let daw = read_stereo(&exported.join(format!("{:02}_{port}.wav", index + 1)));
+        let expected = read_stereo(&cli.join(format!("{file}.wav")));
+        assert_eq!(daw[0].len(), expected[0].len(), "{plugin}: {port} length");
+        for channel in 0..2 {
+            if let Some(t) = (0..daw[channel].len())
+                .find(|&t| daw[channel][t].to_bits() != expected[channel][t].to_bits())
+            {
+                panic!(
+                    "{plugin}: {port} channel {channel} differs from `stemflow separate` at frame {t} \
+                     ({} vs {}; max |diff| {:e})",
+                    daw[channel][t],
+                    expected[channel][t],
+                    max_abs_diff(&daw, &expected)
+                );
+            }
+            for (s, x) in sum[channel].iter_mut().zip(&daw[channel]) {
+                *s += x;
+            }
+        }
+    }
+    let residual = max_abs_diff(&sum, input);
+    eprintln!(
+        "{plugin}: stems sum to the mix within {residual:e} ({:.1} dBFS); every stem equals the CLI's bit for bit",
+        dbfs(residual)
+    );
+    assert!(
+        residual <= 1e-6,
+        "{plugin}: the stems do not sum to the mix ({residual:e})"
+    );
+}
+
+#[test]
+fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
+    let vst3 = std::env::var_os("STEMFLOW_TEST_VST3")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_TEST_VST3 is not set: run the tests with `cargo xtask test`");
+    assert!(vst3.is_dir(), "no VST3 bundle at {}", vst3.display());
+    assert!(
+        Command::new("ardour7-export")
+            .arg("--help")
+            .output()
+            .is_ok(),
+        "ardour7-export is missing: apt-get install --no-install-recommends ardour \
+         (`cargo xtask test` installs it when it runs as root)"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("daw");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let song = DemoSong::generate(SAMPLE_RATE_HZ, SONG_S);
+    let input = song.mix();
+    let input_path = dir.join("song.wav");
+    write_stereo(&input_path, &input);
+
+    let cli_out = dir.join("cli");
+    let output = Command::new(cli_path())
+        .args(["separate", "--quiet", "--bit-depth", "32f", "-o"])
+        .arg(&cli_out)
+        .arg(&input_path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let cli_stems = cli_out.join("song");
+
+    let multi = export_from_ardour(
+        &input_path,
+        &dir.join("multi"),
+        &vst3,
+        "Stemflow",
+        "Vocals,Drums,Bass,Other,Guitar,Piano",
+    );
+    check_export("Stemflow", &multi, &input, &cli_stems);
+    // The built-in separator has no guitar or piano: those outputs are silent.
+    for (index, port) in [(5, "Guitar"), (6, "Piano")] {
+        let silent = read_stereo(&multi.join(format!("{index:02}_{port}.wav")));
+        assert!(
+            silent.iter().flatten().all(|&x| x == 0.0),
+            "{port} is not silent"
+        );
+    }
+
+    let single = export_from_ardour(
+        &input_path,
+        &dir.join("single"),
+        &vst3,
+        "Stemflow Single Bus",
+        "Vocals,Drums,Bass,Other",
+    );
+    check_export("Stemflow Single Bus", &single, &input, &cli_stems);
+}
