@@ -43,7 +43,7 @@ on the CPU and, if there is one, on the GPU Auto picks, side by side.";
 #[derive(Args)]
 pub struct BenchArgs {
     /// Seconds of test audio (the synthetic demo song) to separate.
-    #[arg(long, alias = "duration-s", default_value_t = 20.0, value_name = "N")]
+    #[arg(long, alias = "duration-s", default_value_t = 20.0, value_name = "N", value_parser = crate::values::seconds)]
     pub seconds: f32,
     /// Models to time (repeat or comma-separate): `builtin` or ONNX model files.
     #[arg(long, value_name = "NAME|PATH", value_delimiter = ',')]
@@ -157,7 +157,7 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
                 continue;
             }
             if !options.is_json {
-                eprintln!("Measuring {label} on {}…", choice.id());
+                crate::output::say_err!("Measuring {label} on {}…", choice.id());
             }
             rows.push(Row {
                 model: label.clone(),
@@ -257,10 +257,10 @@ fn measure(
 }
 
 fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
-    println!(
+    crate::output::say!(
         "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference"
     );
-    println!(
+    crate::output::say!(
         "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
         "MODEL",
         "DEVICE",
@@ -275,7 +275,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
     );
     for row in rows {
         match &row.result {
-            Ok(m) => println!(
+            Ok(m) => crate::output::say!(
                 "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>9}",
                 row.model,
                 if m.fallback.is_some() {
@@ -296,7 +296,9 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
                 m.overhead(),
                 describe_bytes(m.peak_rss_bytes),
             ),
-            Err(e) => println!("{:<24} {:<10} error: {e}", row.model, row.requested_device),
+            Err(e) => {
+                crate::output::say!("{:<24} {:<10} error: {e}", row.model, row.requested_device)
+            }
         }
     }
     for row in rows {
@@ -305,14 +307,15 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
             ..
         }) = &row.result
         {
-            println!(
+            crate::output::say!(
                 "note: {} asked for {}: {reason}",
-                row.model, row.requested_device
+                row.model,
+                row.requested_device
             );
         }
     }
     for note in notes {
-        println!("note: {note}");
+        crate::output::say!("note: {note}");
     }
 }
 
@@ -353,7 +356,7 @@ fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String
         "rows": rows,
         "notes": notes,
     });
-    println!(
+    crate::output::say!(
         "{}",
         serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
     );

@@ -28,7 +28,7 @@ pub struct DemoArgs {
     #[arg(short, long, default_value = "stemflow-demo")]
     pub output: PathBuf,
     /// Song length in seconds.
-    #[arg(long, default_value_t = DEMO_DURATION_S)]
+    #[arg(long, default_value_t = DEMO_DURATION_S, value_parser = crate::values::seconds)]
     pub duration_s: f32,
 }
 
@@ -40,7 +40,9 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
 /// Writes the demo song and its true stems, separates it and prints the SDR table.
 fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     let duration_s = duration_s.clamp(1.0, 600.0);
-    println!("Generating the demo song ({duration_s:.0} s at {DEMO_SAMPLE_RATE_HZ} Hz)…");
+    crate::output::say!(
+        "Generating the demo song ({duration_s:.0} s at {DEMO_SAMPLE_RATE_HZ} Hz)…"
+    );
     let song = DemoSong::generate(DEMO_SAMPLE_RATE_HZ, duration_s);
     let mix = song.mix();
     let truth_folder = output.join("truth");
@@ -56,7 +58,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
     }
-    println!(
+    crate::output::say!(
         "Wrote {} and the true stems in {}",
         song_path.display(),
         truth_folder.display()
@@ -72,14 +74,21 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         bit_depth: Some(BitDepth::Float32),
         progress: ProgressMode::detect(false),
     };
-    if separate::separate_all(std::slice::from_ref(&song_path), output, &options)? > 0 {
-        return Err("the demo song could not be separated".into());
+    match separate::separate_all(std::slice::from_ref(&song_path), output, &options) {
+        Ok(0) => {}
+        Ok(_) => return Err("the demo song could not be separated".into()),
+        Err(separate::Failure::Interrupted(signal)) => {
+            return Err(crate::interrupt::name(signal).to_owned())
+        }
+        Err(separate::Failure::Fatal(reason) | separate::Failure::Input(reason)) => {
+            return Err(reason)
+        }
     }
     let folder = output.join("demo-song");
     let estimate = read_stems(&folder)?;
-    println!();
-    println!("{}", sdr_table(&song, &estimate));
-    println!("Listen to the stems in {}", folder.display());
+    crate::output::say!();
+    crate::output::say!("{}", sdr_table(&song, &estimate));
+    crate::output::say!("Listen to the stems in {}", folder.display());
     Ok(())
 }
 

@@ -48,36 +48,36 @@ fn list_devices(is_json: bool) -> Result<(), String> {
             "auto": auto.to_string(),
             "devices": devices,
         });
-        println!(
+        crate::output::say!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
     match runtime {
-        Ok(r) => println!(
+        Ok(r) => crate::output::say!(
             "ONNX Runtime {} from {} ({})",
             r.version(),
             r.library_path().display(),
             r.source()
         ),
-        Err(e) => println!("{e}"),
+        Err(e) => crate::output::say!("{e}"),
     }
-    println!();
-    println!("{:<12} {:<40} {:<10} STATUS", "ID", "NAME", "PROVIDER");
+    crate::output::say!();
+    crate::output::say!("{:<12} {:<40} {:<10} STATUS", "ID", "NAME", "PROVIDER");
     for device in devices {
         let status = match &device.status {
             DeviceStatus::Usable => "usable".to_owned(),
             DeviceStatus::Unusable(reason) => format!("unusable: {reason}"),
         };
-        println!(
+        crate::output::say!(
             "{:<12} {:<40} {:<10} {status}",
             device.id.to_string(),
             device.name,
             device.provider.prefix()
         );
     }
-    println!();
-    println!("Auto picks: {auto}");
+    crate::output::say!();
+    crate::output::say!("Auto picks: {auto}");
     Ok(())
 }

@@ -9,6 +9,8 @@ pub enum CliError {
     Failed(String),
     /// Failures were already reported (one line per failed input): exit 1 quietly.
     Reported,
+    /// SIGINT or SIGTERM stopped the run after cleaning up: exit 128 + the signal.
+    Interrupted(i32),
 }
 
 impl From<String> for CliError {

@@ -12,10 +12,13 @@ mod demo;
 mod devices;
 mod encode;
 mod error;
+mod interrupt;
 mod memory;
 mod models;
+mod output;
 mod progress;
 mod separate;
+mod values;
 
 use std::process::ExitCode;
 
@@ -23,6 +26,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use error::CliError;
+use stemflow_engine::runtime::build::{self, ThreadBudget};
 
 #[derive(Parser)]
 #[command(
@@ -57,7 +61,17 @@ enum Command {
 
 fn main() -> ExitCode {
     quiet_panics();
+    interrupt::install();
     let cli = Cli::parse();
+    // A command-line run owns the machine: inference may use every core (a plugin leaves one
+    // to the DAW).
+    build::set_thread_budget(ThreadBudget::AllCores);
+    if let Some(note) = build::intra_threads().note {
+        crate::output::say_err!("stemflow: warning: {note}");
+    }
+    // Whether the command's product is what it prints (a listing, a table): then a failure to
+    // print is a failure of the command.
+    let is_output_the_product = !matches!(cli.command, Command::Separate(_) | Command::Demo(_));
     let result = match cli.command {
         Command::Separate(args) => separate::run(args),
         Command::Devices(args) => devices::run(&args),
@@ -65,17 +79,33 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(args),
     };
-    match result {
+    let mut code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Usage(message)) => Cli::command()
             .error(ErrorKind::ArgumentConflict, message)
             .exit(),
         Err(CliError::Failed(message)) => {
-            eprintln!("stemflow: error: {message}");
+            crate::output::say_err!("stemflow: error: {message}");
             ExitCode::FAILURE
         }
         Err(CliError::Reported) => ExitCode::FAILURE,
+        Err(CliError::Interrupted(signal)) => {
+            crate::output::say_err!(
+                "stemflow: {}; unfinished stems were removed",
+                interrupt::name(signal)
+            );
+            return ExitCode::from(interrupt::exit_status(signal));
+        }
+    };
+    if let Some(error) = output::stdout_error() {
+        if is_output_the_product {
+            crate::output::say_err!("stemflow: error: cannot write to standard output: {error}");
+            code = ExitCode::FAILURE;
+        } else {
+            crate::output::say_err!("stemflow: warning: cannot write to standard output: {error}");
+        }
     }
+    code
 }
 
 /// A panic is a bug, but the user gets one line, not a trace: the default hook only runs when
@@ -93,7 +123,9 @@ fn quiet_panics() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
         if std::thread::current().name() != Some("stemflow-worker") {
-            eprintln!("stemflow: error: internal error ({message}); please report it");
+            crate::output::say_err!(
+                "stemflow: error: internal error ({message}); please report it"
+            );
         }
     }));
 }

@@ -34,6 +34,19 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
 
 /// `stemflow models`: every model in the models folders, checked.
 fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
+    for dir in extra_dirs {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--models-dir {}: {}",
+                dir.display(),
+                if dir.exists() {
+                    "not a folder"
+                } else {
+                    "no such folder"
+                }
+            ));
+        }
+    }
     let dirs = stemflow_engine::models::models_dirs(extra_dirs);
     let models = stemflow_engine::models::scan_models(&dirs);
     if is_json {
@@ -41,14 +54,14 @@ fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
             "folders": dirs,
             "models": models,
         });
-        println!(
+        crate::output::say!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
         );
         return Ok(());
     }
     let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    println!(
+    crate::output::say!(
         "Models folders: {}",
         if folders.is_empty() {
             "none (no home folder)".into()
@@ -56,11 +69,13 @@ fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
             folders.join(", ")
         }
     );
-    println!(
+    crate::output::say!(
         "  builtin  {BUILTIN_DISPLAY_NAME}  vocals, drums, bass, other  44100 Hz  always available"
     );
     if models.is_empty() {
-        println!("No .onnx models found. Put models in a folder above or pass --models-dir DIR.");
+        crate::output::say!(
+            "No .onnx models found. Put models in a folder above or pass --models-dir DIR."
+        );
     }
     for model in &models {
         let family = model
@@ -74,11 +89,12 @@ fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
         };
         let hash = model.sha256.get(..12).unwrap_or("?");
         match &model.error {
-            None => println!(
+            None => crate::output::say!(
                 "  {}  {family}  {stems}  {} Hz  sha256 {hash}…  ok",
-                model.name, model.sample_rate_hz
+                model.name,
+                model.sample_rate_hz
             ),
-            Some(error) => println!(
+            Some(error) => crate::output::say!(
                 "  {}  {family}  sha256 {hash}…  UNUSABLE: {error}",
                 model.name
             ),

@@ -154,7 +154,7 @@ impl Progress {
             Some(total) if total > 0 => format!("{:>3}% ", frames_done.min(total) * 100 / total),
             _ => String::new(),
         };
-        eprintln!("{}: {percent}{}", self.label, describe(&rates, done_s));
+        crate::output::say_err!("{}: {percent}{}", self.label, describe(&rates, done_s));
     }
 
     /// Ends the display after `frames_done` frames; returns the elapsed time.

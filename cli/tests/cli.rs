@@ -585,7 +585,7 @@ fn unreadable_empty_truncated_and_unsupported_inputs_fail_with_a_clear_reason() 
     let header_only = dir.join("silent.wav");
     write_wav(&header_only, 44_100, &[vec![], vec![]], 16, false);
     let low_rate = dir.join("phone.wav");
-    write_wav(&low_rate, 4_000, &[music(4_000, 4_000, 0)], 16, false);
+    write_wav(&low_rate, 500, &[music(500, 500, 0)], 16, false);
     let missing = dir.join("missing.flac");
 
     let cases: [(&Path, &str); 8] = [
@@ -602,7 +602,7 @@ fn unreadable_empty_truncated_and_unsupported_inputs_fail_with_a_clear_reason() 
             "6 channels; Stemflow separates mono or stereo files",
         ),
         (&header_only, "the file contains no audio"),
-        (&low_rate, "unsupported sample rate 4000 Hz"),
+        (&low_rate, "unsupported sample rate 500 Hz"),
     ];
     for (path, reason) in cases {
         let out = dir.join("out");

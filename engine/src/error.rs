@@ -40,9 +40,9 @@ impl std::fmt::Display for EngineError {
 impl std::error::Error for EngineError {}
 
 /// The lowest host sample rate Stemflow accepts.
-pub const MIN_SAMPLE_RATE_HZ: u32 = 8_000;
+pub const MIN_SAMPLE_RATE_HZ: u32 = 1_000;
 /// The highest host sample rate Stemflow accepts.
-pub const MAX_SAMPLE_RATE_HZ: u32 = 384_000;
+pub const MAX_SAMPLE_RATE_HZ: u32 = 1_536_000;
 
 /// Validates a host sample rate and rounds it to whole hertz.
 pub fn validate_sample_rate(sample_rate_hz: f32) -> Result<u32, EngineError> {

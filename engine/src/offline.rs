@@ -138,6 +138,11 @@ impl OfflineStream {
         self.handle.set_extra_stems(extra_stems);
     }
 
+    /// The stream's statistics (non-finite input samples, the worker's time). Realtime-safe.
+    pub fn stats(&self) -> &std::sync::Arc<crate::stream::StreamStats> {
+        self.controller.stats()
+    }
+
     /// Input frames pushed so far. Realtime-safe.
     pub fn input_frames(&self) -> u64 {
         self.input_frames

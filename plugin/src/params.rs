@@ -136,6 +136,7 @@ impl Default for StemflowParams {
                 .non_automatable(),
             bypass: BoolParam::new("Bypass", false)
                 .with_value_to_string(formatters::v2s_bool_bypass())
+                .with_string_to_value(formatters::s2v_bool_bypass())
                 .make_bypass(),
             saved: SavedStateField::default(),
             editor_size: EditorSizeField::default(),

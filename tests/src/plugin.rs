@@ -468,6 +468,15 @@ impl TestPlugin {
         String::from_utf8_lossy(text).into_owned()
     }
 
+    /// The CLAP value the plugin parses `text` of parameter `id` as; `None` when it cannot.
+    pub fn param_value_for_text(&mut self, id: &str, text: &str) -> Option<f64> {
+        let clap_id = self.param(id).clap_id;
+        let ext: PluginParams = self.extension("params");
+        let handle = self.instance.plugin_handle();
+        let text = CString::new(text).ok()?;
+        ext.text_to_value(&handle, ClapId::new(clap_id), &text)
+    }
+
     /// The plain values of all parameters as nice-plug stores them in the state
     /// (`{"vocals_gain": {"f32": 1.0}, "bypass": {"bool": false}, …}`).
     pub fn saved_params(&mut self) -> serde_json::Map<String, serde_json::Value> {

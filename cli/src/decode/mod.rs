@@ -11,13 +11,37 @@ use symphonia::core::audio::{AudioBufferRef, SampleBuffer};
 use symphonia::core::codecs::{Decoder as SymphoniaDecoder, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::{FormatOptions, FormatReader};
-use symphonia::core::io::MediaSourceStream;
+use symphonia::core::io::{MediaSourceStream, ReadOnlySource};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::SampleFormat;
 
 use aiff::aiff_num_frames;
 use mp4::mp4_audio_edit;
+
+/// The container a file's first bytes announce, for messages about damaged files.
+fn container_name(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut head = [0u8; 12];
+    let mut file = File::open(path).ok()?;
+    let read = file.read(&mut head).ok()?;
+    let head = &head[..read];
+    if head.len() >= 8 && &head[4..8] == b"ftyp" {
+        Some("M4A/MP4")
+    } else if head.starts_with(b"RIFF") {
+        Some("WAV")
+    } else if head.starts_with(b"fLaC") {
+        Some("FLAC")
+    } else if head.starts_with(b"OggS") {
+        Some("Ogg")
+    } else if head.starts_with(b"FORM") {
+        Some("AIFF")
+    } else if head.starts_with(b"ID3") || head.first() == Some(&0xff) {
+        Some("MP3")
+    } else {
+        None
+    }
+}
 
 /// The formats `stemflow` reads, for error messages.
 pub const SUPPORTED_FORMATS: &str = "WAV, AIFF, FLAC, MP3, OGG/Vorbis or M4A/AAC";
@@ -78,7 +102,18 @@ pub struct AudioDecoder {
     raw_frames: u64,
     /// Frames handed out.
     frames_decoded: u64,
+    /// Damaged packets replaced by silence, with the time (s) each started at.
+    damaged_at_s: Vec<f64>,
+    /// Zeros in place of a damaged packet (planar, `block_frames` per channel) and whether
+    /// they, not `samples`, are the current block.
+    silence: Vec<f32>,
+    is_silence_current: bool,
+    /// Damaged packets in a row; past [`MAX_DAMAGED_IN_A_ROW`] the file is given up.
+    damaged_in_a_row: u32,
 }
+
+/// Damaged packets in a row after which a file is not audio any more.
+const MAX_DAMAGED_IN_A_ROW: u32 = 64;
 
 impl AudioDecoder {
     /// Opens and probes `path`, and decodes its first packet. Errors are sentences for the user.
@@ -87,11 +122,19 @@ impl AudioDecoder {
         if metadata.is_dir() {
             return Err("is a folder, not an audio file".into());
         }
-        if metadata.len() == 0 {
+        // A pipe (`<(cat song.wav)`, a FIFO) has no length and cannot seek: it is read as a
+        // stream, and the readers that look at a file's header separately are skipped.
+        let is_regular = metadata.is_file();
+        if is_regular && metadata.len() == 0 {
             return Err("the file is empty".into());
         }
         let file = File::open(path).map_err(|e| io_reason(&e))?;
-        let stream = MediaSourceStream::new(Box::new(file), Default::default());
+        let source: Box<dyn symphonia::core::io::MediaSource> = if is_regular {
+            Box::new(file)
+        } else {
+            Box::new(ReadOnlySource::new(file))
+        };
+        let stream = MediaSourceStream::new(source, Default::default());
         let mut hint = Hint::new();
         if let Some(extension) = path.extension().and_then(|e| e.to_str()) {
             hint.with_extension(extension);
@@ -104,7 +147,13 @@ impl AudioDecoder {
             .format(&hint, stream, &format_options, &MetadataOptions::default())
             .map_err(|e| match e {
                 SymphoniaError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    format!("not a supported audio file (too short to be {SUPPORTED_FORMATS})")
+                    match is_regular.then(|| container_name(path)).flatten() {
+                        Some(container) => format!(
+                            "a truncated or damaged {container} file: it ends before its audio is described"
+                        ),
+                        None if !is_regular => "the stream ended before any audio (an empty pipe?)".into(),
+                        None => format!("not a supported audio file (too short to be {SUPPORTED_FORMATS})"),
+                    }
                 }
                 SymphoniaError::IoError(e) => io_reason(&e),
                 _ => format!("not a supported audio file (expected {SUPPORTED_FORMATS})"),
@@ -133,8 +182,10 @@ impl AudioDecoder {
         if let Some(channels) = params.channels {
             check_channel_count(channels.count())?;
         }
-        let aiff_frames = aiff_num_frames(path);
-        let mp4_edit = mp4_audio_edit(path, params.sample_rate.unwrap_or(0));
+        let aiff_frames = aiff_num_frames(path).filter(|_| is_regular);
+        let mp4_edit = is_regular
+            .then(|| mp4_audio_edit(path, params.sample_rate.unwrap_or(0)))
+            .flatten();
         let is_pcm = codec.starts_with("pcm");
         let is_length_exact = is_pcm || codec == "flac";
         let is_float = matches!(
@@ -170,6 +221,10 @@ impl AudioDecoder {
             end_frames,
             raw_frames: 0,
             frames_decoded: 0,
+            damaged_at_s: Vec::new(),
+            silence: Vec::new(),
+            is_silence_current: false,
+            damaged_in_a_row: 0,
         };
         // Decode up to the first packet with audio: it fixes the channel count and rate for
         // formats whose headers leave them open.
@@ -188,6 +243,11 @@ impl AudioDecoder {
     /// Frames handed out so far.
     pub fn frames_decoded(&self) -> u64 {
         self.frames_decoded
+    }
+
+    /// Where damaged packets were replaced by silence (seconds into the audio), for a warning.
+    pub fn damaged_at_s(&self) -> &[f64] {
+        &self.damaged_at_s
     }
 
     /// The next block of frames as `[left, right]` (mono: the same slice twice), or `None` at
@@ -239,7 +299,11 @@ impl AudioDecoder {
         }
         self.frames_decoded += frames as u64;
         let stride = self.block_frames;
-        let planar = self.samples.as_ref().map_or(&[][..], |s| s.samples());
+        let planar = if self.is_silence_current {
+            &self.silence[..]
+        } else {
+            self.samples.as_ref().map_or(&[][..], |s| s.samples())
+        };
         let left = &planar[start..start + frames];
         let right = if self.info.num_channels == 2 {
             &planar[stride + start..stride + start + frames]
@@ -276,8 +340,30 @@ impl AudioDecoder {
             }
             let decoded = match self.decoder.decode(&packet) {
                 Ok(decoded) => decoded,
+                Err(SymphoniaError::DecodeError(_))
+                    if packet.dur > 0
+                        && packet.dur <= 1 << 16
+                        && self.damaged_in_a_row < MAX_DAMAGED_IN_A_ROW
+                        && self.info.sample_rate_hz > 0 =>
+                {
+                    // One damaged packet: its length in silence (so the rest stays in time) and a
+                    // warning; the rest of the file is still good audio.
+                    self.damaged_in_a_row += 1;
+                    self.damaged_at_s
+                        .push(self.raw_frames as f64 / f64::from(self.info.sample_rate_hz));
+                    self.decoder.reset();
+                    let frames = packet.dur as usize;
+                    self.silence.clear();
+                    self.silence
+                        .resize(frames * self.info.num_channels.max(1), 0.0);
+                    self.is_silence_current = true;
+                    self.block_frames = frames;
+                    return Ok(true);
+                }
                 Err(e) => return Err(self.error_at(&e)),
             };
+            self.damaged_in_a_row = 0;
+            self.is_silence_current = false;
             if decoded.frames() == 0 {
                 continue;
             }

@@ -1,6 +1,6 @@
 //! One input: decode, separate and write its stems, leaving nothing half-done behind.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use stemflow_engine::offline::{OfflineStream, StemFrames};
@@ -50,6 +50,15 @@ impl Drop for NewFolderGuard<'_> {
 }
 
 /// Separates one input into `folder`.
+/// Where `stem`'s file goes in `folder`.
+pub(super) fn stem_path(folder: &Path, stem: Stem, options: &SeparateOptions) -> PathBuf {
+    folder.join(format!(
+        "{}.{}",
+        stem.file_name(),
+        options.format.extension()
+    ))
+}
+
 pub(super) fn separate_file(
     input: &Path,
     folder: &Path,
@@ -70,11 +79,7 @@ pub(super) fn separate_file(
         .stems
         .iter()
         .map(|&stem| {
-            let path = folder.join(format!(
-                "{}.{}",
-                stem.file_name(),
-                options.format.extension()
-            ));
+            let path = stem_path(folder, stem, options);
             StemWriter::create(
                 &path,
                 options.format,
@@ -100,7 +105,7 @@ pub(super) fn separate_file(
             ),
             None => String::new(),
         };
-        println!(
+        crate::output::say!(
             "Separating {} ({length}{}) into {} {} {}",
             input.display(),
             info.describe(),
@@ -132,9 +137,13 @@ pub(super) fn separate_file(
         while let Some([left, right]) = decoder.next_block().map_err(Failure::Input)? {
             stream.push(left, right, &mut write)?;
             progress.update(decoder.frames_decoded());
+            if let Some(signal) = crate::interrupt::received() {
+                return Err(Failure::Interrupted(signal));
+            }
         }
         stream.finish(&mut write)
     })();
+    let num_non_finite = stream.stats().non_finite_input_samples();
     // The loaded model serves the next input, whatever happened to this one.
     separator_slot.put_back(stream.into_separator());
     if let Err(failure) = result {
@@ -143,13 +152,35 @@ pub(super) fn separate_file(
     }
     let num_frames = decoder.frames_decoded();
     let elapsed = progress.finish(num_frames);
+    let damaged = decoder.damaged_at_s();
+    if !damaged.is_empty() {
+        let times: Vec<String> = damaged
+            .iter()
+            .take(5)
+            .map(|t| format!("{t:.2} s"))
+            .collect();
+        crate::output::say_err!(
+            "stemflow: warning: {}: {} damaged packet{} replaced by silence (at {}{}); the rest was decoded",
+            input.display(),
+            damaged.len(),
+            if damaged.len() == 1 { "" } else { "s" },
+            times.join(", "),
+            if damaged.len() > 5 { ", …" } else { "" }
+        );
+    }
+    if num_non_finite > 0 {
+        crate::output::say_err!(
+            "stemflow: warning: {}: {num_non_finite} samples were NaN or infinite and were treated as silence",
+            input.display()
+        );
+    }
     new_folder.keep();
 
     let mut files = Vec::new();
     for (stem, writer) in writers {
         let clipped = writer.clipped_samples();
         if clipped > 0 {
-            eprintln!(
+            crate::output::say_err!(
                 "stemflow: warning: {}: {clipped} samples of {} exceeded full scale and were clipped at {}; use --bit-depth 32f to keep them",
                 input.display(),
                 stem.file_name(),
@@ -161,7 +192,7 @@ pub(super) fn separate_file(
     if !options.is_quiet() {
         let audio_s = num_frames as f64 / info.sample_rate_hz as f64;
         let elapsed_s = elapsed.as_secs_f64();
-        println!(
+        crate::output::say!(
             "Separated {:.1} s of audio in {:.1} s (RTF {:.3}, {:.1}x real time)",
             audio_s,
             elapsed_s,

@@ -15,16 +15,18 @@ use std::path::{Path, PathBuf};
 use crate::decode::io_reason;
 use crate::error::CliError;
 use args::SeparateArgs;
-use file::separate_file;
+use file::{separate_file, stem_path};
 pub use options::{Failure, SeparateOptions};
 use slot::SeparatorSlot;
 
 /// Runs `stemflow separate`.
 pub fn run(args: SeparateArgs) -> Result<(), CliError> {
     let (inputs, output, options) = args.into_options()?;
-    match separate_all(&inputs, &output, &options)? {
-        0 => Ok(()),
-        _ => Err(CliError::Reported),
+    match separate_all(&inputs, &output, &options) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(CliError::Reported),
+        Err(Failure::Interrupted(signal)) => Err(CliError::Interrupted(signal)),
+        Err(Failure::Fatal(reason) | Failure::Input(reason)) => Err(CliError::Failed(reason)),
     }
 }
 
@@ -34,22 +36,43 @@ pub fn separate_all(
     inputs: &[PathBuf],
     output: &Path,
     options: &SeparateOptions,
-) -> Result<usize, String> {
+) -> Result<usize, Failure> {
     std::fs::create_dir_all(output).map_err(|e| {
-        format!(
+        Failure::Fatal(format!(
             "cannot create the output folder {}: {}",
             output.display(),
             io_reason(&e)
-        )
+        ))
     })?;
     let mut separator = SeparatorSlot::new(options);
     // Output folders already used by an earlier input of this run.
     let mut folders: HashMap<PathBuf, PathBuf> = HashMap::new();
+    // Every input, by file identity: no stem may be written over one (whatever its name).
+    let input_ids: HashMap<FileId, &PathBuf> = inputs
+        .iter()
+        .filter_map(|input| FileId::of(input).map(|id| (id, input)))
+        .collect();
     let mut num_failed = 0;
     for input in inputs {
         let folder = output.join(input_name(input));
+        let overwritten = options.stems.iter().find_map(|&stem| {
+            let path = stem_path(&folder, stem, options);
+            FileId::of(&path)
+                .and_then(|id| input_ids.get(&id))
+                .map(|victim| (path, *victim))
+        });
+        if let Some((path, victim)) = overwritten {
+            crate::output::say_err!(
+                "stemflow: error: {}: its stem {} would overwrite the input {}; choose another output folder (-o)",
+                input.display(),
+                path.display(),
+                victim.display()
+            );
+            num_failed += 1;
+            continue;
+        }
         if let Some(earlier) = folders.get(&folder) {
-            eprintln!(
+            crate::output::say_err!(
                 "stemflow: error: {}: its stems would overwrite those of {} in {}; rename one of them or separate them in separate runs",
                 input.display(),
                 earlier.display(),
@@ -62,9 +85,9 @@ pub fn separate_all(
         match separate_file(input, &folder, options, &mut separator) {
             Ok(separated) => {
                 if !options.is_quiet() {
-                    println!("  → {}", separated.folder.display());
+                    crate::output::say!("  → {}", separated.folder.display());
                     for file in &separated.files {
-                        println!(
+                        crate::output::say!(
                             "    {}",
                             file.file_name().unwrap_or_default().to_string_lossy()
                         );
@@ -72,14 +95,14 @@ pub fn separate_all(
                 }
             }
             Err(Failure::Input(reason)) => {
-                eprintln!("stemflow: error: {}: {reason}", input.display());
+                crate::output::say_err!("stemflow: error: {}: {reason}", input.display());
                 num_failed += 1;
             }
-            Err(Failure::Fatal(reason)) => return Err(reason),
+            Err(failure @ (Failure::Fatal(_) | Failure::Interrupted(_))) => return Err(failure),
         }
     }
     if inputs.len() > 1 && !options.is_quiet() {
-        println!(
+        crate::output::say!(
             "{} of {} files separated{}",
             inputs.len() - num_failed,
             inputs.len(),
@@ -100,4 +123,24 @@ fn input_name(input: &Path) -> String {
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "input".into())
+}
+
+/// A file's identity: the same file under any name or link.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
+
+impl FileId {
+    /// The identity of the file at `path`, `None` when there is none.
+    fn of(path: &Path) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let metadata = std::fs::metadata(path).ok()?;
+            Some(FileId((metadata.dev(), metadata.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            std::fs::canonicalize(path).ok().map(FileId)
+        }
+    }
 }

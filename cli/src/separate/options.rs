@@ -42,6 +42,8 @@ pub enum Failure {
     Input(String),
     /// Something that would fail every input the same way (the model, the device): stop.
     Fatal(String),
+    /// SIGINT or SIGTERM arrived: stop, leaving nothing unfinished behind.
+    Interrupted(i32),
 }
 
 impl From<EngineError> for Failure {

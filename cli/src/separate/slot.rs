@@ -45,11 +45,11 @@ impl<'a> SeparatorSlot<'a> {
                         )));
                     }
                     if is_first {
-                        eprintln!("stemflow: warning: {reason}");
+                        crate::output::say_err!("stemflow: warning: {reason}");
                     }
                 }
                 if is_first && !options.is_quiet() {
-                    println!("Running {} on {}", separator.name(), active.actual);
+                    crate::output::say!("Running {} on {}", separator.name(), active.actual);
                 }
             }
             None if options.device != DeviceChoice::Auto
@@ -63,7 +63,7 @@ impl<'a> SeparatorSlot<'a> {
                     return Err(Failure::Fatal(message));
                 }
                 if is_first {
-                    eprintln!("stemflow: warning: {message}");
+                    crate::output::say_err!("stemflow: warning: {message}");
                 }
             }
             None => {}

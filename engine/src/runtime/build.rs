@@ -1,6 +1,8 @@
 //! Building one ONNX Runtime session on one device, with the provider registered so that a
 //! failure is an error rather than a silent CPU fallback.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use ort::session::Session;
 
 use super::device_id::DeviceId;
@@ -9,19 +11,78 @@ use super::runtime;
 /// Overrides the number of threads one inference uses.
 pub const INTRA_THREADS_ENV: &str = "STEMFLOW_INTRA_THREADS";
 
-/// Threads per inference: `STEMFLOW_INTRA_THREADS`, else every core but one, which is left to
-/// the DAW.
-pub fn default_intra_threads() -> usize {
-    if let Some(n) = std::env::var(INTRA_THREADS_ENV)
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-    {
-        return n;
+/// Who the process is, for how many cores inference may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadBudget {
+    /// Inside a DAW: every core but one, which is left to the host (the default).
+    Plugin,
+    /// A command-line run that owns the machine: every core.
+    AllCores,
+}
+
+/// The process-wide budget, set once by the CLI (0: plugin, 1: all cores).
+static THREAD_BUDGET: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the process-wide thread budget (the CLI uses every core). Call before building sessions.
+pub fn set_thread_budget(budget: ThreadBudget) {
+    THREAD_BUDGET.store(
+        match budget {
+            ThreadBudget::Plugin => 0,
+            ThreadBudget::AllCores => 1,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// Threads per inference and, when `STEMFLOW_INTRA_THREADS` could not be used as given, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntraThreads {
+    /// Threads one inference uses.
+    pub count: usize,
+    /// A note for the user when the setting was capped or ignored.
+    pub note: Option<String>,
+}
+
+/// Threads per inference: `STEMFLOW_INTRA_THREADS` (capped at the cores present), else the
+/// [`ThreadBudget`]'s share of the cores.
+pub fn intra_threads() -> IntraThreads {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let budget = if THREAD_BUDGET.load(Ordering::Relaxed) == 1 {
+        cores
+    } else {
+        cores.saturating_sub(1).max(1)
+    };
+    match std::env::var(INTRA_THREADS_ENV) {
+        Err(_) => IntraThreads {
+            count: budget,
+            note: None,
+        },
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(n) if n > 0 && n <= cores => IntraThreads {
+                count: n,
+                note: None,
+            },
+            Ok(n) if n > cores => IntraThreads {
+                count: cores,
+                note: Some(format!(
+                    "{INTRA_THREADS_ENV}={n} is more than the {cores} cores here; using {cores}"
+                )),
+            },
+            _ => IntraThreads {
+                count: budget,
+                note: Some(format!(
+                    "{INTRA_THREADS_ENV}={value:?} is not a number of threads (1 or more); using {budget}"
+                )),
+            },
+        },
     }
-    std::thread::available_parallelism()
-        .map(|n| n.get().saturating_sub(1).max(1))
-        .unwrap_or(1)
+}
+
+/// Threads per inference (see [`intra_threads`]).
+pub fn default_intra_threads() -> usize {
+    intra_threads().count
 }
 
 /// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
@@ -51,4 +112,36 @@ pub fn build_session(
             "ONNX Runtime panicked while creating a session on {device}"
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_setting_is_capped_at_the_cores_and_says_so() {
+        // One test touches the variable, so parallel tests do not race on it.
+        let cores = std::thread::available_parallelism().unwrap().get();
+        std::env::set_var(INTRA_THREADS_ENV, "1000");
+        let capped = intra_threads();
+        assert_eq!(capped.count, cores);
+        assert!(capped.note.unwrap().contains("1000"));
+        std::env::set_var(INTRA_THREADS_ENV, "zero");
+        let ignored = intra_threads();
+        assert!(ignored.count >= 1);
+        assert!(ignored.note.unwrap().contains("not a number"));
+        std::env::set_var(INTRA_THREADS_ENV, "1");
+        assert_eq!(
+            intra_threads(),
+            IntraThreads {
+                count: 1,
+                note: None
+            }
+        );
+        std::env::remove_var(INTRA_THREADS_ENV);
+        set_thread_budget(ThreadBudget::AllCores);
+        assert_eq!(intra_threads().count, cores);
+        set_thread_budget(ThreadBudget::Plugin);
+        assert_eq!(intra_threads().count, cores.saturating_sub(1).max(1));
+    }
 }
