@@ -19,6 +19,10 @@ signal and the stems that the numpy reference pipelines in `families_reference.p
 it (running the graphs with `onnx.reference.ReferenceEvaluator`, not ONNX Runtime). Fixtures are
 raw little-endian f32, planar, described by `DIR/fixtures.json`.
 
+Also in DIR: faulty_nan.onnx and faulty_short.onnx, graphs of the waveform contract that load
+fine and fail while running (NaN outputs; an output half as long as declared), for the
+reliability tests.
+
 With `--bench`, also models/bench/waveform_bench.onnx (not checked in): the same contract with a
 7.8 s segment and a small random convolutional encoder/decoder (about 10 GFLOP per segment), to
 time devices with a realistic amount of work.
@@ -334,6 +338,51 @@ def stems_from_routes(x, vocals=None, drums=None, bass=None, guitar=None, piano=
     return stems
 
 
+def faulty_graphs(out):
+    """Graphs that load fine and fail while running, for the reliability tests: the waveform
+    contract with NaN in every output, and one whose output is half as long as it declares."""
+    t = WAVEFORM_SEGMENT_SAMPLES
+    axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
+    nan = numpy_helper.from_array(np.full((1, 4, 2, 1), np.nan, dtype=np.float32), "nan")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Unsqueeze", ["mix", "axes"], ["mix4"]),
+            helper.make_node("Mul", ["mix4", "nan"], ["stems"]),
+        ],
+        "stemflow_faulty_nan",
+        [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
+        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
+        initializer=[nan, axes],
+    )
+    save(graph, "faulty_nan.onnx", out)
+    gains = numpy_helper.from_array(WAVEFORM_GAINS.reshape(1, 4, 2, 1), "gains")
+    starts = numpy_helper.from_array(np.array([0], dtype=np.int64), "starts")
+    zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")
+    half = numpy_helper.from_array(np.array(t // 2, dtype=np.float32), "half")
+    one_shape = numpy_helper.from_array(np.array([1], dtype=np.int64), "one_shape")
+    last = numpy_helper.from_array(np.array([3], dtype=np.int64), "last")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Unsqueeze", ["mix", "axes"], ["mix4"]),
+            helper.make_node("Mul", ["mix4", "gains"], ["full"]),
+            # The end is computed from the input's values (max · 0 + t/2), so no shape inference
+            # or constant folding can see that the output is half as long as declared.
+            helper.make_node("ReduceMax", ["mix"], ["peak"], keepdims=0),
+            helper.make_node("Mul", ["peak", "zero"], ["nothing"]),
+            helper.make_node("Add", ["nothing", "half"], ["end_f"]),
+            helper.make_node("Cast", ["end_f"], ["end_i"], to=TensorProto.INT64),
+            helper.make_node("Reshape", ["end_i", "one_shape"], ["ends"]),
+            helper.make_node("Slice", ["full", "starts", "ends", "last"], ["stems"]),
+        ],
+        "stemflow_faulty_short",
+        [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
+        # Declared longer than what the graph computes.
+        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
+        initializer=[gains, axes, starts, zero, half, one_shape, last],
+    )
+    save(graph, "faulty_short.onnx", out)
+
+
 def fixtures(out):
     import json
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -344,6 +393,7 @@ def fixtures(out):
     demucs_graph(out, six=True)
     mdx_graph(out)
     roformer_graph(out)
+    faulty_graphs(out)
     cases = []
 
     def record(name, model, x, stems, valid_frames, reference):

@@ -13,8 +13,14 @@ extern "C" fn on_signal(signal: libc::c_int) {
     SIGNAL.store(signal, Ordering::SeqCst);
 }
 
-/// Installs the handlers (Unix; elsewhere the system's default applies).
+/// Installs the handlers (Unix; elsewhere the system's default applies). A file-size limit
+/// (SIGXFSZ) is ignored so that it fails the write like a full disk, with a message.
 pub fn install() {
+    #[cfg(unix)]
+    // SAFETY: ignoring a signal installs no code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     #[cfg(unix)]
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: `on_signal` only stores into an atomic, which is async-signal-safe; the

@@ -11,7 +11,7 @@ use symphonia::core::audio::{AudioBufferRef, SampleBuffer};
 use symphonia::core::codecs::{Decoder as SymphoniaDecoder, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::{FormatOptions, FormatReader};
-use symphonia::core::io::{MediaSourceStream, ReadOnlySource};
+use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::SampleFormat;
@@ -110,6 +110,57 @@ pub struct AudioDecoder {
     is_silence_current: bool,
     /// Damaged packets in a row; past [`MAX_DAMAGED_IN_A_ROW`] the file is given up.
     damaged_in_a_row: u32,
+    /// The temporary copy of a piped input, removed with the decoder.
+    _spooled: Option<SpooledPipe>,
+    /// Whether packet timestamps count frames (the track's time base is 1 / sample rate).
+    is_ts_in_frames: bool,
+    /// The timestamp the next packet should have.
+    expected_ts: Option<u64>,
+    /// A packet read ahead, decoded after the silence that fills the gap before it.
+    held_packet: Option<symphonia::core::formats::Packet>,
+    /// Frames of damaged audio a reader skipped without saying where, and whether the end was
+    /// padded for them.
+    skipped_frames: u64,
+    has_padded_end: bool,
+}
+
+/// The longest gap in the timestamps filled with silence (10 s at 48 kHz); a longer jump is
+/// not damage but a file Stemflow does not understand.
+const MAX_GAP_FRAMES: u64 = 480_000;
+
+/// A piped input copied to a temporary file (removed when dropped).
+struct SpooledPipe {
+    path: std::path::PathBuf,
+}
+
+impl SpooledPipe {
+    /// Copies everything `pipe` delivers to a new temporary file.
+    fn read(pipe: &Path) -> Result<Self, String> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "stemflow-pipe-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let spooled = Self { path };
+        let mut source = File::open(pipe).map_err(|e| io_reason(&e))?;
+        let mut copy = File::create(&spooled.path).map_err(|e| {
+            format!(
+                "cannot copy the pipe to {}: {}",
+                spooled.path.display(),
+                io_reason(&e)
+            )
+        })?;
+        std::io::copy(&mut source, &mut copy)
+            .map_err(|e| format!("reading the pipe failed: {}", io_reason(&e)))?;
+        Ok(spooled)
+    }
+}
+
+impl Drop for SpooledPipe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Damaged packets in a row after which a file is not audio any more.
@@ -122,19 +173,25 @@ impl AudioDecoder {
         if metadata.is_dir() {
             return Err("is a folder, not an audio file".into());
         }
-        // A pipe (`<(cat song.wav)`, a FIFO) has no length and cannot seek: it is read as a
-        // stream, and the readers that look at a file's header separately are skipped.
-        let is_regular = metadata.is_file();
-        if is_regular && metadata.len() == 0 {
-            return Err("the file is empty".into());
+        // A pipe (`<(cat song.wav)`, a FIFO) has no length and cannot seek, which several
+        // readers need: it is copied to a temporary file first, removed when decoding ends.
+        let spooled = if metadata.is_file() {
+            None
+        } else {
+            Some(SpooledPipe::read(path)?)
+        };
+        let path = spooled
+            .as_ref()
+            .map_or(path, |spooled| spooled.path.as_path());
+        if std::fs::metadata(path).map_or(0, |m| m.len()) == 0 {
+            return Err(if spooled.is_some() {
+                "the pipe delivered nothing".into()
+            } else {
+                "the file is empty".into()
+            });
         }
         let file = File::open(path).map_err(|e| io_reason(&e))?;
-        let source: Box<dyn symphonia::core::io::MediaSource> = if is_regular {
-            Box::new(file)
-        } else {
-            Box::new(ReadOnlySource::new(file))
-        };
-        let stream = MediaSourceStream::new(source, Default::default());
+        let stream = MediaSourceStream::new(Box::new(file), Default::default());
         let mut hint = Hint::new();
         if let Some(extension) = path.extension().and_then(|e| e.to_str()) {
             hint.with_extension(extension);
@@ -147,11 +204,10 @@ impl AudioDecoder {
             .format(&hint, stream, &format_options, &MetadataOptions::default())
             .map_err(|e| match e {
                 SymphoniaError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    match is_regular.then(|| container_name(path)).flatten() {
+                    match container_name(path) {
                         Some(container) => format!(
                             "a truncated or damaged {container} file: it ends before its audio is described"
                         ),
-                        None if !is_regular => "the stream ended before any audio (an empty pipe?)".into(),
                         None => format!("not a supported audio file (too short to be {SUPPORTED_FORMATS})"),
                     }
                 }
@@ -182,10 +238,8 @@ impl AudioDecoder {
         if let Some(channels) = params.channels {
             check_channel_count(channels.count())?;
         }
-        let aiff_frames = aiff_num_frames(path).filter(|_| is_regular);
-        let mp4_edit = is_regular
-            .then(|| mp4_audio_edit(path, params.sample_rate.unwrap_or(0)))
-            .flatten();
+        let aiff_frames = aiff_num_frames(path);
+        let mp4_edit = mp4_audio_edit(path, params.sample_rate.unwrap_or(0));
         let is_pcm = codec.starts_with("pcm");
         let is_length_exact = is_pcm || codec == "flac";
         let is_float = matches!(
@@ -209,6 +263,10 @@ impl AudioDecoder {
             integer_bits,
         };
         let end_frames = audio_end_frames(&info, aiff_frames.is_some());
+        let is_ts_in_frames = matches!(
+            (params.time_base, params.sample_rate),
+            (Some(time_base), Some(rate)) if time_base.numer == 1 && time_base.denom == rate
+        );
         let mut decoder = Self {
             format,
             decoder,
@@ -225,6 +283,12 @@ impl AudioDecoder {
             silence: Vec::new(),
             is_silence_current: false,
             damaged_in_a_row: 0,
+            _spooled: spooled,
+            is_ts_in_frames,
+            expected_ts: None,
+            held_packet: None,
+            skipped_frames: 0,
+            has_padded_end: false,
         };
         // Decode up to the first packet with audio: it fixes the channel count and rate for
         // formats whose headers leave them open.
@@ -283,9 +347,31 @@ impl AudioDecoder {
                     ));
                 }
             }
+            // A lossy stream whose header knows its length (an MP3's Xing/LAME frame count) and
+            // came out short: its reader skipped damaged data without saying where. The end is
+            // padded with silence so the stems keep the file's length, and a warning says how
+            // much was lost.
+            if let (false, Some(expected), false) = (
+                self.info.is_length_exact,
+                self.info.num_frames,
+                self.has_padded_end,
+            ) {
+                let missing = expected.saturating_sub(self.frames_decoded);
+                if missing > 0 && missing <= MAX_GAP_FRAMES {
+                    self.has_padded_end = true;
+                    self.skipped_frames = missing;
+                    self.make_silence_current(missing as usize);
+                    return Ok(true);
+                }
+            }
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Frames a lossy stream's reader skipped without saying where (padded at the end).
+    pub fn skipped_frames(&self) -> u64 {
+        self.skipped_frames
     }
 
     /// Hands out the current packet's frames from `start` on, up to the end of the audio.
@@ -316,7 +402,12 @@ impl AudioDecoder {
     /// Decodes packets until one yields audio. Returns `false` at the end of the stream.
     fn decode_next(&mut self) -> Result<bool, String> {
         loop {
-            let packet = match self.format.next_packet() {
+            let packet = match self
+                .held_packet
+                .take()
+                .map(Ok)
+                .unwrap_or_else(|| self.format.next_packet())
+            {
                 Ok(packet) => packet,
                 Err(SymphoniaError::IoError(e))
                     if e.kind() == std::io::ErrorKind::UnexpectedEof =>
@@ -338,6 +429,22 @@ impl AudioDecoder {
                 // The container promised more data than the file holds.
                 return Ok(false);
             }
+            // A reader that skipped damaged data (FLAC resyncs on its own) leaves a gap in the
+            // timestamps: the gap becomes silence, so the rest stays in time, and a warning.
+            if let (Some(expected), true) = (self.expected_ts, self.is_ts_in_frames) {
+                let gap = packet.ts.saturating_sub(expected);
+                if gap > 0 && gap <= MAX_GAP_FRAMES && self.damaged_in_a_row < MAX_DAMAGED_IN_A_ROW
+                {
+                    self.damaged_in_a_row += 1;
+                    self.damaged_at_s
+                        .push(self.raw_frames as f64 / f64::from(self.info.sample_rate_hz.max(1)));
+                    self.expected_ts = Some(packet.ts);
+                    self.held_packet = Some(packet);
+                    self.make_silence_current(gap as usize);
+                    return Ok(true);
+                }
+            }
+            self.expected_ts = Some(packet.ts + packet.dur);
             let decoded = match self.decoder.decode(&packet) {
                 Ok(decoded) => decoded,
                 Err(SymphoniaError::DecodeError(_))
@@ -352,12 +459,7 @@ impl AudioDecoder {
                     self.damaged_at_s
                         .push(self.raw_frames as f64 / f64::from(self.info.sample_rate_hz));
                     self.decoder.reset();
-                    let frames = packet.dur as usize;
-                    self.silence.clear();
-                    self.silence
-                        .resize(frames * self.info.num_channels.max(1), 0.0);
-                    self.is_silence_current = true;
-                    self.block_frames = frames;
+                    self.make_silence_current(packet.dur as usize);
                     return Ok(true);
                 }
                 Err(e) => return Err(self.error_at(&e)),
@@ -385,6 +487,15 @@ impl AudioDecoder {
             self.block_frames = copy_planar(&mut self.samples, decoded);
             return Ok(true);
         }
+    }
+
+    /// Makes `frames` frames of silence the current block (in place of damaged audio).
+    fn make_silence_current(&mut self, frames: usize) {
+        self.silence.clear();
+        self.silence
+            .resize(frames * self.info.num_channels.max(1), 0.0);
+        self.is_silence_current = true;
+        self.block_frames = frames;
     }
 
     fn error_at(&self, error: &SymphoniaError) -> String {

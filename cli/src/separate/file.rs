@@ -6,50 +6,13 @@ use std::time::Duration;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
 use stemflow_engine::Stem;
 
+use super::new_folder::NewFolderGuard;
 use super::options::{Failure, SeparateOptions, Separated};
 use super::slot::SeparatorSlot;
 use crate::decode::{io_reason, AudioDecoder};
 use crate::encode::{BitDepth, StemWriter};
 use crate::progress::{clock, Progress};
 
-/// A stem folder this run created: removed again, if still empty, when the input fails.
-struct NewFolderGuard<'a> {
-    path: &'a Path,
-    should_remove: bool,
-}
-
-impl<'a> NewFolderGuard<'a> {
-    fn create(path: &'a Path) -> Result<Self, Failure> {
-        let existed = path.is_dir();
-        std::fs::create_dir_all(path).map_err(|e| {
-            Failure::Input(format!(
-                "cannot create {}: {}",
-                path.display(),
-                io_reason(&e)
-            ))
-        })?;
-        Ok(Self {
-            path,
-            should_remove: !existed,
-        })
-    }
-
-    /// The stems were written: the folder stays.
-    fn keep(&mut self) {
-        self.should_remove = false;
-    }
-}
-
-impl Drop for NewFolderGuard<'_> {
-    fn drop(&mut self) {
-        if self.should_remove {
-            // Fails, harmlessly, when something else is in it.
-            let _ = std::fs::remove_dir(self.path);
-        }
-    }
-}
-
-/// Separates one input into `folder`.
 /// Where `stem`'s file goes in `folder`.
 pub(super) fn stem_path(folder: &Path, stem: Stem, options: &SeparateOptions) -> PathBuf {
     folder.join(format!(
@@ -59,6 +22,7 @@ pub(super) fn stem_path(folder: &Path, stem: Stem, options: &SeparateOptions) ->
     ))
 }
 
+/// Separates one input into `folder`.
 pub(super) fn separate_file(
     input: &Path,
     folder: &Path,
@@ -73,7 +37,13 @@ pub(super) fn separate_file(
         .unwrap_or_else(|| BitDepth::default_for(info.integer_bits, options.format));
 
     // Declared before the writers, so it runs after they removed their partial files.
-    let mut new_folder = NewFolderGuard::create(folder)?;
+    let mut new_folder = NewFolderGuard::create(folder).map_err(|e| {
+        Failure::Input(format!(
+            "cannot create {}: {}",
+            folder.display(),
+            io_reason(&e)
+        ))
+    })?;
     // Every file is created before the long part starts, so an unwritable folder fails fast.
     let mut writers: Vec<(Stem, StemWriter)> = options
         .stems
@@ -160,12 +130,18 @@ pub(super) fn separate_file(
             .map(|t| format!("{t:.2} s"))
             .collect();
         crate::output::say_err!(
-            "stemflow: warning: {}: {} damaged packet{} replaced by silence (at {}{}); the rest was decoded",
+            "stemflow: warning: {}: damaged audio replaced by silence at {}{}; the rest was decoded",
             input.display(),
-            damaged.len(),
-            if damaged.len() == 1 { "" } else { "s" },
             times.join(", "),
             if damaged.len() > 5 { ", …" } else { "" }
+        );
+    }
+    let skipped = decoder.skipped_frames();
+    if skipped > 0 {
+        crate::output::say_err!(
+            "stemflow: warning: {}: {skipped} frames ({:.2} s) of damaged audio were skipped by the decoder at an unknown place; the stems are padded to the file's length, but what follows the damage is early by that much",
+            input.display(),
+            skipped as f64 / f64::from(info.sample_rate_hz)
         );
     }
     if num_non_finite > 0 {

@@ -6,6 +6,7 @@
 
 pub mod args;
 mod file;
+mod new_folder;
 mod options;
 mod slot;
 
@@ -16,6 +17,7 @@ use crate::decode::io_reason;
 use crate::error::CliError;
 use args::SeparateArgs;
 use file::{separate_file, stem_path};
+use new_folder::NewFolderGuard;
 pub use options::{Failure, SeparateOptions};
 use slot::SeparatorSlot;
 
@@ -37,7 +39,8 @@ pub fn separate_all(
     output: &Path,
     options: &SeparateOptions,
 ) -> Result<usize, Failure> {
-    std::fs::create_dir_all(output).map_err(|e| {
+    // Removed again at the end if this run created it and wrote nothing into it.
+    let _output_folder = NewFolderGuard::create(output).map_err(|e| {
         Failure::Fatal(format!(
             "cannot create the output folder {}: {}",
             output.display(),

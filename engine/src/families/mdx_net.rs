@@ -121,7 +121,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         .map_err(|m| recognition.params_error(format!("{source}: {m}")))?;
     if !COMPENSATE_RANGE.contains(&compensate) {
         return Err(recognition.params_error(format!(
-            "{source}: compensate {compensate} is absurd (UVR models use about 1.0–1.1; allowed {}–{})",
+            "{source}: compensate {compensate:e} is absurd (UVR models use about 1.0–1.1; allowed {}–{})",
             COMPENSATE_RANGE.start(),
             COMPENSATE_RANGE.end()
         )));

@@ -1,0 +1,201 @@
+//! Helpers the CLI test files share: running the binary, scratch folders, test signals, WAV
+//! reading and writing, and the assertions every case makes. Each test file uses a part of them.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
+    command.args(args);
+    match ort_lib {
+        Some(path) => command.env("STEMFLOW_ORT_LIB", path),
+        None => command.env_remove("STEMFLOW_ORT_LIB"),
+    };
+    command.output().expect("stemflow runs")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The real library, as `cargo xtask test` provides it.
+pub fn real_runtime() -> String {
+    std::env::var("STEMFLOW_ORT_LIB").expect(
+        "STEMFLOW_ORT_LIB must point at ONNX Runtime: run the tests with `cargo xtask test`",
+    )
+}
+
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemflow-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn write_test_wav(path: &std::path::Path) {
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 44_100,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for i in 0..20_000 {
+        writer.write_sample((i as f32 * 0.01).sin() * 0.3).unwrap();
+        writer.write_sample((i as f32 * 0.02).sin() * 0.2).unwrap();
+    }
+    writer.finalize().unwrap();
+}
+
+pub fn model() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/test/waveform_gain.onnx")
+        .display()
+        .to_string()
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Runs `stemflow ARGS` with the built-in separator and no runtime.
+pub fn run(args: &[&str]) -> Output {
+    stemflow(args, None)
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A test signal with tones and a noise-like component, deterministic.
+pub fn music(num_frames: usize, sample_rate_hz: u32, channel: usize) -> Vec<f32> {
+    let mut seed = 0x2545_f491_u32.wrapping_add(channel as u32);
+    (0..num_frames)
+        .map(|i| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let t = i as f32 / sample_rate_hz as f32;
+            let noise = (seed as f32 / u32::MAX as f32 - 0.5) * 0.1;
+            0.3 * (std::f32::consts::TAU * 220.0 * t).sin()
+                + 0.2 * (std::f32::consts::TAU * (330.0 + 50.0 * channel as f32) * t).sin()
+                + noise
+        })
+        .collect()
+}
+
+/// Writes `channels` as a WAV of the given sample format.
+pub fn write_wav(
+    path: &Path,
+    sample_rate_hz: u32,
+    channels: &[Vec<f32>],
+    bits: u16,
+    is_float: bool,
+) {
+    let spec = hound::WavSpec {
+        channels: channels.len() as u16,
+        sample_rate: sample_rate_hz,
+        bits_per_sample: bits,
+        sample_format: if is_float {
+            hound::SampleFormat::Float
+        } else {
+            hound::SampleFormat::Int
+        },
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    let scale = (1i64 << (bits - 1)) as f32;
+    for i in 0..channels[0].len() {
+        for channel in channels {
+            if is_float {
+                writer.write_sample(channel[i]).unwrap();
+            } else {
+                writer
+                    .write_sample((channel[i] * scale).round() as i32)
+                    .unwrap();
+            }
+        }
+    }
+    writer.finalize().unwrap();
+}
+
+/// Reads a WAV as `(spec, [channel][frame])` in full-scale floats.
+pub fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
+    let mut reader = hound::WavReader::open(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let spec = reader.spec();
+    let interleaved: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => reader.samples::<f32>().map(Result::unwrap).collect(),
+        hound::SampleFormat::Int => {
+            let scale = 1.0 / (1i64 << (spec.bits_per_sample - 1)) as f32;
+            reader
+                .samples::<i32>()
+                .map(|s| s.unwrap() as f32 * scale)
+                .collect()
+        }
+    };
+    let n = spec.channels as usize;
+    let channels = (0..n)
+        .map(|c| interleaved.iter().skip(c).step_by(n).copied().collect())
+        .collect();
+    (spec, channels)
+}
+
+pub const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
+
+/// The four stems of `name` in `out`, as read from WAV files.
+pub fn read_stems(out: &Path, name: &str) -> Vec<(hound::WavSpec, Vec<Vec<f32>>)> {
+    STEM_NAMES
+        .iter()
+        .map(|stem| read_wav(&out.join(name).join(format!("{stem}.wav"))))
+        .collect()
+}
+
+/// Asserts that the stems add up to `input`, sample by sample, within `tolerance`.
+pub fn assert_stems_sum_to(
+    stems: &[(hound::WavSpec, Vec<Vec<f32>>)],
+    input: &[Vec<f32>],
+    tolerance: f32,
+) {
+    for (c, channel) in input.iter().enumerate() {
+        for (t, &x) in channel.iter().enumerate() {
+            let sum: f32 = stems.iter().map(|(_, s)| s[c][t]).sum();
+            assert!(
+                (sum - x).abs() <= tolerance,
+                "channel {c} frame {t}: stems sum to {sum}, input {x}"
+            );
+        }
+    }
+}
+
+pub fn assert_clean_failure(output: &Output, what: &str) -> String {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{what}: {stderr}"
+    );
+    stderr
+}
+
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.extend(walk(&path));
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    std::env::var_os("STEMFLOW_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`")
+}
