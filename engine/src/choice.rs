@@ -113,6 +113,14 @@ impl SeparatorChoice {
     pub fn build(&self, device: DeviceChoice) -> Result<Box<dyn Separator>, ModelError> {
         match self {
             SeparatorChoice::Builtin => Ok(Box::new(BuiltinSeparator::new())),
+            #[cfg(feature = "fault-injection")]
+            SeparatorChoice::Model(path)
+                if path
+                    .extension()
+                    .is_some_and(|e| e == crate::fault::FAULT_PLAN_EXTENSION) =>
+            {
+                Ok(Box::new(crate::fault::FaultSeparator::from_file(path)?))
+            }
             SeparatorChoice::Model(path) => Ok(Box::new(ModelSeparator::load(path, device)?)),
         }
     }

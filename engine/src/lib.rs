@@ -27,6 +27,8 @@ pub mod choice;
 pub mod dsp;
 pub mod error;
 pub mod families;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod model_error;
 pub mod models;
 pub mod offline;

@@ -12,6 +12,7 @@ pub mod editor_size;
 mod params;
 pub mod shared;
 mod state;
+pub mod swap;
 pub mod variant;
 
 use std::marker::PhantomData;
@@ -30,13 +31,14 @@ use stemflow_engine::stream::{
     spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_WAIT_TIMEOUT,
 };
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use swap::{stream_swap_channel, StreamSwapHandle};
 use variant::{MultiOutput, SingleBus, Variant, TEN_CHANNEL_OUTPUT_CHANNELS};
 
 pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
     SWITCH_SMOOTHING_MS,
 };
-use shared::{PluginShared, RunningStream};
+use shared::PluginShared;
 pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 
 /// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
@@ -59,8 +61,11 @@ pub struct StemflowPlugin<V: Variant> {
     /// the running worker (installed in `activate`, removed in `deactivate`; the audio thread
     /// never touches it) and a separator the editor prepared for the next activation.
     shared: Arc<PluginShared>,
-    /// Audio-thread side of the stream. Created in `activate`, dropped in `deactivate`.
-    stream: Option<StemStreamHandle>,
+    /// Audio-thread side of the stream. Created (or reused) in `activate`; kept while inactive.
+    /// Boxed, so a swap moves a pointer.
+    stream: Option<Box<StemStreamHandle>>,
+    /// The audio thread's end of the mailbox through which the editor swaps in a new stream.
+    swap: Option<StreamSwapHandle>,
     layout: OutputLayout,
     sample_rate_hz: f32,
     /// Mute/solo gain per stem (0 or 1), ramped.
@@ -87,6 +92,7 @@ impl<V: Variant> Default for StemflowPlugin<V> {
             params: Arc::new(StemflowParams::default()),
             shared: Arc::new(PluginShared::default()),
             stream: None,
+            swap: None,
             layout: OutputLayout::Stereo,
             sample_rate_hz: 44_100.0,
             switch_gains: std::array::from_fn(|_| {
@@ -155,28 +161,13 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
             },
         };
 
-        // Replacing the stream drops the old one here, on the main thread.
-        self.stream = None;
-        drop(self.shared.replace_stream(None));
-        let separator = self.build_separator();
-        let separator_name = separator.name().to_owned();
-        let is_model = separator.device().is_some();
-        match spawn_stream(separator, &config) {
-            Ok((handle, controller)) => {
-                context.set_latency_samples(handle.latency_samples() as u32);
-                self.stream = Some(handle);
-                drop(self.shared.replace_stream(Some(RunningStream {
-                    controller,
-                    sample_rate_hz: buffer_config.sample_rate,
-                    separator_name,
-                    is_model,
-                })));
-            }
-            Err(error) => {
-                nice_error!("Stemflow cannot start: {error}");
-                return false;
-            }
-        }
+        let (choice, device) = self.saved_choice();
+        let Some((handle, running)) = self.start_or_reuse_stream(config, choice, device) else {
+            return false;
+        };
+        context.set_latency_samples(handle.latency_samples() as u32);
+        self.stream = Some(handle);
+        drop(self.shared.replace_stream(Some(running)));
         self.input_scratch = [vec![0.0; max_block_frames], vec![0.0; max_block_frames]];
         self.render_speed = RenderSpeedDetector::new(buffer_config.sample_rate);
         self.reset_smoothers();
@@ -192,9 +183,9 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
     }
 
     fn deactivate(&mut self) {
-        self.stream = None;
-        // Joins the worker thread, outside the shared lock.
-        drop(self.shared.replace_stream(None));
+        // The stream stays (its worker idles): a reactivation with the same settings, such as the
+        // restart a CLAP host makes after a latency change, reuses it instead of reloading the
+        // model. It is freed when the plugin is destroyed or restarted with other settings.
     }
 
     fn process(
@@ -209,9 +200,15 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
         let is_faster_than_real_time = self.render_speed.block_started(num_frames, Instant::now());
         self.update_switch_targets();
         let extra_stems = self.extra_stems();
-        let Some(stream) = self.stream.as_mut() else {
+        let (Some(stream), Some(swap)) = (self.stream.as_mut(), self.swap.as_mut()) else {
             return ProcessStatus::Normal;
         };
+        // A model chosen in the editor while playing: installed here, with a fade; the host is
+        // told the new latency (VST3 re-reads it, CLAP restarts the plugin, which keeps it).
+        if let Some(latency_samples) = swap.begin_block(stream) {
+            context.set_latency_samples(latency_samples as u32);
+        }
+        let is_fading = swap.is_fading();
         stream.set_extra_stems(extra_stems);
         // The mode can change per call (an export started without a reactivation), and some
         // hosts bounce without saying so: wait for the worker there too, but not as long.
@@ -258,8 +255,9 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
 
             for i in 0..block {
                 let frame = start + i;
-                let bypass = self.bypass_mix.next();
-                let wet = 1.0 - bypass;
+                let fade = if is_fading { swap.next_gain() } else { 1.0 };
+                let bypass = self.bypass_mix.next() * fade;
+                let wet = fade - bypass;
                 let mut mix = [0.0f32; 2];
                 for stem in Stem::ALL {
                     let params = self.params.stem(stem);
@@ -317,13 +315,12 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
 }
 
 impl<V: Variant> StemflowPlugin<V> {
-    /// The saved separator on the saved device. A model that cannot run, or a saved device that
-    /// is gone, falls back (built-in separator, Auto) with a notice instead of failing.
-    /// Not realtime-safe: may load a model.
-    fn build_separator(&self) -> Box<dyn Separator> {
+    /// The saved separator and device. A model that moved inside a models folder is found again
+    /// by its hash; a saved device that is gone becomes Auto; both with a notice.
+    /// Not realtime-safe: looks at the disk.
+    fn saved_choice(&self) -> (SeparatorChoice, DeviceChoice) {
         let mut saved = self.params.saved.get();
         let mut choice = saved.separator.clone();
-        // A model that moved: find the same file (by hash) in the models folders.
         if let (SeparatorChoice::Model(path), Some(sha256)) = (&choice, &saved.model_sha256) {
             if !path.is_file() {
                 let dirs = stemflow_engine::models::models_dirs(&[]);
@@ -339,10 +336,6 @@ impl<V: Variant> StemflowPlugin<V> {
             }
         }
         let mut device = saved.device;
-        // The editor loads a chosen model before asking for the restart that lands here.
-        if let Some(separator) = self.shared.take_prepared(&choice, device) {
-            return separator;
-        }
         if let (SeparatorChoice::Model(_), DeviceChoice::Device(id)) = (&choice, device) {
             if !devices().iter().any(|d| d.id == id) {
                 self.params
@@ -351,6 +344,91 @@ impl<V: Variant> StemflowPlugin<V> {
                 device = DeviceChoice::Auto;
             }
         }
+        (choice, device)
+    }
+
+    /// The stream for this activation: the running one, reset, when it runs this separator at
+    /// these settings; otherwise a new one, reusing the running separator when only the rate or
+    /// block size changed, or the one the editor prepared, before loading the model again.
+    /// Not realtime-safe: may join a worker, load a model and spawn a thread.
+    fn start_or_reuse_stream(
+        &mut self,
+        config: StreamConfig,
+        choice: SeparatorChoice,
+        device: DeviceChoice,
+    ) -> Option<(Box<StemStreamHandle>, shared::RunningStream)> {
+        let (swap_sender, swap_handle) = stream_swap_channel(config.host_sample_rate_hz);
+        let old_swap = self.swap.replace(swap_handle);
+        let mut old_handle = self.stream.take();
+        let running = self.shared.take_stream();
+        let mut reusable = None;
+        if let Some(mut running) = running {
+            // A stream the editor sent that the audio thread never installed is the newest one:
+            // it belongs to `running.controller`.
+            if let Some(mut old_swap) = old_swap {
+                if let Some(unsent) = running.swap.take_unsent(&mut old_swap) {
+                    old_handle = Some(unsent);
+                }
+            }
+            let is_same_separator = running.choice == choice && running.device == device;
+            let is_same_config = running.config.host_sample_rate_hz == config.host_sample_rate_hz
+                && running.config.max_block_frames == config.max_block_frames;
+            // Streams handed back or still in flight are freed here, joining their workers.
+            drop(std::mem::take(&mut running.retiring));
+            match old_handle.take() {
+                Some(mut handle)
+                    if is_same_separator && is_same_config && running.controller.is_alive() =>
+                {
+                    handle.reset();
+                    handle.set_mode(config.mode);
+                    running.config = config;
+                    let swap = std::mem::replace(&mut running.swap, swap_sender);
+                    drop(swap);
+                    return Some((handle, running));
+                }
+                handle => {
+                    drop(handle);
+                    if is_same_separator {
+                        reusable = running.controller.into_separator();
+                    }
+                }
+            }
+        }
+        let separator = match reusable.or_else(|| self.shared.take_prepared(&choice, device)) {
+            Some(separator) => separator,
+            None => self.build_separator(&choice, device),
+        };
+        let separator_name = separator.name().to_owned();
+        let is_model = separator.device().is_some();
+        match spawn_stream(separator, &config) {
+            Ok((handle, controller)) => Some((
+                Box::new(handle),
+                shared::RunningStream {
+                    controller,
+                    config,
+                    choice,
+                    device,
+                    separator_name,
+                    is_model,
+                    swap: swap_sender,
+                    retiring: Default::default(),
+                },
+            )),
+            Err(error) => {
+                nice_error!("Stemflow cannot start: {error}");
+                None
+            }
+        }
+    }
+
+    /// Loads `choice` on `device`; a model that cannot run falls back to the built-in separator
+    /// with a notice instead of failing. Not realtime-safe: may load a model.
+    fn build_separator(
+        &self,
+        choice: &SeparatorChoice,
+        device: DeviceChoice,
+    ) -> Box<dyn Separator> {
+        let saved = self.params.saved.get();
         match choice.build(device) {
             Ok(separator) => {
                 // Remember the model's hash, so it can be found again if it moves.

@@ -1,23 +1,27 @@
 //! What the plugin's threads share with the editor: the meters the audio thread fills while the
-//! editor is open, the running stream (the worker and its statistics), and a separator the editor
-//! loaded ahead of a restart.
+//! editor is open, the running stream (the worker, its statistics and the mailbox that swaps in
+//! a new stream while playing), and a separator the editor loaded while the plugin was inactive.
 //!
 //! Who touches what:
 //! - the audio thread only reads [`PluginShared::is_editor_open`] and writes [`StemMeters`], both
-//!   lock-free atomics;
-//! - the main thread (`activate`/`deactivate`) installs and removes the [`RunningStream`];
-//! - the GUI thread reads the stream's statistics and sends it device changes, under a short lock
-//!   the audio thread never takes.
+//!   lock-free atomics, and takes new streams from its end of the swap mailbox;
+//! - the main thread (`activate`) installs the [`RunningStream`];
+//! - the GUI thread reads the stream's statistics, sends it device changes and swaps in streams
+//!   for newly chosen models, under a short lock the audio thread never takes.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::separator::Separator;
-use stemflow_engine::stream::{StemStreamController, StreamStats};
+use stemflow_engine::stream::{spawn_stream, StemStreamController, StreamConfig, StreamStats};
 use stemflow_engine::NUM_STEMS;
+
+use crate::swap::StreamSwapSender;
 
 /// Per-stem peak levels from the audio thread to the editor.
 ///
@@ -45,20 +49,60 @@ impl StemMeters {
     }
 }
 
-/// The stream that runs while the plugin is active.
+/// The stream that runs while the plugin is active (and stays, idle, while it is inactive, so a
+/// reactivation with the same settings reuses it).
 pub struct RunningStream {
-    /// Owner of the worker thread. Dropping it joins the thread, so it is only dropped on the
-    /// main thread, outside the lock.
+    /// Owner of the worker thread. Dropping it joins the thread, so it is only dropped outside
+    /// the lock.
     pub controller: StemStreamController,
-    /// The host's sample rate.
-    pub sample_rate_hz: f32,
+    /// What the stream was started with.
+    pub config: StreamConfig,
+    /// The separator it runs.
+    pub choice: SeparatorChoice,
+    /// The device choice it runs on (updated by device changes).
+    pub device: DeviceChoice,
     /// The separator's display name.
     pub separator_name: String,
     /// Whether the separator runs a model (and so a device matters).
     pub is_model: bool,
+    /// The GUI end of the audio thread's swap mailbox.
+    pub swap: StreamSwapSender,
+    /// Controllers of streams sent away by a swap whose handles the audio thread has not handed
+    /// back yet, oldest first. Each is dropped with its handle.
+    pub retiring: VecDeque<StemStreamController>,
 }
 
-/// A separator the editor built and validated, waiting for the restart that installs it.
+impl RunningStream {
+    /// Frees the streams the audio thread has handed back, with their controllers (joining
+    /// their workers). Not realtime-safe. Call without holding the shared lock where possible.
+    fn take_retired(&mut self) -> Vec<Retired> {
+        self.swap
+            .take_returned()
+            .into_iter()
+            .map(|handle| Retired {
+                _handle: handle,
+                _controller: self.retiring.pop_front(),
+            })
+            .collect()
+    }
+}
+
+/// A stream the audio thread no longer uses, to be dropped outside the lock.
+struct Retired {
+    _handle: Box<stemflow_engine::stream::StemStreamHandle>,
+    _controller: Option<StemStreamController>,
+}
+
+/// Why [`PluginShared::swap_separator`] did not install a separator.
+pub enum SwapRefused {
+    /// The plugin is not active: the separator comes back, for the next activation.
+    NotActive(Box<dyn Separator>),
+    /// The stream could not start, or earlier swaps are still waiting for the audio thread.
+    Failed(String),
+}
+
+/// A separator the editor built and validated while the plugin was inactive, waiting for the
+/// activation that installs it.
 pub struct PreparedSeparator {
     /// What it was built for.
     pub choice: SeparatorChoice,
@@ -91,8 +135,8 @@ pub struct PluginShared {
     editor_open: AtomicBool,
     /// Peaks per stem, filled by `process()` while the editor is open.
     pub meters: StemMeters,
-    /// The running stream. Set in `activate`, taken in `deactivate` (main thread), read by the
-    /// GUI. The audio thread never locks it.
+    /// The running stream. Set in `activate` (main thread), read and swapped by the GUI. The
+    /// audio thread never locks it.
     stream: Mutex<Option<RunningStream>>,
     /// A separator loaded by the editor, used by the next `activate` if it matches the saved
     /// choice (so a model is not loaded twice).
@@ -120,11 +164,74 @@ impl PluginShared {
         std::mem::replace(&mut *self.stream.lock(), stream)
     }
 
+    /// Takes the running stream (for `activate`, which decides whether to reuse it). Not
+    /// realtime-safe.
+    pub fn take_stream(&self) -> Option<RunningStream> {
+        self.stream.lock().take()
+    }
+
+    /// Starts a stream for `separator` with the running stream's settings and sends it to the
+    /// audio thread, which installs it at its next block (with a short fade) and reports the new
+    /// latency to the host; no restart needed. Returns at once. Not realtime-safe: spawns a
+    /// worker thread and allocates.
+    pub fn swap_separator(
+        &self,
+        choice: SeparatorChoice,
+        device: DeviceChoice,
+        separator: Box<dyn Separator>,
+    ) -> Result<(), SwapRefused> {
+        let mut retired = Vec::new();
+        let result = {
+            let mut guard = self.stream.lock();
+            match guard.as_mut() {
+                None => Err(SwapRefused::NotActive(separator)),
+                Some(running) => {
+                    retired.extend(running.take_retired());
+                    let separator_name = separator.name().to_owned();
+                    let is_model = separator.device().is_some();
+                    match spawn_stream(separator, &running.config) {
+                        Err(error) => Err(SwapRefused::Failed(error.to_string())),
+                        Ok((handle, controller)) => match running.swap.send(Box::new(handle)) {
+                            Err(_unsent) => Err(SwapRefused::Failed(
+                                "the previous model change has not reached the audio thread \
+                                 yet (is the host processing?)"
+                                    .into(),
+                            )),
+                            Ok(()) => {
+                                let old = std::mem::replace(&mut running.controller, controller);
+                                running.retiring.push_back(old);
+                                running.choice = choice;
+                                running.device = device;
+                                running.separator_name = separator_name;
+                                running.is_model = is_model;
+                                Ok(())
+                            }
+                        },
+                    }
+                }
+            }
+        };
+        // Joins the replaced workers outside the lock.
+        drop(retired);
+        result
+    }
+
+    /// Frees streams the audio thread has handed back after a swap. Not realtime-safe.
+    pub fn collect_retired(&self) {
+        let retired = self
+            .stream
+            .lock()
+            .as_mut()
+            .map(RunningStream::take_retired)
+            .unwrap_or_default();
+        drop(retired);
+    }
+
     /// A view of the running stream for the editor. Not realtime-safe: locks briefly.
     pub fn stream_snapshot(&self) -> Option<StreamSnapshot> {
         self.stream.lock().as_ref().map(|stream| StreamSnapshot {
             latency_samples: stream.controller.latency_samples(),
-            sample_rate_hz: stream.sample_rate_hz,
+            sample_rate_hz: stream.config.host_sample_rate_hz,
             separator_name: stream.separator_name.clone(),
             is_model: stream.is_model,
             stats: stream.controller.stats().clone(),
@@ -134,7 +241,8 @@ impl PluginShared {
     /// Asks the running worker, if any, to move its model to `choice`. Returns at once.
     /// Not realtime-safe: locks briefly and sends a message.
     pub fn set_device(&self, choice: DeviceChoice) {
-        if let Some(stream) = self.stream.lock().as_ref() {
+        if let Some(stream) = self.stream.lock().as_mut() {
+            stream.device = choice;
             stream.controller.set_device(choice);
         }
     }

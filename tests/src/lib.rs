@@ -27,12 +27,13 @@
 //! - [`raw_host::RawPlugin`]: the same plugin through bare CLAP calls, for aliased and missing
 //!   buffers and exact counts of host callbacks.
 //! - [`signal`]: deterministic test audio and block schedules; [`compare`]: sample-exact
-//!   assertions; [`state`]: nice-plug's state framing; [`wav`]: float WAV I/O.
+//!   assertions; [`checks`]: what every render must satisfy; [`state`]: nice-plug's state framing; [`wav`]: float WAV I/O.
 //! - [`plugin_path`] / [`cli_path`]: where the artefacts under test are.
 
 #![deny(missing_docs)]
 
 pub mod artefacts;
+pub mod checks;
 pub mod compare;
 pub mod host;
 mod plugin;

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use stemflow_host_tests::checks::{
+    assert_all_finite, assert_reconstructs, stem_sum, RECONSTRUCTION_TOLERANCE, ROUNDING_TOLERANCE,
+};
 use stemflow_host_tests::compare::{
     argmax_abs, assert_bit_identical, assert_close, assert_silent, delayed, is_subnormal, scaled,
     sum,
@@ -22,10 +25,6 @@ use stemflow_host_tests::{
 use stemflow_kit::demo_song::DemoSong;
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
-/// Sum of stems vs the delayed input: −100 dBFS.
-const RECONSTRUCTION_TOLERANCE: f32 = 1e-5;
-/// Two renders or two sums of the same samples that may round differently.
-const ROUNDING_TOLERANCE: f32 = 1e-6;
 /// What counts as silence for a muted or bypassed output: −180 dBFS.
 const SILENCE: f32 = 1e-9;
 /// Time for gain (20 ms) and switch (10 ms) ramps to finish, with margin.
@@ -64,61 +63,6 @@ fn offline(block_sizes: BlockSizes) -> RenderSettings {
 
 fn settle_frames(rendered: &Rendered) -> usize {
     rendered.latency_samples + (SETTLE_MS * 1e-3 * rendered.sample_rate_hz) as usize
-}
-
-/// Channel `channel` of the sum of the six stem ports (default configuration; guitar and piano
-/// are silent with the built-in separator, and counted all the same).
-fn stem_sum(rendered: &Rendered, channel: usize) -> Vec<f32> {
-    assert_eq!(
-        rendered.outputs.len(),
-        1 + ALL_STEMS.len(),
-        "main + stem ports"
-    );
-    let stems: Vec<&[f32]> = (VOCALS..=ALL_STEMS.len())
-        .map(|p| rendered.port(p)[channel].as_slice())
-        .collect();
-    sum(&stems)
-}
-
-#[track_caller]
-fn assert_all_finite(what: &str, rendered: &Rendered) {
-    for (p, port) in rendered.outputs.iter().enumerate() {
-        for (c, channel) in port.iter().enumerate() {
-            if let Some(t) = channel.iter().position(|x| !x.is_finite()) {
-                panic!(
-                    "{what}: output port {p} channel {c} frame {t} is {}",
-                    channel[t]
-                );
-            }
-        }
-    }
-}
-
-/// Main == Σ stems over every frame, and Σ stems == input delayed by the latency.
-#[track_caller]
-fn assert_reconstructs(what: &str, rendered: &Rendered, input: &[Vec<f32>]) {
-    let n = rendered.num_frames();
-    for (c, input_channel) in input.iter().enumerate() {
-        let stems = stem_sum(rendered, c);
-        let expected = delayed(input_channel, rendered.latency_samples, n);
-        assert_close(
-            &format!(
-                "{what}: Σ stems ch {c} vs input delayed by {}",
-                rendered.latency_samples
-            ),
-            &stems,
-            &expected,
-            0..n,
-            RECONSTRUCTION_TOLERANCE,
-        );
-        assert_close(
-            &format!("{what}: main ch {c} vs Σ stems"),
-            &rendered.main()[c],
-            &stems,
-            0..n,
-            ROUNDING_TOLERANCE,
-        );
-    }
 }
 
 fn rms(x: &[f32]) -> f32 {

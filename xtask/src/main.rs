@@ -1,4 +1,5 @@
-//! The project's tasks: `cargo xtask install`, `cargo xtask test`, plus nice-plug's `bundle`.
+//! The project's tasks: `cargo xtask install`, `cargo xtask test`, `cargo xtask lint`,
+//! `cargo xtask soak`, plus nice-plug's `bundle`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +16,7 @@ fn main() -> Result<()> {
         Some("install") => install(),
         Some("test") => test(&args[1..]),
         Some("lint") => lint(),
+        Some("soak") => soak(&args[1..]),
         Some("test-bundle") => test_build()
             .and_then(|built| test_bundles(&built.plugin_library))
             .map(|(clap, vst3)| {
@@ -577,9 +579,10 @@ fn family_fixtures() -> Result<PathBuf> {
     Ok(std::fs::canonicalize(out)?)
 }
 
-/// The feature the test builds share, so the plugin and nice-plug compile once for the bundle
-/// and the test binaries alike.
-const TEST_FEATURES: &str = "stemflow/assert_process_allocs";
+/// The features the test builds share, so the plugin and nice-plug compile once for the bundle
+/// and the test binaries alike: allocation checks in `process()`, and fault plans
+/// (`engine/src/fault.rs`) for the hosted fault-injection tests.
+const TEST_FEATURES: &str = "stemflow/assert_process_allocs,stemflow/fault-injection";
 
 /// The gates CI runs before the tests: formatting, and clippy with every warning an error
 /// (the workspace lints include `missing_docs` and `clippy::undocumented_unsafe_blocks`).
@@ -595,6 +598,27 @@ fn lint() -> Result<()> {
         "-D",
         "warnings",
     ]))
+}
+
+/// Many instances in one process (`tests/src/bin/soak.rs`), on a release build of the plugin:
+/// `cargo xtask soak [INSTANCES] [MINUTES]`.
+fn soak(args: &[String]) -> Result<()> {
+    run(cargo().args(["build", "--release", "-p", PLUGIN_PACKAGE]))?;
+    let library = Path::new("target/release").join(plugin_library_name());
+    let library = std::fs::canonicalize(&library)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", library.display()))?;
+    run(cargo()
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "stemflow-host-tests",
+            "--bin",
+            "soak",
+            "--",
+        ])
+        .args(args)
+        .env("STEMFLOW_TEST_CLAP", library))
 }
 
 fn test(extra_args: &[String]) -> Result<()> {

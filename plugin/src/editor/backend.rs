@@ -20,7 +20,7 @@ use super::model::{
     EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus, StreamStatus,
 };
 use crate::params::StemflowParams;
-use crate::shared::{PluginShared, PreparedSeparator};
+use crate::shared::{PluginShared, PreparedSeparator, SwapRefused};
 
 /// How often the worker's real-time factor is re-measured.
 const RTF_WINDOW: Duration = Duration::from_millis(750);
@@ -117,7 +117,6 @@ struct Background {
     models: Option<Arc<Vec<models::ModelInfo>>>,
     is_scanning: bool,
     model_task: Option<ModelTask>,
-    should_restart: bool,
     folder_error: Option<String>,
 }
 
@@ -170,8 +169,9 @@ impl PluginBackend {
         }
     }
 
-    /// Loads `choice` on a background thread; on success keeps it for the restart, saves it and
-    /// asks for the restart. The running separator is untouched either way.
+    /// Loads `choice` on a background thread; on success saves it and swaps it in while the host
+    /// plays (or keeps it for the next activation when the plugin is inactive). A model that
+    /// fails to load leaves the running separator as it is.
     fn choose_separator(&self, choice: SeparatorChoice) {
         let name = choice.display_name();
         {
@@ -195,18 +195,35 @@ impl PluginBackend {
                 let mut background_state = background.lock();
                 match built {
                     Ok(separator) => {
-                        let replaced = shared.set_prepared(PreparedSeparator {
-                            choice: choice.clone(),
-                            device,
-                            separator,
-                        });
-                        let mut saved = params.saved.get();
-                        saved.separator = choice;
-                        params.saved.set_state(saved);
-                        background_state.model_task = Some(ModelTask::Idle);
-                        background_state.should_restart = true;
+                        // Not under the background lock: a swap spawns a thread and may join old
+                        // workers.
                         drop(background_state);
-                        drop(replaced);
+                        let swapped = match shared.swap_separator(choice.clone(), device, separator)
+                        {
+                            Ok(()) => Ok(()),
+                            Err(SwapRefused::NotActive(separator)) => {
+                                drop(shared.set_prepared(PreparedSeparator {
+                                    choice: choice.clone(),
+                                    device,
+                                    separator,
+                                }));
+                                Ok(())
+                            }
+                            Err(SwapRefused::Failed(error)) => Err(error),
+                        };
+                        let mut background_state = background.lock();
+                        match swapped {
+                            Ok(()) => {
+                                let mut saved = params.saved.get();
+                                saved.separator = choice;
+                                params.saved.set_state(saved);
+                                background_state.model_task = Some(ModelTask::Idle);
+                            }
+                            Err(error) => {
+                                background_state.model_task =
+                                    Some(ModelTask::Failed { name, error });
+                            }
+                        }
                     }
                     Err(error) => {
                         background_state.model_task = Some(ModelTask::Failed { name, error });
@@ -234,6 +251,8 @@ impl PluginBackend {
 
 impl EditorBackend for PluginBackend {
     fn model(&mut self) -> EditorModel {
+        // Streams replaced by a model change are freed here, off the audio thread.
+        self.shared.collect_retired();
         let saved = self.params.saved.get();
         let discovery = DISCOVERY.get();
         let stream = self.shared.stream_snapshot().map(|snapshot| {
@@ -297,10 +316,6 @@ impl EditorBackend for PluginBackend {
             EditorAction::OpenModelsFolder => self.open_models_folder(),
         }
     }
-
-    fn take_restart_request(&mut self) -> bool {
-        std::mem::take(&mut self.background.lock().should_restart)
-    }
 }
 
 /// Creates `folder` and opens it in the system's file manager without waiting for it.
@@ -340,6 +355,7 @@ pub fn model_folders() -> Vec<PathBuf> {
 mod tests {
     use super::*;
     use stemflow_engine::runtime::devices::DeviceChoice;
+    use stemflow_engine::separator::Separator;
 
     #[test]
     fn rtf_is_busy_time_over_audio_time() {
@@ -348,8 +364,22 @@ mod tests {
         assert!((value - 0.25).abs() < 1e-9, "{value}");
     }
 
+    /// Waits until the backend's model task is idle again and the saved separator is `choice`.
+    fn wait_until_chosen(
+        backend: &mut PluginBackend,
+        params: &StemflowParams,
+        choice: &SeparatorChoice,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while params.saved.get().separator != *choice {
+            assert!(Instant::now() < deadline, "the choice was never saved");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(backend.model().model_task, ModelTask::Idle);
+    }
+
     #[test]
-    fn choosing_the_builtin_saves_it_and_requests_a_restart() {
+    fn choosing_a_separator_while_inactive_keeps_it_for_the_next_activation() {
         let shared = Arc::new(PluginShared::default());
         let params = Arc::new(StemflowParams::default());
         let mut saved = params.saved.get();
@@ -357,16 +387,110 @@ mod tests {
         params.saved.set_state(saved);
         let mut backend = PluginBackend::new(shared.clone(), params.clone());
         backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !backend.take_restart_request() {
-            assert!(Instant::now() < deadline, "no restart requested");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(params.saved.get().separator, SeparatorChoice::Builtin);
-        assert_eq!(backend.model().model_task, ModelTask::Idle);
+        wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
         assert!(shared
             .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
             .is_some());
+    }
+
+    #[test]
+    fn choosing_a_separator_while_playing_swaps_the_stream_in_without_a_restart() {
+        use crate::shared::RunningStream;
+        use crate::swap::stream_swap_channel;
+        use stemflow_engine::builtin::BuiltinSeparator;
+        use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+        use stemflow_engine::Stem;
+
+        let shared = Arc::new(PluginShared::default());
+        let params = Arc::new(StemflowParams::default());
+        let config = StreamConfig {
+            host_sample_rate_hz: 48_000.0,
+            max_block_frames: 512,
+            mode: ProcessingMode::Offline,
+        };
+        let (handle, controller) =
+            spawn_stream(Box::new(BuiltinSeparator::new()), &config).unwrap();
+        let (swap_sender, mut swap) = stream_swap_channel(config.host_sample_rate_hz);
+        let old_stats = handle.stats().clone();
+        shared.replace_stream(Some(RunningStream {
+            controller,
+            config,
+            choice: SeparatorChoice::Model("/running/model.onnx".into()),
+            device: DeviceChoice::Auto,
+            separator_name: "model".into(),
+            is_model: true,
+            swap: swap_sender,
+            retiring: Default::default(),
+        }));
+        let mut current = Box::new(handle);
+        let mut saved = params.saved.get();
+        saved.separator = SeparatorChoice::Model("/running/model.onnx".into());
+        params.saved.set_state(saved);
+        let mut backend = PluginBackend::new(shared.clone(), params.clone());
+        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
+        wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
+        assert!(
+            shared
+                .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
+                .is_none(),
+            "a running plugin gets the stream, not a separator for later"
+        );
+        let snapshot = shared.stream_snapshot().unwrap();
+        assert_eq!(snapshot.separator_name, BuiltinSeparator::new().name());
+        assert!(!snapshot.is_model);
+
+        // The audio thread: a block of fade-out, then the swap at the next block.
+        let block = vec![0.25f32; 512];
+        let mut gains = Vec::new();
+        let mut installed_latency = None;
+        for _ in 0..1000 {
+            if let Some(latency) = swap.begin_block(&mut current) {
+                installed_latency = Some(latency);
+            }
+            current.process(&block, &block);
+            for _ in 0..block.len() {
+                gains.push(swap.next_gain());
+            }
+            if installed_latency.is_some() && !swap.is_fading() {
+                break;
+            }
+        }
+        let latency = installed_latency.expect("the stream was never installed");
+        assert_eq!(latency, current.latency_samples());
+        assert!(
+            Arc::ptr_eq(current.stats(), &snapshot.stats),
+            "the new stream runs"
+        );
+        // Fade-out: falling to 0 within the first block, never rising.
+        let fade_frames = (crate::swap::SWAP_FADE_MS / 1000.0 * 48_000.0).ceil() as usize;
+        assert!(gains[..fade_frames].windows(2).all(|w| w[1] <= w[0]));
+        assert_eq!(gains[fade_frames - 1], 0.0);
+        // The new stream's stems arrive after its latency and fade in.
+        let swapped_at = 512;
+        assert!(gains[fade_frames..swapped_at + latency]
+            .iter()
+            .all(|&g| g == 0.0));
+        for k in 0..fade_frames {
+            let expected = (k + 1) as f32 / fade_frames as f32;
+            assert_eq!(
+                gains[swapped_at + latency + k],
+                expected,
+                "fade-in frame {k}"
+            );
+        }
+        assert!(gains[swapped_at + latency + fade_frames..]
+            .iter()
+            .all(|&g| g == 1.0));
+        let vocals = current.stem_output(Stem::Vocals, 0).to_vec();
+        assert!(vocals.iter().all(|x| x.is_finite()));
+
+        // The old stream comes back and is freed (its worker joined) off the audio thread.
+        backend.model();
+        assert_eq!(
+            Arc::strong_count(&old_stats),
+            1,
+            "the old stream was not freed"
+        );
     }
 
     #[test]
@@ -392,7 +516,6 @@ mod tests {
                 }
             }
         }
-        assert!(!backend.take_restart_request());
         assert_eq!(params.saved.get().separator, SeparatorChoice::Builtin);
     }
 

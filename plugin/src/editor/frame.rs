@@ -10,8 +10,8 @@ use crate::params::StemflowParams;
 /// How often the editor repaints for the meters.
 const METER_REFRESH: std::time::Duration = std::time::Duration::from_millis(33);
 
-/// One frame of the editor: gathers the model, draws it, carries out the actions and asks the
-/// host for a restart when a new model is ready. Shared by the plugin's editor and the tests.
+/// One frame of the editor: gathers the model, draws it and carries out the actions. Shared by
+/// the plugin's editor and the tests.
 pub fn run_frame(
     ui: &mut egui::Ui,
     backend: &mut dyn EditorBackend,
@@ -26,9 +26,6 @@ pub fn run_frame(
     let actions = view::draw(ui, &model, view, params, &setter);
     for action in actions {
         backend.perform(action);
-    }
-    if backend.take_restart_request() {
-        gui.request_restart();
     }
     ui.ctx().request_repaint_after(METER_REFRESH);
 }

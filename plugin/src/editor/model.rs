@@ -122,7 +122,7 @@ impl Default for EditorModel {
 pub enum EditorAction {
     /// Save this device choice and move a running model to it.
     SetDevice(DeviceChoice),
-    /// Load this separator in the background; on success save it and restart the plugin.
+    /// Load this separator in the background; on success save it and swap it in.
     ChooseSeparator(SeparatorChoice),
     /// Scan the models folders again.
     RescanModels,
@@ -139,10 +139,6 @@ pub trait EditorBackend: Send + 'static {
 
     /// Carries out an action.
     fn perform(&mut self, action: EditorAction);
-
-    /// `true` once after a chosen model was loaded and saved: the plugin must be restarted by
-    /// the host to run it with its latency.
-    fn take_restart_request(&mut self) -> bool;
 }
 
 /// The Device button's cycle: Auto, every usable non-CPU device in Auto's preference order,
