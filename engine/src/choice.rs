@@ -1,21 +1,31 @@
 //! [`SeparatorChoice`]: which separator runs. One type with one parser ([`SeparatorChoice::resolve`]
-//! for what users type, [`SeparatorChoice::from_id`] for saved state), one display name and one
-//! way to build it.
+//! for what users type, [`SeparatorChoice::from_id`] for saved state) and one display name. It
+//! is built into a separator by [`crate::opening`].
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::builtin::{BuiltinSeparator, BUILTIN_DISPLAY_NAME};
-use crate::families::ModelSeparator;
+use crate::builtin::BUILTIN_DISPLAY_NAME;
 use crate::model_error::ModelError;
-use crate::runtime::devices::DeviceChoice;
-use crate::separator::Separator;
 
 /// The id of the built-in separator, in saved state and on the command line.
 pub const BUILTIN_ID: &str = "builtin";
 /// The prefix of a model file's id.
 const FILE_ID_PREFIX: &str = "file:";
+/// The extension of a route file (see [`crate::hybrid`]).
+pub const ROUTE_EXTENSION: &str = "stemflow-route";
+
+/// The folders searched for models and routes: the user's models folder first, then `extra`.
+pub fn models_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = stemflow_paths::user_models_dir().into_iter().collect();
+    for dir in extra {
+        if !dirs.contains(dir) {
+            dirs.push(dir.clone());
+        }
+    }
+    dirs
+}
 
 /// Which separator a stream runs. Saved in the plugin state as its [`SeparatorChoice::id`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -50,8 +60,8 @@ impl SeparatorChoice {
     }
 
     /// Resolves what a user typed (`--model`, the editor's chooser): `builtin`, the path of a
-    /// model file (also as `file:PATH`), or the name of a model in `models_dirs` (with or
-    /// without `.onnx`). A folder, a missing path or an unknown name is a typed error that says
+    /// model file (also as `file:PATH`), or the name of a model or route (see
+    /// [`crate::hybrid`]) in `models_dirs` (with or without `.onnx` / `.stemflow-route`). A folder, a missing path or an unknown name is a typed error that says
     /// where Stemflow looked. Not realtime-safe: looks at the disk.
     pub fn resolve(arg: &str, models_dirs: &[PathBuf]) -> Result<Self, ModelError> {
         let arg = arg.trim();
@@ -72,14 +82,16 @@ impl SeparatorChoice {
                 reason: "model file not found".into(),
             });
         }
-        let file_name = if arg.to_ascii_lowercase().ends_with(".onnx") {
-            arg.to_string()
+        let lower = arg.to_ascii_lowercase();
+        let route_extension = format!(".{}", ROUTE_EXTENSION);
+        let file_names = if lower.ends_with(".onnx") || lower.ends_with(&route_extension) {
+            vec![arg.to_string()]
         } else {
-            format!("{arg}.onnx")
+            vec![format!("{arg}.onnx"), format!("{arg}{route_extension}")]
         };
         models_dirs
             .iter()
-            .map(|dir| dir.join(&file_name))
+            .flat_map(|dir| file_names.iter().map(move |name| dir.join(name)))
             .find(|candidate| candidate.is_file())
             .map(SeparatorChoice::Model)
             .ok_or_else(|| ModelError::NotFound {
@@ -105,23 +117,6 @@ impl SeparatorChoice {
         match self {
             SeparatorChoice::Builtin => BUILTIN_ID.to_owned(),
             SeparatorChoice::Model(_) => self.display_name(),
-        }
-    }
-
-    /// Builds the separator on the chosen device (models only). A model that cannot be loaded is
-    /// an error that says why. Not realtime-safe: allocates, may load a model.
-    pub fn build(&self, device: DeviceChoice) -> Result<Box<dyn Separator>, ModelError> {
-        match self {
-            SeparatorChoice::Builtin => Ok(Box::new(BuiltinSeparator::new())),
-            #[cfg(feature = "fault-injection")]
-            SeparatorChoice::Model(path)
-                if path
-                    .extension()
-                    .is_some_and(|e| e == crate::fault::FAULT_PLAN_EXTENSION) =>
-            {
-                Ok(Box::new(crate::fault::FaultSeparator::from_file(path)?))
-            }
-            SeparatorChoice::Model(path) => Ok(Box::new(ModelSeparator::load(path, device)?)),
         }
     }
 }

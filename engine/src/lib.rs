@@ -7,15 +7,17 @@
 //!   one fixed hop at a time ([`planar::PlanarBlock`]s in and out), with one control hook for
 //!   requests such as a device change. [`builtin::BuiltinSeparator`] is the embedded DSP
 //!   default; [`passthrough::PassthroughSeparator`] exists to test timing.
-//! - [`choice::SeparatorChoice`]: which separator runs, parsed and named in one place.
+//! - [`choice::SeparatorChoice`]: which separator runs, parsed and named in one place;
+//!   [`opening`] builds it.
 //! - [`pipeline::StemPipeline`]: resamples host audio to the separator's rate and back, runs the
 //!   separator and computes `Other` as the exact residual at the host rate.
 //! - [`stream`]: the real-time boundary. [`stream::StemStreamHandle`] lives on the audio thread and
 //!   talks through lock-free `rtrb` ring buffers to the worker thread, which a
 //!   [`stream::StemStreamController`] owns on the main thread.
 //! - [`offline`]: whole-file separation through the very same streaming path.
-//! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer), one file each, and
-//!   [`families::ModelSeparator`], which streams any of them.
+//! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer, Spleeter), one file
+//!   each, and [`families::ModelSeparator`], which streams any of them.
+//! - [`hybrid`]: routes — separators chained stem by stem (e.g. Spleeter's vocals + built-in).
 //! - [`runtime`]: ONNX Runtime — loading it, devices, sessions, model files, running graphs.
 //! - [`models`]: the models folder; [`model_error::ModelError`]: why a model cannot be used.
 //! - [`stem`], [`dsp`], [`paths`]: the stems, sample-level helpers, the user's folders.
@@ -29,9 +31,11 @@ pub mod error;
 pub mod families;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
+pub mod hybrid;
 pub mod model_error;
 pub mod models;
 pub mod offline;
+pub mod opening;
 pub mod passthrough;
 pub mod pipeline;
 pub mod planar;

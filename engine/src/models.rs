@@ -1,4 +1,5 @@
-//! The models folder: which `.onnx` files the user has, what they are and whether they work.
+//! The models folder: which `.onnx` files and routes (`.stemflow-route`, see [`crate::hybrid`])
+//! the user has, what they are and whether they work.
 
 use std::path::{Path, PathBuf};
 
@@ -36,20 +37,14 @@ impl ModelInfo {
     }
 }
 
-/// The folders searched for models: the user's models folder first, then `extra`.
-pub fn models_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = stemflow_paths::user_models_dir().into_iter().collect();
-    for dir in extra {
-        if !dirs.contains(dir) {
-            dirs.push(dir.clone());
-        }
-    }
-    dirs
-}
+pub use crate::choice::models_dirs;
 
 /// Checks one model file: hash, family, stems. Never fails: problems land in
 /// [`ModelInfo::error`]. Not realtime-safe: reads the file and builds a CPU session.
 pub fn inspect_model(path: &Path) -> ModelInfo {
+    if crate::hybrid::route_file::is_route_file(path) {
+        return inspect_route(path);
+    }
     let name = path
         .file_stem()
         .map(|n| n.to_string_lossy().into_owned())
@@ -88,18 +83,91 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
     info
 }
 
-/// Every `.onnx` file directly inside `dirs`, inspected, sorted by name. Missing folders are
-/// skipped. Not realtime-safe: may take seconds for large models.
+/// A route file as a model: its stages' stems, the sum of their latencies, and the first
+/// problem of any stage. Not realtime-safe: inspects every stage's model.
+fn inspect_route(path: &Path) -> ModelInfo {
+    let mut info = ModelInfo {
+        path: path.to_path_buf(),
+        name: path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string()),
+        family: Some(ModelFamily::Hybrid),
+        stems: Vec::new(),
+        sample_rate_hz: crate::families::MODEL_SAMPLE_RATE_HZ,
+        sha256: std::fs::read(path)
+            .map(|bytes| ModelBytes::new("", bytes).sha256)
+            .unwrap_or_default(),
+        latency_frames: None,
+        error: None,
+    };
+    let route = match crate::hybrid::RouteFile::read(path, &models_dirs(&[])) {
+        Ok(route) => route,
+        Err(error) => {
+            info.error = Some(error.to_string());
+            return info;
+        }
+    };
+    let mut latency_frames = 0;
+    for stage in &route.stages {
+        // What the stage's separator delivers: the built-in's three, a model's named stems.
+        let (stage_latency, delivered): (usize, Vec<crate::stem::Stem>) = match &stage.choice {
+            crate::choice::SeparatorChoice::Builtin => (
+                crate::separator::Separator::latency_frames(
+                    &crate::builtin::BuiltinSeparator::new(),
+                ),
+                vec![
+                    crate::stem::Stem::Vocals,
+                    crate::stem::Stem::Drums,
+                    crate::stem::Stem::Bass,
+                ],
+            ),
+            crate::choice::SeparatorChoice::Model(model) => {
+                let stage_info = inspect_model(model);
+                if let Some(error) = stage_info.error {
+                    info.error = Some(format!("{}: {error}", stage_info.name));
+                    return info;
+                }
+                info.sample_rate_hz = stage_info.sample_rate_hz;
+                (
+                    stage_info.latency_frames.unwrap_or(0),
+                    stage_info
+                        .stems
+                        .iter()
+                        .filter_map(|name| crate::families::routes::stem_for_name(name))
+                        .collect(),
+                )
+            }
+        };
+        latency_frames += stage_latency;
+        info.stems.extend(
+            stage
+                .stems
+                .iter()
+                .filter(|s| delivered.contains(s))
+                .map(|s| s.file_name().to_string()),
+        );
+    }
+    info.stems.push("other".into());
+    info.latency_frames = Some(latency_frames);
+    info
+}
+
+/// Whether `path` is a model file or a route by its extension.
+fn is_model_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| {
+        e.eq_ignore_ascii_case("onnx") || e.eq_ignore_ascii_case(crate::hybrid::ROUTE_EXTENSION)
+    })
+}
+
+/// Every `.onnx` file and route directly inside `dirs`, inspected, sorted by name. Missing
+/// folders are skipped. Not realtime-safe: may take seconds for large models.
 pub fn scan_models(dirs: &[PathBuf]) -> Vec<ModelInfo> {
     let mut paths: Vec<PathBuf> = dirs
         .iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
-                && p.is_file()
-        })
+        .filter(|p| is_model_path(p) && p.is_file())
         .collect();
     paths.sort_by_key(|p| (p.file_name().map(|n| n.to_os_string()), p.clone()));
     paths.dedup();
@@ -112,10 +180,7 @@ pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     dirs.iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
-        })
+        .filter(|p| is_model_path(p))
         .find(|p| {
             std::fs::read(p)
                 .map(|bytes| ModelBytes::new("", bytes).sha256 == sha256)

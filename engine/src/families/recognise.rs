@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
-use super::{htdemucs, mdx_net, params, roformer};
+use super::{htdemucs, mdx_net, params, roformer, spleeter};
 use crate::model_error::ModelError;
 use crate::runtime::build::build_session;
 use crate::runtime::devices::DeviceId;
@@ -60,8 +60,13 @@ pub fn describe_signature(
         bytes,
         sidecar,
     };
-    [htdemucs::recognise, mdx_net::recognise, roformer::recognise]
-        .iter()
-        .find_map(|recognise| recognise(&recognition))
-        .unwrap_or_else(|| Err(mismatch()))
+    [
+        spleeter::recognise,
+        htdemucs::recognise,
+        mdx_net::recognise,
+        roformer::recognise,
+    ]
+    .iter()
+    .find_map(|recognise| recognise(&recognition))
+    .unwrap_or_else(|| Err(mismatch()))
 }

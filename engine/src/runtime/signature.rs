@@ -44,6 +44,9 @@ pub struct GraphSignature {
     pub inputs: Vec<TensorSignature>,
     /// Outputs in order.
     pub outputs: Vec<TensorSignature>,
+    /// The model's custom metadata (`metadata_props`), such as the `stemflow.family` and
+    /// `stemflow.stems` that Stemflow's converter writes.
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 impl std::fmt::Display for GraphSignature {
@@ -80,9 +83,22 @@ impl GraphSignature {
                 })
                 .collect()
         };
+        let metadata = session
+            .metadata()
+            .ok()
+            .map(|metadata| {
+                metadata
+                    .custom_keys()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|key| metadata.custom(&key).map(|value| (key, value)))
+                    .collect()
+            })
+            .unwrap_or_default();
         Self {
             inputs: describe(session.inputs()),
             outputs: describe(session.outputs()),
+            metadata,
         }
     }
 }

