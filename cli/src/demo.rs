@@ -64,33 +64,73 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         truth_folder.display()
     );
 
-    let options = SeparateOptions {
-        separator: SeparatorChoice::Builtin,
-        device: DeviceChoice::Auto,
-        is_strict_device: false,
-        stems: Stem::FOUR.to_vec(),
-        extra_stems: ExtraStems::IntoOther,
-        format: OutputFormat::Wav,
-        bit_depth: Some(BitDepth::Float32),
-        progress: ProgressMode::detect(false),
-    };
-    match separate::separate_all(std::slice::from_ref(&song_path), output, &options) {
-        Ok(0) => {}
-        Ok(_) => return Err("the demo song could not be separated".into()),
-        Err(separate::Failure::Interrupted(signal)) => {
-            return Err(crate::interrupt::name(signal).to_owned())
-        }
-        Err(separate::Failure::Fatal(reason) | separate::Failure::Input(reason)) => {
-            return Err(reason)
+    // The built-in always; the neural models too when `stemflow models get` put them there.
+    let dirs = stemflow_engine::models::models_dirs(&[]);
+    let mut runs = vec![("Built-in", SeparatorChoice::Builtin, output.to_path_buf())];
+    for (label, name) in NEURAL_ROWS {
+        if let Ok(choice) = SeparatorChoice::resolve(name, &dirs) {
+            runs.push((label, choice, output.join(name)));
         }
     }
-    let folder = output.join("demo-song");
-    let estimate = read_stems(&folder)?;
+    let mut columns = Vec::new();
+    for (label, separator, folder) in runs {
+        let options = SeparateOptions {
+            separator,
+            device: DeviceChoice::Auto,
+            is_strict_device: false,
+            stems: Stem::FOUR.to_vec(),
+            extra_stems: ExtraStems::IntoOther,
+            format: OutputFormat::Wav,
+            bit_depth: Some(BitDepth::Float32),
+            progress: ProgressMode::detect(false),
+        };
+        if label != "Built-in" {
+            crate::output::say!("Separating with {label}…");
+        }
+        match separate::separate_all(std::slice::from_ref(&song_path), &folder, &options) {
+            Ok(0) => {}
+            Ok(_) if label != "Built-in" => {
+                crate::output::say_err!("stemflow: warning: {label} could not separate the demo song; its column is left out");
+                continue;
+            }
+            Ok(_) => return Err("the demo song could not be separated".into()),
+            Err(separate::Failure::Interrupted(signal)) => {
+                return Err(crate::interrupt::name(signal).to_owned())
+            }
+            Err(separate::Failure::Fatal(reason) | separate::Failure::Input(reason)) => {
+                if label == "Built-in" {
+                    return Err(reason);
+                }
+                crate::output::say_err!(
+                    "stemflow: warning: {label}: {reason}; its column is left out"
+                );
+                continue;
+            }
+        }
+        let stems_folder = folder.join("demo-song");
+        columns.push((label, read_stems(&stems_folder)?, stems_folder));
+    }
     crate::output::say!();
-    crate::output::say!("{}", sdr_table(&song, &estimate));
-    crate::output::say!("Listen to the stems in {}", folder.display());
+    crate::output::say!("{}", sdr_table(&song, &columns));
+    for (label, _, folder) in &columns {
+        crate::output::say!("{label} stems: {}", folder.display());
+    }
+    if columns.len() == 1 {
+        crate::output::say!(
+            "Add Spleeter (a trained neural model, MIT) with `stemflow models get spleeter-2stems`."
+        );
+    }
     Ok(())
 }
+
+/// One separator's run of the demo: its column label, its four stems and where they are.
+type DemoColumn<'a> = (&'a str, Vec<[Vec<f32>; 2]>, PathBuf);
+
+/// Neural separators the demo adds when they are in a models folder: (column, model name).
+const NEURAL_ROWS: [(&str, &str); 2] = [
+    ("Spleeter", "spleeter-2stems"),
+    ("Hybrid", "hybrid-spleeter"),
+];
 
 /// The four stems of the demo, in [`Stem::FOUR`] order.
 fn read_stems(folder: &Path) -> Result<Vec<[Vec<f32>; 2]>, String> {
@@ -104,20 +144,26 @@ fn read_stems(folder: &Path) -> Result<Vec<[Vec<f32>; 2]>, String> {
         .collect()
 }
 
-/// SDR of each estimated stem against the truth, next to the trivial baselines.
-fn sdr_table(song: &DemoSong, estimate: &[[Vec<f32>; 2]]) -> String {
+/// SDR of each separator's stems against the truth, next to the trivial baselines.
+fn sdr_table(song: &DemoSong, columns: &[DemoColumn<'_>]) -> String {
     let mix = song.mix();
     let quarter: [Vec<f32>; 2] = [
         mix[0].iter().map(|x| x * 0.25).collect(),
         mix[1].iter().map(|x| x * 0.25).collect(),
     ];
     let silence: [Vec<f32>; 2] = [vec![0.0; mix[0].len()], vec![0.0; mix[1].len()]];
-    let mut table = String::from("SDR (dB)   Stemflow built-in   input/4   silence\n");
-    for ((stem, truth), estimate) in Stem::FOUR.into_iter().zip(song.stems()).zip(estimate) {
+    let mut table = String::from("SDR (dB)  ");
+    for (label, _, _) in columns {
+        table.push_str(&format!(" {label:>9}"));
+    }
+    table.push_str("   input/4   silence\n");
+    for (index, (stem, truth)) in Stem::FOUR.into_iter().zip(song.stems()).enumerate() {
+        table.push_str(&format!("{:<10}", stem.display_name()));
+        for (_, estimate, _) in columns {
+            table.push_str(&format!(" {:>9.2}", sdr_db(truth, &estimate[index])));
+        }
         table.push_str(&format!(
-            "{:<10} {:>17.2} {:>9.2} {:>9.2}\n",
-            stem.display_name(),
-            sdr_db(truth, estimate),
+            " {:>9.2} {:>9.2}\n",
             sdr_db(truth, &quarter),
             sdr_db(truth, &silence),
         ));

