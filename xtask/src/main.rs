@@ -654,7 +654,15 @@ fn test(extra_args: &[String]) -> Result<()> {
         }
         test.args(["--skip", "stems_exported_from_ardour"]);
     }
+    // The tests see an empty user data folder of their own, never the user's: models that
+    // `cargo xtask install` put there (Spleeter) must not change what the tests find.
+    let user_data = std::env::current_dir()?.join("target/stemflow-test/user-data");
+    if user_data.exists() {
+        std::fs::remove_dir_all(&user_data)?;
+    }
+    std::fs::create_dir_all(&user_data)?;
     run(test
+        .env(stemflow_paths::DATA_DIR_ENV, &user_data)
         .env("STEMFLOW_TEST_VST3", &vst3_bundle)
         .env("STEMFLOW_TEST_CLAP", &clap_bundle)
         .env("STEMFLOW_ORT_LIB", &runtime_library)
