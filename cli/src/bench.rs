@@ -8,6 +8,8 @@
 //!   the stream and its worker thread, the residual), as `stemflow separate` runs it;
 //! - real-time factor: total time over audio time (below 1 is faster than real time);
 //! - overhead: total time over pure inference time;
+//! - runs: how many times the whole path ran the model (0 for DSP separators), to show that it
+//!   makes no run the reference pipelines don't;
 //! - peak RSS of the process during the row (the peak is reset before each row on Linux).
 
 use std::time::Instant;
@@ -36,7 +38,7 @@ Examples:
 
 For each model × device: per-chunk inference time (min/median/max), the real-time factor of the
 whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
-pure inference time) and the process's peak RSS (Linux; n/a elsewhere). By default models run
+pure inference time), the model runs of the whole path and the process's peak RSS (Linux; n/a elsewhere). By default models run
 on the CPU and, if there is one, on the GPU Auto picks, side by side.";
 
 /// `stemflow bench`'s arguments.
@@ -97,6 +99,8 @@ struct Measurement {
     inference_s: f64,
     total_s: f64,
     audio_s: f64,
+    /// Model runs of the whole path (0 for DSP separators).
+    model_runs: u64,
     peak_rss_bytes: Option<u64>,
 }
 
@@ -239,6 +243,7 @@ fn measure(
         .map_err(|e| e.to_string())?;
     stream.finish(&mut count).map_err(|e| e.to_string())?;
     let total_s = start.elapsed().as_secs_f64();
+    let model_runs = stream.into_separator().map_or(0, |s| s.model_runs());
     debug_assert_eq!(num_frames_out, host_mix[0].len());
 
     Ok(Measurement {
@@ -252,6 +257,7 @@ fn measure(
         inference_s,
         total_s,
         audio_s: host_mix[0].len() as f64 / f64::from(BENCH_HOST_RATE_HZ),
+        model_runs,
         peak_rss_bytes: peak_rss_bytes(),
     })
 }
@@ -261,7 +267,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
         "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference"
     );
     crate::output::say!(
-        "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
+        "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>5} {:>9}",
         "MODEL",
         "DEVICE",
         "CHUNK",
@@ -271,12 +277,13 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
         "RTF",
         "SPEED",
         "OVERHEAD",
+        "RUNS",
         "PEAK RSS"
     );
     for row in rows {
         match &row.result {
             Ok(m) => crate::output::say!(
-                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>9}",
+                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>5} {:>9}",
                 row.model,
                 if m.fallback.is_some() {
                     format!("{}→{}", row.requested_device, m.device)
@@ -294,6 +301,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
                 m.real_time_factor(),
                 1.0 / m.real_time_factor().max(1e-12),
                 m.overhead(),
+                m.model_runs,
                 describe_bytes(m.peak_rss_bytes),
             ),
             Err(e) => {
@@ -341,6 +349,7 @@ fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String
                 "real_time_factor": m.real_time_factor(),
                 "speed_x_real_time": 1.0 / m.real_time_factor().max(1e-12),
                 "overhead": m.overhead(),
+                "model_runs": m.model_runs,
                 "peak_rss_bytes": m.peak_rss_bytes,
             }),
             Err(e) => serde_json::json!({

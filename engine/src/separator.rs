@@ -121,4 +121,10 @@ pub trait Separator: Send {
     fn model_sha256(&self) -> Option<String> {
         None
     }
+
+    /// How many times a neural separator has run its model since it was built (resets do not
+    /// count back), for benchmarks that check no run is wasted; 0 for DSP separators.
+    fn model_runs(&self) -> u64 {
+        0
+    }
 }

@@ -30,6 +30,8 @@ pub struct ModelSeparator {
     /// The chunk being run, copied out of the overlap-add state, reused.
     chunk_input: [Vec<f32>; 2],
     name: String,
+    /// Chunks run through the model so far.
+    model_runs: u64,
 }
 
 impl ModelSeparator {
@@ -62,6 +64,7 @@ impl ModelSeparator {
             runner,
             description,
             name,
+            model_runs: 0,
         }
     }
 
@@ -120,6 +123,7 @@ impl Separator for ModelSeparator {
                 &self.chunk_input[1],
                 &mut self.chunk_outputs,
             );
+            self.model_runs += 1;
             let result = result.and_then(|()| {
                 let num_non_finite = self.chunk_outputs.iter().filter(|x| !x.is_finite()).count();
                 match num_non_finite {
@@ -184,5 +188,9 @@ impl Separator for ModelSeparator {
 
     fn model_sha256(&self) -> Option<String> {
         Some(self.runner.model_sha256().to_owned())
+    }
+
+    fn model_runs(&self) -> u64 {
+        self.model_runs
     }
 }

@@ -102,6 +102,10 @@ pub struct OverlapAdd {
     num_outputs: usize,
     hop_frames: usize,
     latency_frames: usize,
+    /// How far the buffers may run ahead of what is still needed before they are shifted back:
+    /// shifting the whole state every hop would move megabytes per hop (tens of MB for a
+    /// Spleeter segment), so it is done once per `compact_slack_frames`.
+    compact_slack_frames: usize,
     /// Padded input, planar stereo, holding padded frames `[input_base, input_base + input_len)`.
     input: [Vec<f32>; 2],
     input_base: usize,
@@ -127,16 +131,21 @@ impl OverlapAdd {
     pub fn new(layout: ChunkLayout, num_outputs: usize) -> Self {
         let hop_frames = layout.hop_frames();
         let latency_frames = layout.latency_frames();
+        // Writes land at most `compact_slack_frames` further than they would with a shift
+        // after every hop (see `compact`), so the buffers hold that much more.
+        let compact_slack_frames = (layout.step_frames / 4).max(hop_frames);
         let capacity = layout.chunk_frames
             + layout.step_frames
             + latency_frames
             + layout.lead.frames()
-            + 2 * hop_frames;
+            + 2 * hop_frames
+            + compact_slack_frames;
         Self {
             layout,
             num_outputs,
             hop_frames,
             latency_frames,
+            compact_slack_frames,
             input: [vec![0.0; capacity], vec![0.0; capacity]],
             input_base: 0,
             input_len: 0,
@@ -293,12 +302,17 @@ impl OverlapAdd {
         self.compact();
     }
 
-    /// Drops what no future chunk or output needs, keeping buffers bounded. Realtime-safe.
+    /// Drops what no future chunk or output needs, keeping buffers bounded: once at least
+    /// `compact_slack_frames` can go (the buffers have that much room to spare), so the state
+    /// moves once per slack, not once per hop. Realtime-safe.
     fn compact(&mut self) {
         let lead = self.layout.lead.frames();
         let next_output_padded = (self.output_frames + lead).saturating_sub(self.latency_frames);
         let next_chunk_start = self.next_chunk * self.layout.step_frames;
         let keep_from = next_output_padded.min(next_chunk_start);
+        if keep_from < self.input_base.min(self.sum_base) + self.compact_slack_frames {
+            return;
+        }
         // Input.
         if keep_from > self.input_base && self.has_prefix {
             let drop = keep_from - self.input_base;

@@ -187,6 +187,10 @@ impl Separator for RoutedSeparator {
             .sum()
     }
 
+    fn model_runs(&self) -> u64 {
+        self.stages.iter().map(|s| s.separator.model_runs()).sum()
+    }
+
     fn has_extra_stems(&self) -> bool {
         self.stages.iter().any(|stage| {
             stage.separator.has_extra_stems()

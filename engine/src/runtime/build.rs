@@ -34,6 +34,15 @@ pub fn set_thread_budget(budget: ThreadBudget) {
     );
 }
 
+/// The process-wide budget (see [`set_thread_budget`]).
+pub fn thread_budget() -> ThreadBudget {
+    if THREAD_BUDGET.load(Ordering::Relaxed) == 1 {
+        ThreadBudget::AllCores
+    } else {
+        ThreadBudget::Plugin
+    }
+}
+
 /// Threads per inference and, when `STEMFLOW_INTRA_THREADS` could not be used as given, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntraThreads {
@@ -49,10 +58,9 @@ pub fn intra_threads() -> IntraThreads {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let budget = if THREAD_BUDGET.load(Ordering::Relaxed) == 1 {
-        cores
-    } else {
-        cores.saturating_sub(1).max(1)
+    let budget = match thread_budget() {
+        ThreadBudget::AllCores => cores,
+        ThreadBudget::Plugin => cores.saturating_sub(1).max(1),
     };
     match std::env::var(INTRA_THREADS_ENV) {
         Err(_) => IntraThreads {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use ort::session::Session;
 use parking_lot::Mutex;
 
-use super::build::{build_session, default_intra_threads};
+use super::build::{build_session, default_intra_threads, thread_budget, ThreadBudget};
 use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
 use super::model_file::ModelBytes;
 use super::runtime;
@@ -90,6 +90,14 @@ impl AcquiredSession {
     }
 }
 
+/// Whether a new session on `device` runs once on silence before it serves audio. In a plugin
+/// always: the first run is slow (the audio thread would see an underrun) and a GPU provider that
+/// fails must fall back before play. A command-line run on the CPU skips it: it runs no inference
+/// the reference pipelines don't, and a model that fails shows at its first chunk anyway.
+fn needs_warm_up(device: DeviceId) -> bool {
+    thread_budget() == ThreadBudget::Plugin || device != DeviceId::CPU
+}
+
 static SESSIONS: Mutex<Option<HashMap<SessionKey, Weak<SharedSession>>>> = Mutex::new(None);
 
 /// Gets a session for `model` on the best device for `choice`: shared if another instance already
@@ -119,8 +127,13 @@ pub fn acquire_session(
                 failures,
             });
         }
-        let built = build_session(device, &model.bytes, default_intra_threads())
-            .and_then(|mut session| warm_up(&mut session).map(|()| session));
+        let built =
+            build_session(device, &model.bytes, default_intra_threads()).and_then(|mut session| {
+                match needs_warm_up(device) {
+                    true => warm_up(&mut session).map(|()| session),
+                    false => Ok(session),
+                }
+            });
         match built {
             Ok(session) => {
                 let session = Arc::new(SharedSession {
