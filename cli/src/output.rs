@@ -26,6 +26,16 @@ pub fn eprint(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
+/// Flushes standard output (a closed pipe or a failure is remembered as [`print`] does).
+pub fn flush() {
+    if let Err(error) = std::io::stdout().lock().flush() {
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            let mut slot = STDOUT_ERROR.lock().unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert_with(|| error.to_string());
+        }
+    }
+}
+
 /// Flushes standard output and returns the first failure to write it, if any (a closed pipe is
 /// not one).
 pub fn stdout_error() -> Option<String> {

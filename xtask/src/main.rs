@@ -595,6 +595,49 @@ fn family_fixtures() -> Result<PathBuf> {
     Ok(std::fs::canonicalize(out)?)
 }
 
+/// A Python with the Ray example's pinned requirements (`examples/ray/requirements.txt`), in its
+/// own virtual environment `target/rayenv`, for the test that runs the example on a local Ray.
+fn ray_python() -> Result<PathBuf> {
+    let venv = Path::new("target/rayenv");
+    let venv_python = if cfg!(windows) {
+        venv.join("Scripts/python.exe")
+    } else {
+        venv.join("bin/python")
+    };
+    if !venv_python.is_file() {
+        run(Command::new(python()?).args(["-m", "venv"]).arg(venv))?;
+    }
+    let requirements = Path::new("examples/ray/requirements.txt");
+    let pinned = std::fs::read_to_string(requirements)?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    // Installed when `import ray` fails or the installed version is not the pinned one.
+    let check = "import ray, sys, pathlib; want = [l.split('==')[1] for l in pathlib.Path(sys.argv[1]).read_text().split() if l.startswith('ray')]; sys.exit(0 if [ray.__version__] == want else 1)";
+    let is_installed = Command::new(&venv_python)
+        .args(["-c", check])
+        .arg(requirements)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !is_installed {
+        run(Command::new(&venv_python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(&pinned))?;
+    }
+    // Not canonicalized: the venv's python is a link, and following it leaves the venv.
+    Ok(std::env::current_dir()?.join(venv_python))
+}
+
 /// The features the test builds share, so the plugin and nice-plug compile once for the bundle
 /// and the test binaries alike: allocation checks in `process()`, and fault plans
 /// (`engine/src/fault.rs`) for the hosted fault-injection tests.
@@ -654,6 +697,7 @@ fn test(extra_args: &[String]) -> Result<()> {
         }
         test.args(["--skip", "stems_exported_from_ardour"]);
     }
+    let ray_python = ray_python()?;
     // The tests see an empty user data folder of their own, never the user's: models that
     // `cargo xtask install` put there (Spleeter) must not change what the tests find.
     let user_data = std::env::current_dir()?.join("target/stemflow-test/user-data");
@@ -663,6 +707,7 @@ fn test(extra_args: &[String]) -> Result<()> {
     std::fs::create_dir_all(&user_data)?;
     run(test
         .env(stemflow_paths::DATA_DIR_ENV, &user_data)
+        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python)
         .env("STEMFLOW_TEST_VST3", &vst3_bundle)
         .env("STEMFLOW_TEST_CLAP", &clap_bundle)
         .env("STEMFLOW_ORT_LIB", &runtime_library)

@@ -8,6 +8,8 @@ use stemflow_engine::models::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::{ExtraStems, Stem};
 
+use super::manifest::Shard;
+use super::options::Catalogue;
 use super::options::SeparateOptions;
 use crate::encode::{BitDepth, OutputFormat};
 use crate::error::CliError;
@@ -29,15 +31,47 @@ the input's length and rate and sum to the input. Default bit depth: the input's
 16- or 24-bit PCM, else 32-bit float (WAV) or 24-bit (FLAC). Integer formats are rounded without
 dither and clipped at full scale (a warning says how often).
 
+Catalogues (many files, many workers):
+  stemflow separate --manifest songs.jsonl -o stems --json
+  stemflow separate --manifest songs.jsonl -o stems --shard 3/8 --json
+  producer | stemflow separate --manifest - --json    # a long-lived worker
+A manifest has one JSON object per line: {\"input\": \"a/song.flac\", \"output\": \"song\"}
+(\"output\", the folder name, is optional; relative inputs are relative to the manifest). With
+--manifest each folder gets a stemflow-result.json record (input hash, model hash, settings),
+written last; a rerun skips every input whose record matches, so a killed run resumes.
+--shard i/n takes the inputs whose path hashes to i modulo n: every input is in exactly one
+shard. --json prints one result line per input (status separated/skipped/failed, seconds,
+real_time_factor, outputs, error) and nothing else on standard output.
+
 Exit codes: 0 all inputs separated; 1 any input failed (the others are still written), or the
 model, device or output folder is unusable; 2 usage error.";
+
+/// Where a run's inputs come from.
+pub enum JobSource {
+    /// Paths on the command line.
+    Paths(Vec<PathBuf>),
+    /// A manifest file.
+    Manifest(PathBuf),
+    /// A manifest on standard input (`--manifest -`), read as it arrives.
+    Stdin,
+}
 
 /// Separate audio files into DIR/<name>/<stem>.<ext>, one after the other.
 #[derive(Args)]
 pub struct SeparateArgs {
     /// The audio files to separate.
-    #[arg(required = true, value_name = "INPUT")]
+    #[arg(required_unless_present = "manifest", value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
+    /// Read the inputs from a JSON-lines manifest (`-`: standard input, one result per line
+    /// with --json); makes the run resumable (see below).
+    #[arg(long, value_name = "FILE|-", conflicts_with = "inputs")]
+    pub manifest: Option<PathBuf>,
+    /// Separate only shard I of N (0-based): a stable split of the inputs between workers.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Print one JSON result line per input on standard output (implies --quiet).
+    #[arg(long)]
+    pub json: bool,
     /// Output folder; each input's stems go into a subfolder named after it.
     #[arg(short, long, value_name = "DIR", default_value = "stemflow-output")]
     pub output: PathBuf,
@@ -137,7 +171,9 @@ pub fn stem_selection(
 impl SeparateArgs {
     /// Checks the combination and resolves the model and device. Usage conflicts are
     /// [`CliError::Usage`]; an unknown model or device is [`CliError::Failed`].
-    pub fn into_options(self) -> Result<(Vec<PathBuf>, PathBuf, SeparateOptions), CliError> {
+    pub fn into_options(
+        self,
+    ) -> Result<(JobSource, PathBuf, SeparateOptions, Catalogue), CliError> {
         let (extra_stems, stems) = stem_selection(&self.stems, self.guitar_piano);
         if extra_stems == ExtraStems::IntoOther && stems.is_empty() {
             return Err(CliError::Usage(
@@ -167,8 +203,18 @@ impl SeparateArgs {
             extra_stems,
             format: self.format,
             bit_depth: self.bit_depth,
-            progress: ProgressMode::detect(self.quiet),
+            progress: ProgressMode::detect(self.quiet || self.json),
         };
-        Ok((self.inputs, self.output, options))
+        let catalogue = Catalogue {
+            shard: self.shard,
+            is_resumable: self.manifest.is_some(),
+            is_json: self.json,
+        };
+        let source = match self.manifest {
+            Some(path) if path.as_os_str() == "-" => JobSource::Stdin,
+            Some(path) => JobSource::Manifest(path),
+            None => JobSource::Paths(self.inputs),
+        };
+        Ok((source, self.output, options, catalogue))
     }
 }

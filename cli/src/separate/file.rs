@@ -165,9 +165,9 @@ pub(super) fn separate_file(
         }
         files.push(writer.finish().map_err(Failure::Input)?);
     }
+    let audio_s = num_frames as f64 / info.sample_rate_hz as f64;
+    let elapsed_s = elapsed.as_secs_f64();
     if !options.is_quiet() {
-        let audio_s = num_frames as f64 / info.sample_rate_hz as f64;
-        let elapsed_s = elapsed.as_secs_f64();
         crate::output::say!(
             "Separated {:.1} s of audio in {:.1} s (RTF {:.3}, {:.1}x real time)",
             audio_s,
@@ -179,5 +179,7 @@ pub(super) fn separate_file(
     Ok(Separated {
         files,
         folder: folder.to_path_buf(),
+        audio_s,
+        elapsed_s,
     })
 }

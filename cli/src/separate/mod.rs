@@ -2,29 +2,51 @@
 //!
 //! - `args.rs`: the arguments and how they become [`SeparateOptions`] (`options.rs`);
 //! - `slot.rs`: the separator, built once per run and handed from input to input;
-//! - `file.rs`: one input, from decoder to finished stem files.
+//! - `file.rs`: one input, from decoder to finished stem files;
+//! - `manifest.rs`: catalogue input (`--manifest`, `--shard`); `record.rs`: the record that
+//!   makes a catalogue run resumable; `report.rs`: `--json` result lines.
 
 pub mod args;
 mod file;
+pub mod manifest;
 mod new_folder;
 mod options;
+mod record;
+mod report;
 mod slot;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use std::time::Instant;
+
 use crate::decode::io_reason;
 use crate::error::CliError;
-use args::SeparateArgs;
+use args::{JobSource, SeparateArgs};
 use file::{separate_file, stem_path};
+use manifest::{BadLine, Job};
 use new_folder::NewFolderGuard;
-pub use options::{Failure, SeparateOptions};
+pub use options::{Catalogue, Failure, SeparateOptions};
+use report::{JobReport, Status};
 use slot::SeparatorSlot;
 
 /// Runs `stemflow separate`.
 pub fn run(args: SeparateArgs) -> Result<(), CliError> {
-    let (inputs, output, options) = args.into_options()?;
-    match separate_all(&inputs, &output, &options) {
+    let (source, output, options, catalogue) = args.into_options()?;
+    let result = match source {
+        JobSource::Paths(inputs) => separate_jobs(
+            inputs.iter().map(|p| Ok(Job::from_path(p))),
+            &output,
+            &options,
+            catalogue,
+        ),
+        JobSource::Manifest(path) => {
+            let jobs = manifest::read_manifest(&path).map_err(CliError::Failed)?;
+            separate_jobs(jobs.into_iter(), &output, &options, catalogue)
+        }
+        JobSource::Stdin => separate_jobs(manifest::stdin_jobs(), &output, &options, catalogue),
+    };
+    match result {
         Ok(0) => Ok(()),
         Ok(_) => Err(CliError::Reported),
         Err(Failure::Interrupted(signal)) => Err(CliError::Interrupted(signal)),
@@ -39,6 +61,23 @@ pub fn separate_all(
     output: &Path,
     options: &SeparateOptions,
 ) -> Result<usize, Failure> {
+    separate_jobs(
+        inputs.iter().map(|p| Ok(Job::from_path(p))),
+        output,
+        options,
+        Catalogue::default(),
+    )
+}
+
+/// Separates each job into `output/<name>/`, in turn, as the jobs arrive. A job that fails is
+/// reported (an error line, and a result line with `--json`) and the next one goes on; a fatal
+/// failure (the model, the device) or a signal stops the run. Returns the number of failed jobs.
+pub fn separate_jobs(
+    jobs: impl Iterator<Item = Result<Job, BadLine>>,
+    output: &Path,
+    options: &SeparateOptions,
+    catalogue: Catalogue,
+) -> Result<usize, Failure> {
     // Removed again at the end if this run created it and wrote nothing into it.
     let _output_folder = NewFolderGuard::create(output).map_err(|e| {
         Failure::Fatal(format!(
@@ -48,45 +87,123 @@ pub fn separate_all(
         ))
     })?;
     let mut separator = SeparatorSlot::new(options);
+    // What identifies the separator's output, for records; computed on first need.
+    let mut identity: Option<String> = None;
     // Output folders already used by an earlier input of this run.
     let mut folders: HashMap<PathBuf, PathBuf> = HashMap::new();
-    // Every input, by file identity: no stem may be written over one (whatever its name).
-    let input_ids: HashMap<FileId, &PathBuf> = inputs
-        .iter()
-        .filter_map(|input| FileId::of(input).map(|id| (id, input)))
-        .collect();
+    // Every input so far, by file identity: no stem may be written over one (whatever its
+    // name). A manifest file's inputs are all known before the first job; standard input's
+    // arrive one by one.
+    let jobs: Box<dyn Iterator<Item = Result<Job, BadLine>>> = match catalogue.shard {
+        Some(shard) => Box::new(jobs.filter(move |job| match job {
+            Ok(job) => shard.contains(&job.given),
+            Err(bad) => shard.contains(&bad.given),
+        })),
+        None => Box::new(jobs),
+    };
+    let mut input_ids: HashMap<FileId, PathBuf> = HashMap::new();
+    let mut num_jobs = 0;
     let mut num_failed = 0;
-    for input in inputs {
-        let folder = output.join(input_name(input));
+    for job in jobs {
+        num_jobs += 1;
+        let started = Instant::now();
+        let job = match job {
+            Ok(job) => job,
+            Err(bad) => {
+                crate::output::say_err!("stemflow: error: {}", bad.reason);
+                report::print(catalogue, &JobReport::failed(&bad.given, None, bad.reason));
+                num_failed += 1;
+                continue;
+            }
+        };
+        if let Some(id) = FileId::of(&job.input) {
+            input_ids.insert(id, job.input.clone());
+        }
+        let input = &job.input;
+        let folder = output.join(job.name.clone().unwrap_or_else(|| input_name(input)));
+        let mut fail = |reason: String| {
+            crate::output::say_err!("stemflow: error: {}: {reason}", input.display());
+            report::print(
+                catalogue,
+                &JobReport::failed(&job.given, Some(&folder), reason),
+            );
+            num_failed += 1;
+        };
         let overwritten = options.stems.iter().find_map(|&stem| {
             let path = stem_path(&folder, stem, options);
             FileId::of(&path)
                 .and_then(|id| input_ids.get(&id))
-                .map(|victim| (path, *victim))
+                .map(|victim| (path, victim.clone()))
         });
         if let Some((path, victim)) = overwritten {
-            crate::output::say_err!(
-                "stemflow: error: {}: its stem {} would overwrite the input {}; choose another output folder (-o)",
-                input.display(),
+            fail(format!(
+                "its stem {} would overwrite the input {}; choose another output folder (-o)",
                 path.display(),
                 victim.display()
-            );
-            num_failed += 1;
+            ));
             continue;
         }
         if let Some(earlier) = folders.get(&folder) {
-            crate::output::say_err!(
-                "stemflow: error: {}: its stems would overwrite those of {} in {}; rename one of them or separate them in separate runs",
-                input.display(),
+            let earlier = earlier.clone();
+            fail(format!(
+                "its stems would overwrite those of {} in {}; rename one of them or separate them in separate runs",
                 earlier.display(),
                 folder.display()
-            );
-            num_failed += 1;
+            ));
             continue;
         }
         folders.insert(folder.clone(), input.clone());
+        let key = if catalogue.is_resumable {
+            let identity = match &identity {
+                Some(identity) => identity.clone(),
+                None => {
+                    let computed = record::separator_identity(&options.separator)
+                        .map_err(|e| Failure::Fatal(format!("the model: {e}")))?;
+                    identity.insert(computed).clone()
+                }
+            };
+            match record::file_sha256(input) {
+                Ok(input_sha256) => Some(record::record_key(&input_sha256, &identity, options)),
+                Err(reason) => {
+                    fail(reason);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(files) = key
+            .as_ref()
+            .and_then(|key| record::done_files(&folder, key))
+        {
+            if !options.is_quiet() {
+                crate::output::say!(
+                    "{}: already separated in {}",
+                    input.display(),
+                    folder.display()
+                );
+            }
+            let mut report = JobReport::new(&job.given, Status::Skipped, &folder);
+            report.outputs = files;
+            report.seconds = started.elapsed().as_secs_f64();
+            report::print(catalogue, &report);
+            continue;
+        }
         match separate_file(input, &folder, options, &mut separator) {
             Ok(separated) => {
+                if let Some(key) = key {
+                    if let Err(reason) = record::write_record(
+                        &folder,
+                        key,
+                        &job.given,
+                        &separated.files,
+                        separated.audio_s,
+                        separated.elapsed_s,
+                    ) {
+                        fail(reason);
+                        continue;
+                    }
+                }
                 if !options.is_quiet() {
                     crate::output::say!("  → {}", separated.folder.display());
                     for file in &separated.files {
@@ -96,19 +213,31 @@ pub fn separate_all(
                         );
                     }
                 }
+                let mut report = JobReport::new(&job.given, Status::Separated, &folder);
+                report.seconds = started.elapsed().as_secs_f64();
+                report.audio_seconds = Some(separated.audio_s);
+                report.outputs = separated.files;
+                report::print(catalogue, &report);
             }
-            Err(Failure::Input(reason)) => {
-                crate::output::say_err!("stemflow: error: {}: {reason}", input.display());
-                num_failed += 1;
+            Err(Failure::Input(reason)) => fail(reason),
+            Err(failure @ (Failure::Fatal(_) | Failure::Interrupted(_))) => {
+                if let Failure::Fatal(reason) = &failure {
+                    report::print(
+                        catalogue,
+                        &JobReport::failed(&job.given, Some(&folder), reason.clone()),
+                    );
+                }
+                return Err(failure);
             }
-            Err(failure @ (Failure::Fatal(_) | Failure::Interrupted(_))) => return Err(failure),
         }
+        // A standard-input worker answers each line before it reads the next.
+        crate::output::flush();
     }
-    if inputs.len() > 1 && !options.is_quiet() {
+    if num_jobs > 1 && !options.is_quiet() {
         crate::output::say!(
             "{} of {} files separated{}",
-            inputs.len() - num_failed,
-            inputs.len(),
+            num_jobs - num_failed,
+            num_jobs,
             if num_failed > 0 {
                 format!(", {num_failed} failed")
             } else {

@@ -1,5 +1,5 @@
-//! [`SeparateOptions`]: how to separate; [`Failure`]: why an input failed; [`Separated`]: what
-//! it produced.
+//! [`SeparateOptions`]: how to separate; [`Catalogue`]: how a run treats its jobs; [`Failure`]:
+//! why an input failed; [`Separated`]: what it produced.
 
 use std::path::PathBuf;
 
@@ -7,6 +7,7 @@ use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::{EngineError, Stem};
 
+use super::manifest::Shard;
 use crate::encode::{BitDepth, OutputFormat};
 use crate::progress::ProgressMode;
 
@@ -58,4 +59,19 @@ pub struct Separated {
     pub files: Vec<PathBuf>,
     /// The folder they are in.
     pub folder: PathBuf,
+    /// Seconds of audio separated.
+    pub audio_s: f64,
+    /// Seconds it took.
+    pub elapsed_s: f64,
+}
+
+/// How a run treats its jobs beyond separating them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Catalogue {
+    /// Only the jobs of this shard.
+    pub shard: Option<Shard>,
+    /// Skip a job whose folder holds a matching record; write one after each job.
+    pub is_resumable: bool,
+    /// One JSON result line per job on standard output (and nothing else there).
+    pub is_json: bool,
 }

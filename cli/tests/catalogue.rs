@@ -1,0 +1,430 @@
+//! Catalogues: `stemflow separate --manifest` with `--json` result lines, resumable reruns,
+//! `--shard`, a long-lived standard-input worker, and the Ray and Kubernetes examples built on
+//! them (`examples/`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// Writes `count` short songs of different content into `dir/songs/`, and a manifest listing
+/// them (relative paths) with one named output, one missing file and one bad line.
+fn catalogue(dir: &Path, count: usize) -> PathBuf {
+    let songs = dir.join("songs");
+    std::fs::create_dir_all(&songs).unwrap();
+    let mut lines = Vec::new();
+    for i in 0..count {
+        let frames = 30_000 + 1_000 * i;
+        let left: Vec<f32> = music(frames, 44_100, 0)
+            .iter()
+            .map(|x| x * (1.0 - 0.05 * i as f32))
+            .collect();
+        let right = music(frames, 44_100, 1 + i);
+        write_wav(
+            &songs.join(format!("song{i}.wav")),
+            44_100,
+            &[left, right],
+            16,
+            false,
+        );
+        lines.push(if i == 0 {
+            r#"{"input": "songs/song0.wav", "output": "first"}"#.to_owned()
+        } else {
+            format!(r#"{{"input": "songs/song{i}.wav"}}"#)
+        });
+    }
+    let manifest = dir.join("list.jsonl");
+    std::fs::write(&manifest, lines.join("\n") + "\n").unwrap();
+    manifest
+}
+
+fn result_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    text(stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))
+        })
+        .collect()
+}
+
+fn by_input(lines: &[serde_json::Value]) -> BTreeMap<String, serde_json::Value> {
+    let mut map = BTreeMap::new();
+    for line in lines {
+        let input = line["input"].as_str().unwrap().to_owned();
+        assert!(
+            map.insert(input.clone(), line.clone()).is_none(),
+            "{input} reported twice"
+        );
+    }
+    map
+}
+
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
+#[test]
+fn a_manifest_run_reports_each_input_and_a_rerun_skips_what_is_done() {
+    let dir = scratch_dir("manifest");
+    let manifest = catalogue(&dir, 3);
+    // A missing file and a bad line fail alone; the rest is separated.
+    let mut text_lines = std::fs::read_to_string(&manifest).unwrap();
+    text_lines.push_str("{\"input\": \"songs/missing.wav\"}\n{\"input\": 3}\n");
+    std::fs::write(&manifest, text_lines).unwrap();
+    let out = dir.join("stems");
+    let args = [
+        "separate",
+        "--manifest",
+        path_str(&manifest),
+        "-o",
+        path_str(&out),
+        "--json",
+    ];
+    let first = run(&args);
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
+    let lines = result_lines(&first.stdout);
+    assert_eq!(
+        lines.len(),
+        5,
+        "one line per manifest line: {}",
+        text(&first.stdout)
+    );
+    let results = by_input(&lines);
+    for song in ["songs/song0.wav", "songs/song1.wav", "songs/song2.wav"] {
+        let line = &results[song];
+        assert_eq!(line["status"], "separated", "{line}");
+        assert_eq!(line["outputs"].as_array().unwrap().len(), 4, "{line}");
+        assert!(line["real_time_factor"].as_f64().unwrap() > 0.0, "{line}");
+        assert!(line["error"].is_null(), "{line}");
+    }
+    assert_eq!(results["songs/missing.wav"]["status"], "failed");
+    assert!(results["songs/missing.wav"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("missing.wav"));
+    let bad = lines
+        .iter()
+        .find(|l| l["error"].as_str().is_some_and(|e| e.contains("line 5")))
+        .unwrap();
+    assert_eq!(bad["status"], "failed");
+    assert!(
+        out.join("first/vocals.wav").is_file(),
+        "the manifest's output name is used"
+    );
+    assert!(out.join("song1/stemflow-result.json").is_file());
+    assert!(
+        !out.join("missing").exists(),
+        "a failed input leaves no folder"
+    );
+
+    // The stems are exactly what a plain run writes.
+    let plain = dir.join("plain");
+    let single = run(&[
+        "separate",
+        path_str(&dir.join("songs/song1.wav")),
+        "-o",
+        path_str(&plain),
+        "--quiet",
+    ]);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    for stem in ["vocals", "drums", "bass", "other"] {
+        let a = std::fs::read(out.join(format!("song1/{stem}.wav"))).unwrap();
+        let b = std::fs::read(plain.join(format!("song1/{stem}.wav"))).unwrap();
+        assert!(a == b, "{stem} differs from a plain run");
+    }
+
+    // A rerun skips every done input and writes nothing.
+    let before = modified(&out.join("song2/drums.wav"));
+    let rerun = run(&args);
+    let results = by_input(&result_lines(&rerun.stdout));
+    for song in ["songs/song0.wav", "songs/song1.wav", "songs/song2.wav"] {
+        assert_eq!(results[song]["status"], "skipped", "{}", results[song]);
+        assert_eq!(results[song]["outputs"].as_array().unwrap().len(), 4);
+    }
+    assert_eq!(
+        modified(&out.join("song2/drums.wav")),
+        before,
+        "a skipped input was rewritten"
+    );
+
+    // A changed input, a changed setting or a lost stem is done again.
+    let (_, mut channels) = read_wav(&dir.join("songs/song2.wav"));
+    channels[0][100] += 0.25;
+    write_wav(&dir.join("songs/song2.wav"), 44_100, &channels, 16, false);
+    std::fs::remove_file(out.join("song1/bass.wav")).unwrap();
+    let third = run(&args);
+    let results = by_input(&result_lines(&third.stdout));
+    assert_eq!(results["songs/song0.wav"]["status"], "skipped");
+    assert_eq!(
+        results["songs/song1.wav"]["status"], "separated",
+        "a lost stem is redone"
+    );
+    assert_eq!(
+        results["songs/song2.wav"]["status"], "separated",
+        "a changed input is redone"
+    );
+    let other_depth = run(&[&args[..], &["--bit-depth", "24"]].concat());
+    let results = by_input(&result_lines(&other_depth.stdout));
+    assert_eq!(
+        results["songs/song0.wav"]["status"], "separated",
+        "a changed setting is redone"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn shards_split_a_manifest_so_every_input_is_separated_exactly_once() {
+    let dir = scratch_dir("shards");
+    let manifest = catalogue(&dir, 6);
+    let out = dir.join("stems");
+    let mut seen = BTreeMap::new();
+    for shard in ["0/3", "1/3", "2/3"] {
+        let output = run(&[
+            "separate",
+            "--manifest",
+            path_str(&manifest),
+            "-o",
+            path_str(&out),
+            "--json",
+            "--shard",
+            shard,
+        ]);
+        assert!(output.status.success(), "{shard}: {}", text(&output.stderr));
+        for line in result_lines(&output.stdout) {
+            assert_eq!(line["status"], "separated", "{line}");
+            let input = line["input"].as_str().unwrap().to_owned();
+            assert!(seen.insert(input, shard).is_none(), "{line} in two shards");
+        }
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    for bad in ["3/3", "x", "1/0"] {
+        let output = run(&[
+            "separate",
+            "--manifest",
+            path_str(&manifest),
+            "--shard",
+            bad,
+        ]);
+        assert_eq!(output.status.code(), Some(2), "--shard {bad}");
+    }
+    let both = run(&["separate", "a.wav", "--manifest", path_str(&manifest)]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "inputs and a manifest together"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_standard_input_worker_answers_each_line_before_reading_the_next() {
+    let dir = scratch_dir("stdin-worker");
+    catalogue(&dir, 2);
+    let out = dir.join("stems");
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args([
+            "separate",
+            "--manifest",
+            "-",
+            "--json",
+            "-o",
+            path_str(&out),
+        ])
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("STEMFLOW_ORT_LIB")
+        .spawn()
+        .unwrap();
+    let mut stdin = worker.stdin.take().unwrap();
+    let mut stdout = BufReader::new(worker.stdout.take().unwrap());
+    for i in 0..2 {
+        // The line is answered while standard input stays open.
+        writeln!(stdin, r#"{{"input": "songs/song{i}.wav"}}"#).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let result: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(result["status"], "separated", "{result}");
+        assert!(out.join(format!("song{i}/vocals.wav")).is_file());
+    }
+    drop(stdin);
+    let status = worker.wait().unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The Kubernetes example: each pod of the Indexed Job runs its own shard of the manifest.
+#[test]
+fn the_kubernetes_job_runs_one_shard_per_completion_index() {
+    let example =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/kubernetes/stemflow-job.yaml");
+    let yaml = std::fs::read_to_string(&example).unwrap();
+    let completions: u64 = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("completions:"))
+        .expect("completions")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(yaml.contains("completionMode: Indexed"), "an Indexed Job");
+    let parallelism_ok = yaml.lines().any(|l| l.trim().starts_with("parallelism:"));
+    assert!(parallelism_ok);
+    // The container's command, as the pod's shell would run it with its index.
+    let start = yaml.find("STEMFLOW_COMMAND_BEGIN").expect("command marker");
+    let end = yaml.find("STEMFLOW_COMMAND_END").expect("command marker");
+    let script = yaml[start..end]
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "args:" && *l != "- >-" && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let command = script
+        .strip_prefix("exec ")
+        .expect("the pod execs stemflow");
+    let mut shards = Vec::new();
+    for index in 0..completions {
+        let rendered = Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' {command}"))
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("SHARDS", completions.to_string())
+            .output()
+            .unwrap();
+        let argv: Vec<String> = text(&rendered.stdout).lines().map(str::to_owned).collect();
+        assert_eq!(argv[0], "stemflow", "{argv:?}");
+        assert_eq!(argv[1], "separate");
+        let flag = |name: &str| {
+            argv.iter()
+                .position(|a| a == name)
+                .map(|i| argv[i + 1].clone())
+        };
+        assert_eq!(
+            flag("--manifest").as_deref(),
+            Some("/data/manifest.jsonl"),
+            "{argv:?}"
+        );
+        assert_eq!(
+            flag("--shard"),
+            Some(format!("{index}/{completions}")),
+            "{argv:?}"
+        );
+        assert!(flag("-o").unwrap().starts_with("/data/"), "{argv:?}");
+        assert!(argv.iter().any(|a| a == "--json"), "{argv:?}");
+        shards.push(flag("--shard").unwrap());
+    }
+    // The pods' shards cover the manifest: each is a valid, distinct shard of the same split.
+    shards.dedup();
+    assert_eq!(shards.len() as u64, completions);
+}
+
+/// The Ray example on a local Ray instance with two workers: every input is separated exactly
+/// once and the stems equal a single-process run. Needs the Python environment with Ray that
+/// `cargo xtask test` prepares (`STEMFLOW_TEST_RAY_PYTHON`).
+#[test]
+fn the_ray_example_separates_every_input_exactly_once_like_one_process() {
+    let python = std::env::var("STEMFLOW_TEST_RAY_PYTHON").expect(
+        "STEMFLOW_TEST_RAY_PYTHON must name a Python with ray[data]: run the tests with `cargo xtask test`",
+    );
+    let dir = scratch_dir("ray");
+    let manifest = catalogue(&dir, 6);
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/ray/stemflow_ray.py");
+    let out = dir.join("ray-stems");
+    let results = dir.join("results");
+    let output = Command::new(&python)
+        .arg(&example)
+        .args([
+            "--manifest",
+            path_str(&manifest),
+            "--output",
+            path_str(&out),
+            "--results",
+            path_str(&results),
+        ])
+        .args([
+            "--stemflow",
+            env!("CARGO_BIN_EXE_stemflow"),
+            "--workers",
+            "2",
+            "--local",
+        ])
+        .env_remove("STEMFLOW_ORT_LIB")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(&results).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .extension()
+            .is_some_and(|e| e == "json" || e == "jsonl")
+        {
+            for line in std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+            {
+                lines.push(serde_json::from_str::<serde_json::Value>(line).unwrap());
+            }
+        }
+    }
+    let results_by_input = by_input(&lines);
+    assert_eq!(results_by_input.len(), 6, "every input once: {lines:?}");
+    assert!(
+        lines.iter().all(|l| l["status"] == "separated"),
+        "{lines:?}"
+    );
+    let plain = dir.join("plain");
+    let single = run(&[
+        "separate",
+        "--manifest",
+        path_str(&manifest),
+        "-o",
+        path_str(&plain),
+        "--quiet",
+    ]);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    for folder in ["first", "song1", "song2", "song3", "song4", "song5"] {
+        for stem in ["vocals", "drums", "bass", "other"] {
+            let a = std::fs::read(out.join(folder).join(format!("{stem}.wav"))).unwrap();
+            let b = std::fs::read(plain.join(folder).join(format!("{stem}.wav"))).unwrap();
+            assert!(a == b, "{folder}/{stem} differs from a single-process run");
+        }
+    }
+    // Resumed: a second run finds everything done.
+    let again = Command::new(&python)
+        .arg(&example)
+        .args([
+            "--manifest",
+            path_str(&manifest),
+            "--output",
+            path_str(&out),
+            "--results",
+            path_str(&dir.join("results2")),
+        ])
+        .args([
+            "--stemflow",
+            env!("CARGO_BIN_EXE_stemflow"),
+            "--workers",
+            "2",
+            "--local",
+        ])
+        .env_remove("STEMFLOW_ORT_LIB")
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let summary = text(&again.stdout);
+    assert!(summary.contains("skipped 6"), "{summary}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
