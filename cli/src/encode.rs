@@ -100,7 +100,61 @@ fn quantize(sample: f32, bits: u16) -> (i32, bool) {
 
 enum Encoder {
     Wav(hound::WavWriter<BufWriter<File>>),
-    Flac(Box<FlacWriter>),
+    Flac(FlacThread),
+}
+
+/// Blocks of samples in flight to one FLAC encoder thread: bounds memory when encoding falls
+/// behind separation.
+const FLAC_QUEUE_BLOCKS: usize = 16;
+
+/// A [`FlacWriter`] on its own thread, so the stems of one input encode in parallel with each
+/// other and with the separation (FLAC encoding is the slow part of writing).
+struct FlacThread {
+    sender: Option<std::sync::mpsc::SyncSender<Vec<i32>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl FlacThread {
+    fn start(mut writer: FlacWriter) -> Result<Self, String> {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<i32>>(FLAC_QUEUE_BLOCKS);
+        let thread = std::thread::Builder::new()
+            .name("stemflow-flac".into())
+            .spawn(move || {
+                for samples in receiver {
+                    writer.write_interleaved(&samples)?;
+                }
+                writer.finish()
+            })
+            .map_err(|e| format!("cannot start a FLAC encoder thread: {e}"))?;
+        Ok(Self {
+            sender: Some(sender),
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands interleaved samples to the encoder; an encoder that failed says why.
+    fn write(&mut self, samples: Vec<i32>) -> Result<(), String> {
+        let sent = self.sender.as_ref().map(|s| s.send(samples));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The thread stopped on an error: its result says which.
+            _ => Err(self
+                .join()
+                .err()
+                .unwrap_or_else(|| "the FLAC encoder stopped".into())),
+        }
+    }
+
+    /// Encodes what is left, completes the file and waits for the thread.
+    fn join(&mut self) -> Result<(), String> {
+        self.sender = None;
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err("the FLAC encoder panicked".into())),
+            None => Err("the FLAC encoder already stopped".into()),
+        }
+    }
 }
 
 /// One stem file being written.
@@ -154,15 +208,14 @@ impl StemWriter {
                 if bit_depth == BitDepth::Float32 {
                     return Err("FLAC has no 32-bit float samples; use --bit-depth 16 or 24".into());
                 }
-                Encoder::Flac(Box::new(
-                    FlacWriter::new(
-                        file,
-                        sample_rate_hz,
-                        num_channels,
-                        bit_depth.bits() as usize,
-                    )
-                    .map_err(|e| format!("cannot write {}: {e}", final_path.display()))?,
-                ))
+                let writer = FlacWriter::new(
+                    file,
+                    sample_rate_hz,
+                    num_channels,
+                    bit_depth.bits() as usize,
+                )
+                .map_err(|e| format!("cannot write {}: {e}", final_path.display()))?;
+                Encoder::Flac(FlacThread::start(writer)?)
             }
         };
         Ok(Self {
@@ -227,7 +280,9 @@ impl StemWriter {
                         }
                         Ok(())
                     }
-                    Encoder::Flac(writer) => writer.write_interleaved(&self.scratch).map_err(error),
+                    Encoder::Flac(thread) => thread
+                        .write(std::mem::take(&mut self.scratch))
+                        .map_err(error),
                 }
             }
             (None, _) => Err(error("the file was already finished".into())),
@@ -240,7 +295,7 @@ impl StemWriter {
         let error = |e: String| format!("cannot write {}: {e}", path.display());
         match self.encoder.take() {
             Some(Encoder::Wav(writer)) => writer.finalize().map_err(|e| error(e.to_string()))?,
-            Some(Encoder::Flac(writer)) => writer.finish().map_err(error)?,
+            Some(Encoder::Flac(mut thread)) => thread.join().map_err(error)?,
             None => return Err(error("the file was already finished".into())),
         }
         std::fs::rename(&self.partial_path, &self.final_path).map_err(|e| error(io_reason(&e)))?;
@@ -251,7 +306,11 @@ impl StemWriter {
 impl Drop for StemWriter {
     /// An unfinished stem (an error stopped the run) is deleted.
     fn drop(&mut self) {
-        if self.encoder.take().is_some() {
+        if let Some(encoder) = self.encoder.take() {
+            if let Encoder::Flac(mut thread) = encoder {
+                // Stops the thread (it completes the file it is about to lose) before removal.
+                let _ = thread.join();
+            }
             let _ = std::fs::remove_file(&self.partial_path);
         }
     }

@@ -580,41 +580,53 @@ fn absurd_numbers_are_usage_errors_or_capped() {
 fn a_full_disk_fails_the_input_and_leaves_nothing_half_written() {
     let dir = scratch_dir("full-disk");
     let (input, _) = song(&dir, "song.wav", 3.0);
-    // A small tmpfs where mounting is allowed (root); else a file-size limit (the same failed
-    // write, with EFBIG instead of ENOSPC).
-    let mount = dir.join("small");
-    std::fs::create_dir_all(&mount).unwrap();
-    let is_mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mount)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let out = mount.join("out");
-    let output = if is_mounted {
-        eprintln!("full disk: a 256 KiB tmpfs");
-        run(&["separate", path_str(&input), "-o", path_str(&out)])
-    } else {
-        eprintln!("full disk: no tmpfs here (not root?), a 256 KiB file-size limit instead");
-        Command::new("prlimit")
-            .arg("--fsize=262144")
-            .arg(env!("CARGO_BIN_EXE_stemflow"))
-            .args(["separate", path_str(&input), "-o", path_str(&out)])
-            .env_remove("STEMFLOW_ORT_LIB")
-            .output()
-            .unwrap()
-    };
-    let leftovers = walk(&out);
-    if is_mounted {
-        let _ = Command::new("umount").arg(&mount).status();
+    // WAV is written on the separating thread, FLAC on one encoder thread per stem: both
+    // report the failed write and remove what they began.
+    for format in ["wav", "flac"] {
+        // A small tmpfs where mounting is allowed (root); else a file-size limit (the same
+        // failed write, with EFBIG instead of ENOSPC).
+        let mount = dir.join(format!("small-{format}"));
+        std::fs::create_dir_all(&mount).unwrap();
+        let is_mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+            .arg(&mount)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let out = mount.join("out");
+        let args = [
+            "separate",
+            path_str(&input),
+            "-o",
+            path_str(&out),
+            "--format",
+            format,
+        ];
+        let output = if is_mounted {
+            eprintln!("full disk ({format}): a 256 KiB tmpfs");
+            run(&args)
+        } else {
+            eprintln!("full disk ({format}): no tmpfs here (not root?), a 256 KiB file-size limit instead");
+            Command::new("prlimit")
+                .arg("--fsize=262144")
+                .arg(env!("CARGO_BIN_EXE_stemflow"))
+                .args(args)
+                .env_remove("STEMFLOW_ORT_LIB")
+                .output()
+                .unwrap()
+        };
+        let leftovers = walk(&out);
+        if is_mounted {
+            let _ = Command::new("umount").arg(&mount).status();
+        }
+        let stderr = assert_clean_failure(&output, "full disk");
+        assert!(
+            stderr.contains("No space left on device") || stderr.contains("File too large"),
+            "{format}: {stderr}"
+        );
+        assert!(
+            leftovers.iter().all(|p| !p.is_file()),
+            "{format}: half-written files were left: {leftovers:?}"
+        );
     }
-    let stderr = assert_clean_failure(&output, "full disk");
-    assert!(
-        stderr.contains("No space left on device") || stderr.contains("File too large"),
-        "{stderr}"
-    );
-    assert!(
-        leftovers.iter().all(|p| !p.is_file()),
-        "half-written files were left: {leftovers:?}"
-    );
 }
