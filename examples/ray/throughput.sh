@@ -23,19 +23,23 @@ trap 'rm -rf "$work"' EXIT
 "$stemflow" demo -o "$work/demo" --duration-s $((seconds + count)) > /dev/null
 mkdir -p "$work/songs"
 "$python" - "$work" "$count" "$seconds" <<'EOF'
-import sys, wave
+import struct, sys
 work, count, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-with wave.open(f"{work}/demo/demo-song.wav") as w:
-    rate, width, channels = w.getframerate(), w.getsampwidth(), w.getnchannels()
-    frames = w.readframes(w.getnframes())
-frame_bytes = width * channels
+# A minimal RIFF reader and writer: the demo song is 32-bit float (WAVE_FORMAT_EXTENSIBLE).
+data = open(f"{work}/demo/demo-song.wav", "rb").read()
+chunks, at = {}, 12
+while at + 8 <= len(data):
+    cid, size = data[at:at + 4], struct.unpack("<I", data[at + 4:at + 8])[0]
+    chunks[cid] = data[at + 8:at + 8 + size]
+    at += 8 + size + (size & 1)
+fmt, audio = chunks[b"fmt "], chunks[b"data"]
+channels, rate = struct.unpack("<HI", fmt[2:8])
+frame_bytes = struct.unpack("<H", fmt[12:14])[0]
 lines = []
 for i in range(count):
-    start = i * rate * frame_bytes
-    chunk = frames[start:start + seconds * rate * frame_bytes]
-    with wave.open(f"{work}/songs/song{i:03}.wav", "wb") as out:
-        out.setnchannels(channels); out.setsampwidth(width); out.setframerate(rate)
-        out.writeframes(chunk)
+    chunk = audio[i * rate * frame_bytes:(i + seconds) * rate * frame_bytes]
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(chunk)) + chunk
+    open(f"{work}/songs/song{i:03}.wav", "wb").write(b"RIFF" + struct.pack("<I", len(body)) + body)
     lines.append('{"input": "songs/song%03d.wav"}' % i)
 open(f"{work}/songs.jsonl", "w").write("\n".join(lines) + "\n")
 EOF
