@@ -428,3 +428,46 @@ fn the_ray_example_separates_every_input_exactly_once_like_one_process() {
     assert!(summary.contains("skipped 6"), "{summary}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A job's stems are never written over a later job's input: the manifest's inputs are all
+/// known before the first job runs.
+#[test]
+fn a_manifest_never_overwrites_a_later_input() {
+    let dir = scratch_dir("manifest-victim");
+    catalogue(&dir, 1);
+    std::fs::create_dir_all(dir.join("victims")).unwrap();
+    std::fs::copy(dir.join("songs/song0.wav"), dir.join("victims/vocals.wav")).unwrap();
+    let before = std::fs::read(dir.join("victims/vocals.wav")).unwrap();
+    let manifest = dir.join("victim.jsonl");
+    std::fs::write(
+        &manifest,
+        "{\"input\": \"songs/song0.wav\", \"output\": \"victims\"}\n{\"input\": \"victims/vocals.wav\", \"output\": \"later\"}\n",
+    )
+    .unwrap();
+    let output = run(&[
+        "separate",
+        "--manifest",
+        path_str(&manifest),
+        "-o",
+        path_str(&dir),
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let results = by_input(&result_lines(&output.stdout));
+    assert_eq!(results["songs/song0.wav"]["status"], "failed");
+    assert!(
+        results["songs/song0.wav"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("would overwrite the input"),
+        "{}",
+        results["songs/song0.wav"]
+    );
+    assert_eq!(results["victims/vocals.wav"]["status"], "separated");
+    assert_eq!(
+        std::fs::read(dir.join("victims/vocals.wav")).unwrap(),
+        before,
+        "an input was overwritten"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

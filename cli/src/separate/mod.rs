@@ -34,17 +34,18 @@ use slot::SeparatorSlot;
 pub fn run(args: SeparateArgs) -> Result<(), CliError> {
     let (source, output, options, catalogue) = args.into_options()?;
     let result = match source {
-        JobSource::Paths(inputs) => separate_jobs(
-            inputs.iter().map(|p| Ok(Job::from_path(p))),
-            &output,
-            &options,
-            catalogue,
-        ),
+        JobSource::Paths(inputs) => separate_all(&inputs, &output, &options),
         JobSource::Manifest(path) => {
             let jobs = manifest::read_manifest(&path).map_err(CliError::Failed)?;
-            separate_jobs(jobs.into_iter(), &output, &options, catalogue)
+            let inputs: Vec<PathBuf> = jobs
+                .iter()
+                .filter_map(|job| job.as_ref().ok().map(|job| job.input.clone()))
+                .collect();
+            separate_jobs(jobs.into_iter(), &inputs, &output, &options, catalogue)
         }
-        JobSource::Stdin => separate_jobs(manifest::stdin_jobs(), &output, &options, catalogue),
+        JobSource::Stdin => {
+            separate_jobs(manifest::stdin_jobs(), &[], &output, &options, catalogue)
+        }
     };
     match result {
         Ok(0) => Ok(()),
@@ -63,6 +64,7 @@ pub fn separate_all(
 ) -> Result<usize, Failure> {
     separate_jobs(
         inputs.iter().map(|p| Ok(Job::from_path(p))),
+        inputs,
         output,
         options,
         Catalogue::default(),
@@ -71,9 +73,12 @@ pub fn separate_all(
 
 /// Separates each job into `output/<name>/`, in turn, as the jobs arrive. A job that fails is
 /// reported (an error line, and a result line with `--json`) and the next one goes on; a fatal
-/// failure (the model, the device) or a signal stops the run. Returns the number of failed jobs.
+/// failure (the model, the device) or a signal stops the run. No stem is written over any of
+/// `known_inputs` (every input, when they are known before the first job) or over an input of
+/// an earlier job. Returns the number of failed jobs.
 pub fn separate_jobs(
     jobs: impl Iterator<Item = Result<Job, BadLine>>,
+    known_inputs: &[PathBuf],
     output: &Path,
     options: &SeparateOptions,
     catalogue: Catalogue,
@@ -101,7 +106,10 @@ pub fn separate_jobs(
         })),
         None => Box::new(jobs),
     };
-    let mut input_ids: HashMap<FileId, PathBuf> = HashMap::new();
+    let mut input_ids: HashMap<FileId, PathBuf> = known_inputs
+        .iter()
+        .filter_map(|input| FileId::of(input).map(|id| (id, input.clone())))
+        .collect();
     let mut num_jobs = 0;
     let mut num_failed = 0;
     for job in jobs {
