@@ -78,6 +78,9 @@ pub struct BuiltinSeparator {
     overlap: Vec<Vec<f32>>,
     time_scratch: Vec<f32>,
     spectrum_scratch: Vec<Complex32>,
+    /// The centre frame's masks per bin, vocals, drums and bass: the same for both channels,
+    /// so computed once per frame.
+    masks: [Vec<f32>; 3],
     forward_scratch: Vec<Complex32>,
     inverse_scratch: Vec<Complex32>,
     harmonic: Vec<f32>,
@@ -121,6 +124,7 @@ impl BuiltinSeparator {
             overlap: vec![vec![0.0; FFT_SIZE_SAMPLES]; BUILTIN_CHANNELS],
             time_scratch: vec![0.0; FFT_SIZE_SAMPLES],
             spectrum_scratch: vec![Complex32::default(); NUM_BINS],
+            masks: std::array::from_fn(|_| vec![0.0; NUM_BINS]),
             forward_scratch,
             inverse_scratch,
             harmonic: vec![0.0; NUM_BINS],
@@ -182,33 +186,35 @@ impl BuiltinSeparator {
         let left = Self::spectrum_range(centre_frame, 0);
         let right = Self::spectrum_range(centre_frame, 1);
         let norm = 1.0 / FFT_SIZE_SAMPLES as f32;
-        // Masks per bin for vocals, drums, bass.
-        for stem in [Stem::Vocals, Stem::Drums, Stem::Bass] {
+        // Masks per bin for vocals, drums, bass (channel-independent).
+        let [vocals_mask, drums_mask, bass_mask] = &mut self.masks;
+        for k in 0..NUM_BINS {
+            let l = self.spectra[left.start + k];
+            let r = self.spectra[right.start + k];
+            let h2 = self.harmonic[k] * self.harmonic[k];
+            let p2 = self.percussive[k] * self.percussive[k];
+            let percussive_mask = p2 / (h2 + p2 + MASK_EPSILON);
+            let harmonic_mask = 1.0 - percussive_mask;
+            drums_mask[k] = percussive_mask;
+            bass_mask[k] = harmonic_mask * self.bass_weights[k];
+            let similarity =
+                2.0 * (l.re * r.re + l.im * r.im) / (l.norm_sqr() + r.norm_sqr() + MASK_EPSILON);
+            vocals_mask[k] = harmonic_mask
+                * self.voice_weights[k]
+                * raised_cosine_step(
+                    similarity,
+                    CENTRE_SIMILARITY_RAMP.0,
+                    CENTRE_SIMILARITY_RAMP.1,
+                );
+        }
+        for (stem, mask) in [Stem::Vocals, Stem::Drums, Stem::Bass]
+            .into_iter()
+            .zip(0..3)
+        {
             for channel in 0..2 {
                 let source = if channel == 0 { &left } else { &right };
                 for k in 0..NUM_BINS {
-                    let l = self.spectra[left.start + k];
-                    let r = self.spectra[right.start + k];
-                    let h2 = self.harmonic[k] * self.harmonic[k];
-                    let p2 = self.percussive[k] * self.percussive[k];
-                    let percussive_mask = p2 / (h2 + p2 + MASK_EPSILON);
-                    let harmonic_mask = 1.0 - percussive_mask;
-                    let mask = match stem {
-                        Stem::Drums => percussive_mask,
-                        Stem::Bass => harmonic_mask * self.bass_weights[k],
-                        _ => {
-                            let similarity = 2.0 * (l.re * r.re + l.im * r.im)
-                                / (l.norm_sqr() + r.norm_sqr() + MASK_EPSILON);
-                            harmonic_mask
-                                * self.voice_weights[k]
-                                * raised_cosine_step(
-                                    similarity,
-                                    CENTRE_SIMILARITY_RAMP.0,
-                                    CENTRE_SIMILARITY_RAMP.1,
-                                )
-                        }
-                    };
-                    self.spectrum_scratch[k] = self.spectra[source.start + k] * mask;
+                    self.spectrum_scratch[k] = self.spectra[source.start + k] * self.masks[mask][k];
                 }
                 // A real signal's DC and Nyquist bins are real; keep them exactly so.
                 self.spectrum_scratch[0].im = 0.0;
