@@ -272,6 +272,14 @@ impl StemWriter {
                     }
                 }
                 match encoder {
+                    Encoder::Wav(writer) if bits == 16 => {
+                        // hound's buffered 16-bit writer: one write per block, not per sample.
+                        let mut samples = writer.get_i16_writer(self.scratch.len() as u32);
+                        for &value in &self.scratch {
+                            samples.write_sample(value as i16);
+                        }
+                        samples.flush().map_err(|e| error(e.to_string()))
+                    }
                     Encoder::Wav(writer) => {
                         for &value in &self.scratch {
                             writer
