@@ -324,6 +324,30 @@ fn the_kubernetes_job_runs_one_shard_per_completion_index() {
     assert_eq!(shards.len() as u64, completions);
 }
 
+/// Runs `examples/ray/stemflow_ray.py` on a local Ray with two workers.
+fn run_ray_example(
+    python: &str,
+    manifest: &Path,
+    out: &Path,
+    results: &Path,
+) -> std::process::Output {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/ray/stemflow_ray.py");
+    Command::new(python)
+        .arg(example)
+        .args(["--manifest", path_str(manifest), "--output", path_str(out)])
+        .args(["--results", path_str(results)])
+        .args([
+            "--stemflow",
+            env!("CARGO_BIN_EXE_stemflow"),
+            "--workers",
+            "2",
+            "--local",
+        ])
+        .env_remove("STEMFLOW_ORT_LIB")
+        .output()
+        .unwrap()
+}
+
 /// The Ray example on a local Ray instance with two workers: every input is separated exactly
 /// once and the stems equal a single-process run. Needs the Python environment with Ray that
 /// `cargo xtask test` prepares (`STEMFLOW_TEST_RAY_PYTHON`).
@@ -334,29 +358,9 @@ fn the_ray_example_separates_every_input_exactly_once_like_one_process() {
     );
     let dir = scratch_dir("ray");
     let manifest = catalogue(&dir, 6);
-    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/ray/stemflow_ray.py");
     let out = dir.join("ray-stems");
     let results = dir.join("results");
-    let output = Command::new(&python)
-        .arg(&example)
-        .args([
-            "--manifest",
-            path_str(&manifest),
-            "--output",
-            path_str(&out),
-            "--results",
-            path_str(&results),
-        ])
-        .args([
-            "--stemflow",
-            env!("CARGO_BIN_EXE_stemflow"),
-            "--workers",
-            "2",
-            "--local",
-        ])
-        .env_remove("STEMFLOW_ORT_LIB")
-        .output()
-        .unwrap();
+    let output = run_ray_example(&python, &manifest, &out, &results);
     assert!(
         output.status.success(),
         "{}\n{}",
@@ -403,26 +407,7 @@ fn the_ray_example_separates_every_input_exactly_once_like_one_process() {
         }
     }
     // Resumed: a second run finds everything done.
-    let again = Command::new(&python)
-        .arg(&example)
-        .args([
-            "--manifest",
-            path_str(&manifest),
-            "--output",
-            path_str(&out),
-            "--results",
-            path_str(&dir.join("results2")),
-        ])
-        .args([
-            "--stemflow",
-            env!("CARGO_BIN_EXE_stemflow"),
-            "--workers",
-            "2",
-            "--local",
-        ])
-        .env_remove("STEMFLOW_ORT_LIB")
-        .output()
-        .unwrap();
+    let again = run_ray_example(&python, &manifest, &out, &dir.join("results2"));
     assert!(again.status.success(), "{}", text(&again.stderr));
     let summary = text(&again.stdout);
     assert!(summary.contains("skipped 6"), "{summary}");

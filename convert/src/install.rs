@@ -41,10 +41,7 @@ pub struct Installed {
 
 /// Lower-case hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 fn check(what: &str, bytes: &[u8], expected: &str) -> Result<(), ConvertError> {

@@ -17,6 +17,8 @@ pub mod onnx_writer;
 pub mod pickle;
 pub mod release;
 pub mod spleeter;
+#[cfg(test)]
+mod test_rng;
 pub mod zip;
 
 pub use error::ConvertError;

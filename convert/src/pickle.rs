@@ -1423,16 +1423,7 @@ mod tests {
         values.iter().map(|value| value.to_bits()).collect()
     }
 
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::test_rng::XorShift;
 
     #[test]
     fn round_trip_keeps_order_shapes_and_bits() {

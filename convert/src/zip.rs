@@ -925,17 +925,7 @@ mod tests {
         (0..len).map(|i| ((i * 7 + i / 13) % 251) as u8).collect()
     }
 
-    /// Small deterministic generator for the fuzz tests.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::test_rng::XorShift;
 
     #[test]
     fn write_zip_round_trips_stored_and_deflated_entries() {

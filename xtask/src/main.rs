@@ -558,11 +558,9 @@ fn ensure_ardour() -> Result<bool> {
     Ok(true)
 }
 
-/// README command 2: every test, including the ones that host the built plugin.
-/// Writes the model-family test graphs and their numpy reference fixtures into
-/// `target/stemflow-fixtures`, in a virtual environment with `numpy` and `onnx` from PyPI.
-fn family_fixtures() -> Result<PathBuf> {
-    let venv = Path::new("target/pyenv");
+/// The Python of the virtual environment in `venv`, created when missing (packages are the
+/// caller's to install).
+fn virtual_env(venv: &Path) -> Result<PathBuf> {
     let venv_python = if cfg!(windows) {
         venv.join("Scripts/python.exe")
     } else {
@@ -571,6 +569,14 @@ fn family_fixtures() -> Result<PathBuf> {
     if !venv_python.is_file() {
         run(Command::new(python()?).args(["-m", "venv"]).arg(venv))?;
     }
+    Ok(venv_python)
+}
+
+/// README command 2: every test, including the ones that host the built plugin.
+/// Writes the model-family test graphs and their numpy reference fixtures into
+/// `target/stemflow-fixtures`, in a virtual environment with `numpy` and `onnx` from PyPI.
+fn family_fixtures() -> Result<PathBuf> {
+    let venv_python = virtual_env(Path::new("target/pyenv"))?;
     let has_packages = Command::new(&venv_python)
         .args(["-c", "import numpy, onnx"])
         .stderr(std::process::Stdio::null())
@@ -598,15 +604,7 @@ fn family_fixtures() -> Result<PathBuf> {
 /// A Python with the Ray example's pinned requirements (`examples/ray/requirements.txt`), in its
 /// own virtual environment `target/rayenv`, for the test that runs the example on a local Ray.
 fn ray_python() -> Result<PathBuf> {
-    let venv = Path::new("target/rayenv");
-    let venv_python = if cfg!(windows) {
-        venv.join("Scripts/python.exe")
-    } else {
-        venv.join("bin/python")
-    };
-    if !venv_python.is_file() {
-        run(Command::new(python()?).args(["-m", "venv"]).arg(venv))?;
-    }
+    let venv_python = virtual_env(Path::new("target/rayenv"))?;
     let requirements = Path::new("examples/ray/requirements.txt");
     let pinned = std::fs::read_to_string(requirements)?
         .lines()

@@ -29,11 +29,7 @@ pub fn file_sha256(path: &Path) -> Result<String, String> {
         }
         hasher.update(&buffer[..n]);
     }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 /// What makes a separator's output what it is: `builtin` with Stemflow's version, a model's
