@@ -304,11 +304,6 @@ impl AudioDecoder {
         &self.info
     }
 
-    /// Frames handed out so far.
-    pub fn frames_decoded(&self) -> u64 {
-        self.frames_decoded
-    }
-
     /// Where damaged packets were replaced by silence (seconds into the audio), for a warning.
     pub fn damaged_at_s(&self) -> &[f64] {
         &self.damaged_at_s

@@ -209,6 +209,10 @@ impl SeparateArgs {
             shard: self.shard,
             is_resumable: self.manifest.is_some(),
             is_json: self.json,
+            is_streamed: self
+                .manifest
+                .as_ref()
+                .is_some_and(|path| path.as_os_str() == "-"),
         };
         let source = match self.manifest {
             Some(path) if path.as_os_str() == "-" => JobSource::Stdin,

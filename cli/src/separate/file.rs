@@ -6,10 +6,11 @@ use std::time::Duration;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
 use stemflow_engine::Stem;
 
+use super::decode_ahead::PendingDecode;
 use super::new_folder::NewFolderGuard;
 use super::options::{Failure, SeparateOptions, Separated};
 use super::slot::SeparatorSlot;
-use crate::decode::{io_reason, AudioDecoder};
+use crate::decode::io_reason;
 use crate::encode::{BitDepth, StemWriter};
 use crate::progress::{clock, Progress};
 
@@ -22,14 +23,15 @@ pub(super) fn stem_path(folder: &Path, stem: Stem, options: &SeparateOptions) ->
     ))
 }
 
-/// Separates one input into `folder`.
+/// Separates one input, whose decoding has started, into `folder`.
 pub(super) fn separate_file(
-    input: &Path,
+    pending: PendingDecode,
     folder: &Path,
     options: &SeparateOptions,
     separator_slot: &mut SeparatorSlot<'_>,
 ) -> Result<Separated, Failure> {
-    let mut decoder = AudioDecoder::open(input).map_err(Failure::Input)?;
+    let input = &pending.path().to_path_buf();
+    let mut decoder = pending.open().map_err(Failure::Input)?;
     let info = decoder.info().clone();
     stemflow_engine::validate_sample_rate(info.sample_rate_hz as f32)?;
     let bit_depth = options

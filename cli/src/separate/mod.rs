@@ -3,10 +3,12 @@
 //! - `args.rs`: the arguments and how they become [`SeparateOptions`] (`options.rs`);
 //! - `slot.rs`: the separator, built once per run and handed from input to input;
 //! - `file.rs`: one input, from decoder to finished stem files;
+//! - `decode_ahead.rs`: each input decoded on its own thread, and the next one started early;
 //! - `manifest.rs`: catalogue input (`--manifest`, `--shard`); `record.rs`: the record that
 //!   makes a catalogue run resumable; `report.rs`: `--json` result lines.
 
 pub mod args;
+mod decode_ahead;
 mod file;
 pub mod manifest;
 mod new_folder;
@@ -23,6 +25,7 @@ use std::time::Instant;
 use crate::decode::io_reason;
 use crate::error::CliError;
 use args::{JobSource, SeparateArgs};
+use decode_ahead::PendingDecode;
 use file::{separate_file, stem_path};
 use manifest::{BadLine, Job};
 use new_folder::NewFolderGuard;
@@ -71,7 +74,9 @@ pub fn separate_all(
     )
 }
 
-/// Separates each job into `output/<name>/`, in turn, as the jobs arrive. A job that fails is
+/// Separates each job into `output/<name>/`, in turn, as the jobs arrive; while one separates,
+/// the next one's input (a plain file) is opened and decoded ahead, unless the jobs are streamed
+/// (standard input: each is answered before the next is read). A job that fails is
 /// reported (an error line, and a result line with `--json`) and the next one goes on; a fatal
 /// failure (the model, the device) or a signal stops the run. No stem is written over any of
 /// `known_inputs` (every input, when they are known before the first job) or over an input of
@@ -106,13 +111,16 @@ pub fn separate_jobs(
         })),
         None => Box::new(jobs),
     };
+    let mut jobs = jobs.peekable();
+    // The next job's input, decoding ahead while the current one separates.
+    let mut decoding_ahead: Option<PendingDecode> = None;
     let mut input_ids: HashMap<FileId, PathBuf> = known_inputs
         .iter()
         .filter_map(|input| FileId::of(input).map(|id| (id, input.clone())))
         .collect();
     let mut num_jobs = 0;
     let mut num_failed = 0;
-    for job in jobs {
+    while let Some(job) = jobs.next() {
         num_jobs += 1;
         let started = Instant::now();
         let job = match job {
@@ -197,7 +205,20 @@ pub fn separate_jobs(
             report::print(catalogue, &report);
             continue;
         }
-        match separate_file(input, &folder, options, &mut separator) {
+        let pending = match decoding_ahead.take() {
+            Some(pending) if pending.path() == input.as_path() => pending,
+            _ => PendingDecode::start(input),
+        };
+        if !catalogue.is_streamed {
+            if let Some(Ok(next)) = jobs.peek() {
+                // Only a plain file: opening a pipe early would take its audio from a job that
+                // may never run (skipped as already done, or refused).
+                if std::fs::metadata(&next.input).is_ok_and(|m| m.is_file()) {
+                    decoding_ahead = Some(PendingDecode::start(&next.input));
+                }
+            }
+        }
+        match separate_file(pending, &folder, options, &mut separator) {
             Ok(separated) => {
                 if let Some(key) = key {
                     if let Err(reason) = record::write_record(

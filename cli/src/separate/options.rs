@@ -74,4 +74,7 @@ pub struct Catalogue {
     pub is_resumable: bool,
     /// One JSON result line per job on standard output (and nothing else there).
     pub is_json: bool,
+    /// The jobs arrive one by one (standard input): each is answered before the next is read,
+    /// so none is decoded ahead.
+    pub is_streamed: bool,
 }
