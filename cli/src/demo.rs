@@ -77,6 +77,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
         let options = SeparateOptions {
             separator,
             device: DeviceChoice::Auto,
+            look_ahead: stemflow_engine::look_ahead::LookAhead::Full,
             is_strict_device: false,
             stems: Stem::FOUR.to_vec(),
             extra_stems: ExtraStems::IntoOther,

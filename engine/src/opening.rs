@@ -6,15 +6,27 @@ use crate::builtin::BuiltinSeparator;
 use crate::choice::{models_dirs, SeparatorChoice};
 use crate::families::ModelSeparator;
 use crate::hybrid::{is_route_file, RouteFile, RoutedSeparator};
+use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::runtime::devices::DeviceChoice;
 use crate::separator::Separator;
 use crate::stem::Stem;
 
 impl SeparatorChoice {
-    /// Builds the separator on the chosen device (models only). A model that cannot be loaded is
-    /// an error that says why. Not realtime-safe: allocates, may load a model.
+    /// Builds the separator on the chosen device (models only) with the reference look-ahead.
+    /// A model that cannot be loaded is an error that says why. Not realtime-safe: allocates,
+    /// may load a model.
     pub fn build(&self, device: DeviceChoice) -> Result<Box<dyn Separator>, ModelError> {
+        self.build_with(device, LookAhead::Full)
+    }
+
+    /// [`SeparatorChoice::build`] with a chosen look-ahead for neural models (the built-in
+    /// separator's latency is fixed and short). Not realtime-safe.
+    pub fn build_with(
+        &self,
+        device: DeviceChoice,
+        look_ahead: LookAhead,
+    ) -> Result<Box<dyn Separator>, ModelError> {
         match self {
             SeparatorChoice::Builtin => Ok(Box::new(BuiltinSeparator::new())),
             #[cfg(feature = "fault-injection")]
@@ -27,19 +39,28 @@ impl SeparatorChoice {
             }
             SeparatorChoice::Model(path) if is_route_file(path) => {
                 let route = RouteFile::read(path, &models_dirs(&[]))?;
-                Ok(Box::new(build_route(&route, device)?))
+                Ok(Box::new(build_route(&route, device, look_ahead)?))
             }
-            SeparatorChoice::Model(path) => Ok(Box::new(ModelSeparator::load(path, device)?)),
+            SeparatorChoice::Model(path) => Ok(Box::new(ModelSeparator::load_with(
+                path, device, look_ahead,
+            )?)),
         }
     }
 }
 
-/// Loads every stage's separator of `route` on `device` and chains them. Not realtime-safe:
-/// loads models.
-pub fn build_route(route: &RouteFile, device: DeviceChoice) -> Result<RoutedSeparator, ModelError> {
+/// Loads every stage's separator of `route` on `device` with `look_ahead` and chains them.
+/// Not realtime-safe: loads models.
+pub fn build_route(
+    route: &RouteFile,
+    device: DeviceChoice,
+    look_ahead: LookAhead,
+) -> Result<RoutedSeparator, ModelError> {
     let mut stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = Vec::new();
     for stage in &route.stages {
-        stages.push((stage.choice.build(device)?, stage.stems.clone()));
+        stages.push((
+            stage.choice.build_with(device, look_ahead)?,
+            stage.stems.clone(),
+        ));
     }
     RoutedSeparator::new(route.name.clone(), stages).map_err(|message| ModelError::Params {
         model: route.name.clone(),

@@ -127,4 +127,10 @@ pub trait Separator: Send {
     fn model_runs(&self) -> u64 {
         0
     }
+
+    /// How many times the work of its reference pipeline a neural separator does for its
+    /// look-ahead ([`crate::look_ahead::LookAhead`]): 1 at `Full` and for DSP separators.
+    fn compute_factor(&self) -> f64 {
+        1.0
+    }
 }

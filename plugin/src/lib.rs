@@ -9,6 +9,7 @@
 
 pub mod editor;
 pub mod editor_size;
+mod look_ahead_change;
 mod params;
 pub mod shared;
 mod state;
@@ -24,6 +25,7 @@ use nice_plug::prelude::*;
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::dsp::DenormalGuard;
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::Separator;
@@ -34,6 +36,7 @@ use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use swap::{stream_swap_channel, StreamSwapHandle};
 use variant::{MultiOutput, SingleBus, Variant, TEN_CHANNEL_OUTPUT_CHANNELS};
 
+use look_ahead_change::{apply_look_ahead, PluginTask};
 pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
     SWITCH_SMOOTHING_MS,
@@ -78,6 +81,8 @@ pub struct StemflowPlugin<V: Variant> {
     input_scratch: [Vec<f32>; 2],
     /// Notices a host bouncing faster than real time without saying so.
     render_speed: RenderSpeedDetector,
+    /// The Look-ahead setting last applied (at activation) or requested (from `process()`).
+    requested_look_ahead: LookAhead,
     _variant: PhantomData<V>,
 }
 
@@ -103,6 +108,7 @@ impl<V: Variant> Default for StemflowPlugin<V> {
             bypass_target: 0.0,
             input_scratch: [Vec::new(), Vec::new()],
             render_speed: RenderSpeedDetector::new(44_100.0),
+            requested_look_ahead: LookAhead::Full,
             _variant: PhantomData,
         }
     }
@@ -123,10 +129,18 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
 
     type Editor = editor::StemflowEditor;
     type SysExMessage = ();
-    type BackgroundTask = ();
+    type BackgroundTask = PluginTask;
 
     fn params(&self) -> Arc<dyn Params> {
         self.params.clone()
+    }
+
+    fn task_executor(&mut self) -> TaskExecutor<Self> {
+        let shared = self.shared.clone();
+        let params = self.params.clone();
+        Box::new(move |task| match task {
+            PluginTask::ApplyLookAhead => apply_look_ahead(&shared, &params),
+        })
     }
 
     fn editor(&mut self, _async_executor: AsyncExecutor<Self>) -> Option<Self::Editor> {
@@ -162,7 +176,11 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
         };
 
         let (choice, device) = self.saved_choice();
-        let Some((handle, running)) = self.start_or_reuse_stream(config, choice, device) else {
+        let look_ahead = self.params.look_ahead.value().look_ahead();
+        self.requested_look_ahead = look_ahead;
+        let Some((handle, running)) =
+            self.start_or_reuse_stream(config, choice, device, look_ahead)
+        else {
             return false;
         };
         context.set_latency_samples(handle.latency_samples() as u32);
@@ -200,6 +218,13 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
         let is_faster_than_real_time = self.render_speed.block_started(num_frames, Instant::now());
         self.update_switch_targets();
         let extra_stems = self.extra_stems();
+        // A new Look-ahead setting: the separator is rebuilt in the background and swapped in
+        // below, with its latency, like a model chosen in the editor.
+        let look_ahead = self.params.look_ahead.value().look_ahead();
+        if look_ahead != self.requested_look_ahead {
+            self.requested_look_ahead = look_ahead;
+            context.execute_background(PluginTask::ApplyLookAhead);
+        }
         let (Some(stream), Some(swap)) = (self.stream.as_mut(), self.swap.as_mut()) else {
             return ProcessStatus::Normal;
         };
@@ -356,6 +381,7 @@ impl<V: Variant> StemflowPlugin<V> {
         config: StreamConfig,
         choice: SeparatorChoice,
         device: DeviceChoice,
+        look_ahead: LookAhead,
     ) -> Option<(Box<StemStreamHandle>, shared::RunningStream)> {
         let (swap_sender, swap_handle) = stream_swap_channel(config.host_sample_rate_hz);
         let old_swap = self.swap.replace(swap_handle);
@@ -370,7 +396,9 @@ impl<V: Variant> StemflowPlugin<V> {
                     old_handle = Some(unsent);
                 }
             }
-            let is_same_separator = running.choice == choice && running.device == device;
+            let is_same_separator = running.choice == choice
+                && running.device == device
+                && running.look_ahead == look_ahead;
             let is_same_config = running.config.host_sample_rate_hz == config.host_sample_rate_hz
                 && running.config.max_block_frames == config.max_block_frames;
             // Streams handed back or still in flight are freed here, joining their workers.
@@ -394,12 +422,14 @@ impl<V: Variant> StemflowPlugin<V> {
                 }
             }
         }
-        let separator = match reusable.or_else(|| self.shared.take_prepared(&choice, device)) {
-            Some(separator) => separator,
-            None => self.build_separator(&choice, device),
-        };
+        let separator =
+            match reusable.or_else(|| self.shared.take_prepared(&choice, device, look_ahead)) {
+                Some(separator) => separator,
+                None => self.build_separator(&choice, device, look_ahead),
+            };
         let separator_name = separator.name().to_owned();
         let is_model = separator.device().is_some();
+        let compute_factor = separator.compute_factor();
         match spawn_stream(separator, &config) {
             Ok((handle, controller)) => Some((
                 Box::new(handle),
@@ -408,6 +438,8 @@ impl<V: Variant> StemflowPlugin<V> {
                     config,
                     choice,
                     device,
+                    look_ahead,
+                    compute_factor,
                     separator_name,
                     is_model,
                     swap: swap_sender,
@@ -427,9 +459,10 @@ impl<V: Variant> StemflowPlugin<V> {
         &self,
         choice: &SeparatorChoice,
         device: DeviceChoice,
+        look_ahead: LookAhead,
     ) -> Box<dyn Separator> {
         let saved = self.params.saved.get();
-        match choice.build(device) {
+        match choice.build_with(device, look_ahead) {
             Ok(separator) => {
                 // Remember the model's hash, so it can be found again if it moves.
                 let sha256 = separator.model_sha256();

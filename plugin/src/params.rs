@@ -1,6 +1,7 @@
 //! The plugin's parameters and its persisted (non-automatable) state.
 
 use nice_plug::prelude::*;
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::{ExtraStems, Stem};
 
 use crate::editor_size::EditorSizeField;
@@ -73,6 +74,46 @@ impl GuitarPianoOutput {
     }
 }
 
+/// How far past the audio a neural model may look: the "Look-ahead" parameter. Shorter
+/// settings cut the latency and make the model run more often (see
+/// [`stemflow_engine::look_ahead`]).
+#[derive(Enum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookAheadSetting {
+    /// The reference pipeline: a whole chunk of latency.
+    #[id = "full"]
+    #[name = "Full"]
+    Full,
+    #[id = "4s"]
+    #[name = "4 s"]
+    Seconds4,
+    #[id = "2s"]
+    #[name = "2 s"]
+    Seconds2,
+    #[id = "1s"]
+    #[name = "1 s"]
+    Seconds1,
+    #[id = "500ms"]
+    #[name = "500 ms"]
+    Millis500,
+    #[id = "250ms"]
+    #[name = "250 ms"]
+    Millis250,
+}
+
+impl LookAheadSetting {
+    /// The engine's setting.
+    pub fn look_ahead(self) -> LookAhead {
+        match self {
+            LookAheadSetting::Full => LookAhead::Full,
+            LookAheadSetting::Seconds4 => LookAhead::Millis(4000),
+            LookAheadSetting::Seconds2 => LookAhead::Millis(2000),
+            LookAheadSetting::Seconds1 => LookAhead::Millis(1000),
+            LookAheadSetting::Millis500 => LookAhead::Millis(500),
+            LookAheadSetting::Millis250 => LookAhead::Millis(250),
+        }
+    }
+}
+
 /// Everything the host sees and saves.
 #[derive(Params)]
 pub struct StemflowParams {
@@ -98,6 +139,11 @@ pub struct StemflowParams {
     /// Piano outputs. Saved with the project, not automatable.
     #[id = "guitar_piano"]
     pub guitar_piano: EnumParam<GuitarPianoOutput>,
+    /// How far past the audio a model may look (latency against compute and quality). Saved
+    /// with the project, not automatable: a change reloads the separator and reports the new
+    /// latency.
+    #[id = "lookahead"]
+    pub look_ahead: EnumParam<LookAheadSetting>,
     /// Passes the input, delayed by the reported latency, and silences the stems.
     #[id = "bypass"]
     pub bypass: BoolParam,
@@ -134,6 +180,7 @@ impl Default for StemflowParams {
             piano: StemParams::new(Stem::Piano),
             guitar_piano: EnumParam::new("Guitar & Piano", GuitarPianoOutput::IntoOther)
                 .non_automatable(),
+            look_ahead: EnumParam::new("Look-ahead", LookAheadSetting::Full).non_automatable(),
             bypass: BoolParam::new("Bypass", false)
                 .with_value_to_string(formatters::v2s_bool_bypass())
                 .with_string_to_value(formatters::s2v_bool_bypass())

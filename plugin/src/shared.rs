@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, StemStreamController, StreamConfig, StreamStats};
@@ -61,6 +62,10 @@ pub struct RunningStream {
     pub choice: SeparatorChoice,
     /// The device choice it runs on (updated by device changes).
     pub device: DeviceChoice,
+    /// The look-ahead its separator was built with.
+    pub look_ahead: LookAhead,
+    /// How many times as often as at Full its model runs.
+    pub compute_factor: f64,
     /// The separator's display name.
     pub separator_name: String,
     /// Whether the separator runs a model (and so a device matters).
@@ -108,6 +113,8 @@ pub struct PreparedSeparator {
     pub choice: SeparatorChoice,
     /// The device choice it was built for.
     pub device: DeviceChoice,
+    /// The look-ahead it was built with.
+    pub look_ahead: LookAhead,
     /// The separator.
     pub separator: Box<dyn Separator>,
 }
@@ -117,6 +124,8 @@ pub struct PreparedSeparator {
 pub struct StreamSnapshot {
     /// The stream's fixed latency.
     pub latency_samples: usize,
+    /// How many times as often as at Full its model runs.
+    pub compute_factor: f64,
     /// The host's sample rate.
     pub sample_rate_hz: f32,
     /// The separator's display name.
@@ -178,6 +187,7 @@ impl PluginShared {
         &self,
         choice: SeparatorChoice,
         device: DeviceChoice,
+        look_ahead: LookAhead,
         separator: Box<dyn Separator>,
     ) -> Result<(), SwapRefused> {
         let mut retired = Vec::new();
@@ -189,6 +199,7 @@ impl PluginShared {
                     retired.extend(running.take_retired());
                     let separator_name = separator.name().to_owned();
                     let is_model = separator.device().is_some();
+                    let compute_factor = separator.compute_factor();
                     match spawn_stream(separator, &running.config) {
                         Err(error) => Err(SwapRefused::Failed(error.to_string())),
                         Ok((handle, controller)) => match running.swap.send(Box::new(handle)) {
@@ -202,6 +213,8 @@ impl PluginShared {
                                 running.retiring.push_back(old);
                                 running.choice = choice;
                                 running.device = device;
+                                running.look_ahead = look_ahead;
+                                running.compute_factor = compute_factor;
                                 running.separator_name = separator_name;
                                 running.is_model = is_model;
                                 Ok(())
@@ -227,10 +240,17 @@ impl PluginShared {
         drop(retired);
     }
 
+    /// The look-ahead of the running stream's separator, `None` when none runs. Not
+    /// realtime-safe: locks briefly.
+    pub fn running_look_ahead(&self) -> Option<LookAhead> {
+        self.stream.lock().as_ref().map(|stream| stream.look_ahead)
+    }
+
     /// A view of the running stream for the editor. Not realtime-safe: locks briefly.
     pub fn stream_snapshot(&self) -> Option<StreamSnapshot> {
         self.stream.lock().as_ref().map(|stream| StreamSnapshot {
             latency_samples: stream.controller.latency_samples(),
+            compute_factor: stream.compute_factor,
             sample_rate_hz: stream.config.host_sample_rate_hz,
             separator_name: stream.separator_name.clone(),
             is_model: stream.is_model,
@@ -253,15 +273,19 @@ impl PluginShared {
         self.prepared.lock().replace(prepared)
     }
 
-    /// Takes the prepared separator if it was built for this separator and device.
+    /// Takes the prepared separator if it was built for this separator, device and look-ahead.
     /// Not realtime-safe.
     pub fn take_prepared(
         &self,
         separator: &SeparatorChoice,
         device: DeviceChoice,
+        look_ahead: LookAhead,
     ) -> Option<Box<dyn Separator>> {
         let prepared = self.prepared.lock().take()?;
-        (prepared.choice == *separator && prepared.device == device).then_some(prepared.separator)
+        (prepared.choice == *separator
+            && prepared.device == device
+            && prepared.look_ahead == look_ahead)
+            .then_some(prepared.separator)
     }
 }
 
@@ -300,22 +324,32 @@ mod tests {
         let prepare = || PreparedSeparator {
             choice: SeparatorChoice::Builtin,
             device: DeviceChoice::Auto,
+            look_ahead: LookAhead::Full,
             separator: Box::new(stemflow_engine::builtin::BuiltinSeparator::new()),
         };
         shared.set_prepared(prepare());
         assert!(shared
             .take_prepared(
                 &SeparatorChoice::Model("/x.onnx".into()),
-                DeviceChoice::Auto
+                DeviceChoice::Auto,
+                LookAhead::Full
             )
             .is_none());
         // A mismatch consumes it: it was for a choice that is no longer wanted.
         assert!(shared
-            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
+            .take_prepared(
+                &SeparatorChoice::Builtin,
+                DeviceChoice::Auto,
+                LookAhead::Full
+            )
             .is_none());
         shared.set_prepared(prepare());
         assert!(shared
-            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
+            .take_prepared(
+                &SeparatorChoice::Builtin,
+                DeviceChoice::Auto,
+                LookAhead::Full
+            )
             .is_some());
     }
 }

@@ -37,8 +37,21 @@ fn read_f32(path: &Path, frames: usize) -> Vec<Vec<f32>> {
 /// A plugin whose saved state selects `model` on the CPU, with guitar and piano on their own
 /// outputs or (the default) into Other.
 fn plugin_with_model(model: &Path, guitar_piano_own_outputs: bool) -> TestPlugin {
+    plugin_with_model_at(model, guitar_piano_own_outputs, None)
+}
+
+/// [`plugin_with_model`] with the Look-ahead parameter set to `look_ahead` (its id: `full`,
+/// `1s`, `250ms`, …), as a saved project would restore it.
+fn plugin_with_model_at(
+    model: &Path,
+    guitar_piano_own_outputs: bool,
+    look_ahead: Option<&str>,
+) -> TestPlugin {
     let mut plugin = TestPlugin::load();
     let mut state = decode_state(&plugin.save_state()).expect("the plugin's own state decodes");
+    if let Some(look_ahead) = look_ahead {
+        state["params"]["lookahead"] = serde_json::json!({ "string": look_ahead });
+    }
     if guitar_piano_own_outputs {
         state["params"]["guitar_piano"] = serde_json::json!({"string": "own-outputs"});
     }
@@ -224,4 +237,102 @@ fn a_hybrid_route_renders_the_same_at_every_block_size_and_sums_to_the_input() {
     let drums: f32 = renders[0].port(2)[0].iter().map(|x| x * x).sum();
     assert!(drums > 0.0, "the built-in stage gave no drums");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The Look-ahead parameter: each setting's reported latency is where an impulse comes out, the
+/// latency falls with the setting, an offline render is bit-identical at any block size, the
+/// stems still sum to the input, and `full` is the default's output exactly.
+#[test]
+fn look_ahead_settings_report_their_latency_and_render_the_same_at_any_block_size() {
+    let model = fixtures_dir().join("htdemucs_test.onnx");
+    const IMPULSE_AT: usize = 30_000;
+    let song_frames = 3 * 44_100;
+    // A click on top of a deterministic noise-like signal.
+    let mut input: Vec<Vec<f32>> = (0..2)
+        .map(|c| {
+            (0..song_frames)
+                .map(|i| (((i * 7919 + c * 104_729) % 2003) as f32 / 2003.0 - 0.5) * 0.05)
+                .collect()
+        })
+        .collect();
+    for channel in &mut input {
+        channel[IMPULSE_AT] = 0.9;
+    }
+    let render = |look_ahead: Option<&str>, block: usize| {
+        let mut plugin = plugin_with_model_at(&model, false, look_ahead);
+        let mut padded = input.clone();
+        for channel in &mut padded {
+            channel.resize(song_frames + 11 * 44_100, 0.0);
+        }
+        let rendered = plugin.render(
+            &padded,
+            &RenderSettings {
+                block_sizes: BlockSizes::Fixed(block),
+                mode: RenderMode::Offline,
+                ..RenderSettings::default()
+            },
+        );
+        (padded, rendered)
+    };
+    let (_, default) = render(None, 512);
+    let mut latencies = Vec::new();
+    for setting in ["full", "1s", "250ms"] {
+        let (padded, rendered) = render(Some(setting), 512);
+        let latency = rendered.latency_samples;
+        // The main output is the stems' sum: the input, delayed by the reported latency.
+        for channel in 0..2 {
+            let main = &rendered.main()[channel];
+            let peak = (0..main.len())
+                .max_by(|&a, &b| main[a].abs().total_cmp(&main[b].abs()))
+                .unwrap();
+            assert_eq!(
+                peak,
+                IMPULSE_AT + latency,
+                "{setting}: impulse vs latency {latency}"
+            );
+            for t in 0..song_frames {
+                assert!(
+                    (main[t + latency] - padded[channel][t]).abs() < 1e-5,
+                    "{setting}: the stems do not sum to the input at {t}"
+                );
+            }
+        }
+        if setting == "full" {
+            assert_eq!(latency, default.latency_samples, "full is the default");
+            for port in 0..7 {
+                assert_eq!(
+                    rendered.port(port),
+                    default.port(port),
+                    "full vs default, port {port}"
+                );
+            }
+        } else {
+            let (_, small_blocks) = render(Some(setting), 64);
+            let (_, large_blocks) = render(Some(setting), 4096);
+            for port in 0..7 {
+                assert_eq!(
+                    rendered.port(port),
+                    small_blocks.port(port),
+                    "{setting}: 512 vs 64, port {port}"
+                );
+                assert_eq!(
+                    rendered.port(port),
+                    large_blocks.port(port),
+                    "{setting}: 512 vs 4096, port {port}"
+                );
+            }
+            // The stems are not silent: the model ran.
+            assert!(
+                rendered.port(1)[0].iter().any(|&x| x != 0.0),
+                "{setting}: silent vocals"
+            );
+        }
+        latencies.push(latency);
+    }
+    assert!(
+        latencies.windows(2).all(|w| w[1] < w[0]),
+        "shorter settings report less latency: {latencies:?}"
+    );
+    // 250 ms means at most 250 ms.
+    assert!(latencies[2] <= 44_100 / 4, "{latencies:?}");
 }

@@ -301,7 +301,7 @@ fn parameters_are_listed_under_their_string_ids() {
     );
     assert_eq!(
         plugin.params().len(),
-        6 * 3 + 2,
+        6 * 3 + 3,
         "parameter count: {:?}",
         plugin.params()
     );

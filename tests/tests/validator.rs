@@ -78,7 +78,7 @@ fn every_parameter_text_round_trips() {
     let ids: Vec<String> = ALL_STEMS
         .iter()
         .flat_map(|stem| ["gain", "mute", "solo"].map(|what| format!("{stem}_{what}")))
-        .chain(["guitar_piano".to_owned(), "bypass".to_owned()])
+        .chain(["guitar_piano", "lookahead", "bypass"].map(str::to_owned))
         .collect();
     assert_eq!(
         ids.len(),

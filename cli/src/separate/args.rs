@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::models::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::{ExtraStems, Stem};
@@ -91,6 +92,11 @@ pub struct SeparateArgs {
     /// Fail instead of falling back to the CPU when the device cannot run the model.
     #[arg(long)]
     pub strict_device: bool,
+    /// How far past the audio a model may look: `full` (the reference pipeline, the best
+    /// quality) or a latency such as 2s or 500ms, as the plugin's Look-ahead setting (the
+    /// model runs more often; see `stemflow bench --lookahead-curve`).
+    #[arg(long = "lookahead", value_name = "full|TIME", default_value = "full", value_parser = LookAhead::parse)]
+    pub look_ahead: LookAhead,
     /// The stems to write (comma-separated); default: vocals, drums, bass, other (plus
     /// guitar and piano with `--guitar-piano own`).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
@@ -198,6 +204,7 @@ impl SeparateArgs {
         let options = SeparateOptions {
             separator,
             device,
+            look_ahead: self.look_ahead,
             is_strict_device: self.strict_device,
             stems,
             extra_stems,

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::{EngineError, Stem};
 
@@ -17,6 +18,8 @@ pub struct SeparateOptions {
     pub separator: SeparatorChoice,
     /// Where models run.
     pub device: DeviceChoice,
+    /// How far past the audio a model may look.
+    pub look_ahead: LookAhead,
     /// Fail instead of falling back to the CPU.
     pub is_strict_device: bool,
     /// The stems to write, in [`Stem::OUTPUT_ORDER`].

@@ -1,6 +1,7 @@
 //! [`SeparatorSlot`]: the run's separator, built on first use and handed from input to input,
 //! so a model is loaded (and its device reported) once per run, not once per file.
 
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::separator::Separator;
 
@@ -31,7 +32,7 @@ impl<'a> SeparatorSlot<'a> {
         let options = self.options;
         let separator = options
             .separator
-            .build(options.device)
+            .build_with(options.device, options.look_ahead)
             .map_err(|e| Failure::Fatal(e.to_string()))?;
         let is_first = !self.has_reported;
         self.has_reported = true;
@@ -50,6 +51,21 @@ impl<'a> SeparatorSlot<'a> {
                 }
                 if is_first && !options.is_quiet() {
                     crate::output::say!("Running {} on {}", separator.name(), active.actual);
+                    if options.look_ahead != LookAhead::Full {
+                        let rate = f64::from(separator.sample_rate_hz());
+                        crate::output::say!(
+                            "Look-ahead {}: latency {:.0} ms, the model runs {:.1}× as often as at Full",
+                            options.look_ahead,
+                            (separator.latency_frames()
+                                + separator.hop_frames()
+                                + separator.scheduling_margin_frames())
+                                as f64
+                                / rate
+                                * 1000.0
+                                + stemflow_engine::stream::SCHEDULING_MARGIN_MS,
+                            separator.compute_factor()
+                        );
+                    }
                 }
             }
             None if options.device != DeviceChoice::Auto

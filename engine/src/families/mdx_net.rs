@@ -152,6 +152,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             chunk_frames,
             step_frames: step_frames.max(1),
             lead: Lead::Zeros(n_fft / 2),
+            window_start_frames: 0,
         },
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
         input_name: input.name.clone(),

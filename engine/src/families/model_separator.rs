@@ -5,9 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::description::{ChunkCodec, ModelDescription};
+use super::look_ahead::look_ahead_schedule;
 use super::overlap_add::OverlapAdd;
 use super::recognise::describe_model;
 use super::routes::StemRoute;
+use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice};
@@ -16,6 +18,7 @@ use crate::runtime::runner::ModelRunner;
 use crate::runtime::session::AcquiredSession;
 use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem::Stem;
+use crate::stream::SCHEDULING_MARGIN_MS;
 
 /// A separator running a model of any family, streamed chunk by chunk.
 pub struct ModelSeparator {
@@ -32,12 +35,26 @@ pub struct ModelSeparator {
     name: String,
     /// Chunks run through the model so far.
     model_runs: u64,
+    /// How many times as often as the reference pipeline the model runs (1 at `Full`).
+    compute_factor: f64,
+    /// Output buffering real time needs for a model run: a hop at `Full`, a step with a
+    /// shorter look-ahead (a run every step must fit in one).
+    margin_frames: usize,
 }
 
 impl ModelSeparator {
     /// Loads `path`, checks its graph against the families, and builds a warm session on
     /// `device` (falling back to the CPU with the reason recorded). Not realtime-safe.
     pub fn load(path: &Path, device: DeviceChoice) -> Result<Self, ModelError> {
+        Self::load_with(path, device, LookAhead::Full)
+    }
+
+    /// [`ModelSeparator::load`] to run with `look_ahead`. Not realtime-safe.
+    pub fn load_with(
+        path: &Path,
+        device: DeviceChoice,
+        look_ahead: LookAhead,
+    ) -> Result<Self, ModelError> {
         let model = Arc::new(read_model_file(path)?);
         let description = describe_model(path, &model)?;
         let runner = ModelRunner::new(
@@ -47,14 +64,43 @@ impl ModelSeparator {
             &description.output_name,
             description.input_shape.clone(),
         )?;
-        Ok(Self::with_runner(runner, description, model.name.clone()))
+        Ok(Self::with_runner(
+            runner,
+            description,
+            model.name.clone(),
+            look_ahead,
+        ))
     }
 
-    fn with_runner(runner: ModelRunner, description: ModelDescription, name: String) -> Self {
+    fn with_runner(
+        runner: ModelRunner,
+        mut description: ModelDescription,
+        name: String,
+        look_ahead: LookAhead,
+    ) -> Self {
         let num_outputs = description.stems.len();
         let chunk = description.layout.chunk_frames;
-        let (first_window, window) = description.pipeline.windows(chunk);
+        let (mut first_window, mut window) = description.pipeline.windows(chunk);
+        let mut compute_factor = 1.0;
+        let mut margin_frames = description.layout.hop_frames();
+        if let Some(target) = look_ahead.target_frames(description.sample_rate_hz) {
+            // The stream adds its fixed scheduling margin to what the separator reports.
+            let stream_margin = (SCHEDULING_MARGIN_MS / 1000.0
+                * f64::from(description.sample_rate_hz))
+            .ceil() as usize;
+            let target = target.saturating_sub(stream_margin);
+            if let Some(schedule) = look_ahead_schedule(description.layout, &window, target) {
+                compute_factor =
+                    description.layout.step_frames as f64 / schedule.layout.step_frames as f64;
+                description.layout = schedule.layout;
+                margin_frames = schedule.layout.step_frames;
+                first_window.clone_from(&schedule.window);
+                window = schedule.window;
+            }
+        }
         Self {
+            compute_factor,
+            margin_frames,
             overlap_add: OverlapAdd::new(description.layout, num_outputs),
             chunk_outputs: vec![0.0; num_outputs * 2 * chunk],
             chunk_input: [vec![0.0; chunk], vec![0.0; chunk]],
@@ -98,7 +144,7 @@ impl Separator for ModelSeparator {
 
     fn scheduling_margin_frames(&self) -> usize {
         // A chunk's inference runs at a hop boundary; real-time playback must not wait for it.
-        self.overlap_add.hop_frames()
+        self.margin_frames
     }
 
     fn reset(&mut self) {
@@ -192,5 +238,9 @@ impl Separator for ModelSeparator {
 
     fn model_runs(&self) -> u64 {
         self.model_runs
+    }
+
+    fn compute_factor(&self) -> f64 {
+        self.compute_factor
     }
 }

@@ -36,6 +36,10 @@ pub struct ChunkLayout {
     pub step_frames: usize,
     /// Padding before the first frame.
     pub lead: Lead,
+    /// Frames at the start of each chunk whose window is zero: a chunk counts only from there
+    /// (0 in the reference schedules; a short look-ahead uses only a chunk's end, see
+    /// [`super::look_ahead`]).
+    pub window_start_frames: usize,
 }
 
 fn gcd(mut a: usize, mut b: usize) -> usize {
@@ -86,7 +90,7 @@ impl ChunkLayout {
             // Output frames [input − hop, input) carry input frames up to input − 1 − latency,
             // i.e. padded frames up to input − 1 − latency + lead, which must be below the start
             // of the first chunk not yet computed.
-            let final_end = self.chunks_ready(input) * self.step_frames;
+            let final_end = self.chunks_ready(input) * self.step_frames + self.window_start_frames;
             let needed = (input + lead).saturating_sub(final_end);
             latency = latency.max(needed.min(input));
             input += hop;
@@ -255,17 +259,20 @@ impl OverlapAdd {
     /// Realtime-safe.
     pub fn accumulate(&mut self, outputs: &[f32], window: &[f64]) {
         let chunk = self.layout.chunk_frames;
-        let start = self.next_chunk * self.layout.step_frames - self.sum_base;
+        // The window is zero before `window_start_frames`: those frames add nothing.
+        let skip = self.layout.window_start_frames;
+        let start = self.next_chunk * self.layout.step_frames - self.sum_base + skip;
+        let len = chunk - skip;
+        let window = &window[skip..];
         for (output, sums) in self.sums.iter_mut().enumerate() {
             for (channel, sum) in sums.iter_mut().enumerate() {
-                let source = &outputs[(output * 2 + channel) * chunk..][..chunk];
-                for ((acc, &y), &w) in sum[start..start + chunk].iter_mut().zip(source).zip(window)
-                {
+                let source = &outputs[(output * 2 + channel) * chunk + skip..][..len];
+                for ((acc, &y), &w) in sum[start..start + len].iter_mut().zip(source).zip(window) {
                     *acc += w * y as f64;
                 }
             }
         }
-        for (acc, &w) in self.weights[start..start + chunk].iter_mut().zip(window) {
+        for (acc, &w) in self.weights[start..start + len].iter_mut().zip(window) {
             *acc += w;
         }
         self.next_chunk += 1;
@@ -288,7 +295,10 @@ impl OverlapAdd {
                 continue;
             }
             let padded = output_frame - self.latency_frames + lead;
-            debug_assert!(padded < self.next_chunk * self.layout.step_frames);
+            debug_assert!(
+                padded
+                    < self.next_chunk * self.layout.step_frames + self.layout.window_start_frames
+            );
             emit(
                 i,
                 Some(FrameView {
@@ -457,6 +467,7 @@ mod tests {
                 chunk_frames: 48,
                 step_frames: 36,
                 lead: Lead::Zeros(5),
+                window_start_frames: 0,
             },
             &hann,
         );
@@ -466,6 +477,7 @@ mod tests {
                 chunk_frames: 40,
                 step_frames: 10,
                 lead: Lead::Reflect(30),
+                window_start_frames: 0,
             },
             &ones,
         );
@@ -475,6 +487,7 @@ mod tests {
                 chunk_frames: 40,
                 step_frames: 30,
                 lead: Lead::Zeros(0),
+                window_start_frames: 0,
             },
             &triangle,
         );
@@ -486,6 +499,7 @@ mod tests {
             chunk_frames: 343_980,
             step_frames: 257_985,
             lead: Lead::Zeros(0),
+            window_start_frames: 0,
         };
         assert_eq!(layout.hop_frames(), 85_995);
         assert_eq!(layout.latency_frames(), 343_980 - 85_995);

@@ -163,6 +163,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             chunk_frames,
             step_frames: step_frames.max(1),
             lead: Lead::Reflect(border),
+            window_start_frames: 0,
         },
         sample_rate_hz: sample_rate_hz as u32,
         input_name: input.name.clone(),

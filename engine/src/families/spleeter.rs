@@ -180,6 +180,7 @@ pub fn chunk_layout(segment_frames: usize) -> ChunkLayout {
         chunk_frames: (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT,
         step_frames: segment_frames * SPLEETER_HOP_FRAMES,
         lead: Lead::Zeros(SPLEETER_N_FFT / 2),
+        window_start_frames: 0,
     }
 }
 

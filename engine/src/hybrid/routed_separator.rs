@@ -191,6 +191,14 @@ impl Separator for RoutedSeparator {
         self.stages.iter().map(|s| s.separator.model_runs()).sum()
     }
 
+    fn compute_factor(&self) -> f64 {
+        // The costliest stage dominates a route (the built-in stages cost little).
+        self.stages
+            .iter()
+            .map(|s| s.separator.compute_factor())
+            .fold(1.0, f64::max)
+    }
+
     fn has_extra_stems(&self) -> bool {
         self.stages.iter().any(|stage| {
             stage.separator.has_extra_stems()

@@ -182,6 +182,7 @@ impl PluginBackend {
             background.model_task = Some(ModelTask::Loading(name.clone()));
         }
         let device = self.params.saved.get().device;
+        let look_ahead = self.params.look_ahead.value().look_ahead();
         let shared = self.shared.clone();
         let params = self.params.clone();
         let background = self.background.clone();
@@ -189,7 +190,9 @@ impl PluginBackend {
             .name("stemflow-model-load".into())
             .spawn(move || {
                 let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    choice.build(device).map_err(|e| e.to_string())
+                    choice
+                        .build_with(device, look_ahead)
+                        .map_err(|e| e.to_string())
                 }))
                 .unwrap_or_else(|_| Err("loading the model crashed".into()));
                 let mut background_state = background.lock();
@@ -198,13 +201,18 @@ impl PluginBackend {
                         // Not under the background lock: a swap spawns a thread and may join old
                         // workers.
                         drop(background_state);
-                        let swapped = match shared.swap_separator(choice.clone(), device, separator)
-                        {
+                        let swapped = match shared.swap_separator(
+                            choice.clone(),
+                            device,
+                            look_ahead,
+                            separator,
+                        ) {
                             Ok(()) => Ok(()),
                             Err(SwapRefused::NotActive(separator)) => {
                                 drop(shared.set_prepared(PreparedSeparator {
                                     choice: choice.clone(),
                                     device,
+                                    look_ahead,
                                     separator,
                                 }));
                                 Ok(())
@@ -261,6 +269,7 @@ impl EditorBackend for PluginBackend {
                 separator_name: snapshot.separator_name,
                 is_model: snapshot.is_model,
                 latency_samples: snapshot.latency_samples,
+                compute_factor: snapshot.compute_factor,
                 sample_rate_hz: snapshot.sample_rate_hz,
                 active_device: stats.active_device(),
                 device_warning: stats.device_warning(),
@@ -354,6 +363,7 @@ pub fn model_folders() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stemflow_engine::look_ahead::LookAhead;
     use stemflow_engine::runtime::devices::DeviceChoice;
     use stemflow_engine::separator::Separator;
 
@@ -389,7 +399,11 @@ mod tests {
         backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
         wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
         assert!(shared
-            .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
+            .take_prepared(
+                &SeparatorChoice::Builtin,
+                DeviceChoice::Auto,
+                LookAhead::Full
+            )
             .is_some());
     }
 
@@ -417,6 +431,8 @@ mod tests {
             config,
             choice: SeparatorChoice::Model("/running/model.onnx".into()),
             device: DeviceChoice::Auto,
+            look_ahead: LookAhead::Full,
+            compute_factor: 1.0,
             separator_name: "model".into(),
             is_model: true,
             swap: swap_sender,
@@ -431,7 +447,11 @@ mod tests {
         wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
         assert!(
             shared
-                .take_prepared(&SeparatorChoice::Builtin, DeviceChoice::Auto)
+                .take_prepared(
+                    &SeparatorChoice::Builtin,
+                    DeviceChoice::Auto,
+                    LookAhead::Full
+                )
                 .is_none(),
             "a running plugin gets the stream, not a separator for later"
         );

@@ -58,6 +58,8 @@ pub struct StreamStatus {
     pub is_model: bool,
     /// Reported latency.
     pub latency_samples: usize,
+    /// How many times as often as at Full Look-ahead the model runs.
+    pub compute_factor: f64,
     /// Host sample rate.
     pub sample_rate_hz: f32,
     /// The device the model runs on (`None` for the built-in separator).

@@ -1,5 +1,5 @@
-//! The source bar: the model chooser, the Device button with its details, and the Guitar &
-//! Piano switch for six-stem models.
+//! The source bar: the model chooser, the Device button with its details, the Look-ahead
+//! setting for models, and the Guitar & Piano switch for six-stem models.
 
 use egui::{vec2, Button, RichText, Stroke, Ui, WidgetInfo};
 use nice_plug::prelude::ParamSetter;
@@ -13,7 +13,7 @@ use super::model::{
 };
 use super::theme;
 use super::widgets::{format_memory, warning_icon};
-use crate::params::{GuitarPianoOutput, StemflowParams};
+use crate::params::{GuitarPianoOutput, LookAheadSetting, StemflowParams};
 
 /// The model chooser, the Device button and, for six-stem models, where guitar and piano go.
 pub(super) fn source_controls(
@@ -33,6 +33,11 @@ pub(super) fn source_controls(
             ui.label(RichText::new("DEVICE").small().color(theme::TEXT_DIM));
             ui.horizontal(|ui| device_button(ui, model, actions));
             ui.end_row();
+            if model.separator != SeparatorChoice::Builtin {
+                ui.label(RichText::new("LOOK-AHEAD").small().color(theme::TEXT_DIM));
+                ui.horizontal(|ui| look_ahead_button(ui, model, params, setter));
+                ui.end_row();
+            }
             let own_outputs = params.guitar_piano.value() == GuitarPianoOutput::OwnOutputs;
             if own_outputs || model_has_guitar_or_piano(model) {
                 ui.label(
@@ -60,6 +65,54 @@ fn model_has_guitar_or_piano(model: &EditorModel) -> bool {
                 .any(|stem| Stem::from_name(stem).is_some_and(Stem::is_extra))
     })
 }
+/// Cycles the "Look-ahead" parameter, saying what the running setting costs: its latency in
+/// milliseconds and how many times as often the model runs.
+fn look_ahead_button(
+    ui: &mut Ui,
+    model: &EditorModel,
+    params: &StemflowParams,
+    setter: &ParamSetter,
+) {
+    let param = &params.look_ahead;
+    let current = param.value();
+    let text = current.look_ahead().label();
+    let response = ui
+        .add(Button::new(text.as_str()).min_size(vec2(80.0, 22.0)))
+        .on_hover_text(
+            "How far past the audio the model may look. Full: the reference pipeline, the best \
+             quality, a whole chunk of latency (seconds). Shorter settings cut the latency so a \
+             track can be played and monitored, cost quality and run the model more often \
+             (see the Worker RTF: above 1 the device cannot keep up). Click for the next setting.",
+        );
+    let label = format!("Look-ahead: {text}");
+    response.widget_info(|| WidgetInfo::labeled(egui::Role::Button, true, &label));
+    if let Some(stream) = &model.stream {
+        let latency_ms =
+            stream.latency_samples as f64 * 1000.0 / f64::from(stream.sample_rate_hz.max(1.0));
+        ui.label(
+            RichText::new(format!(
+                "{latency_ms:.0} ms latency · model runs {:.1}× as often as at Full",
+                stream.compute_factor
+            ))
+            .small()
+            .color(theme::TEXT_DIM),
+        );
+    }
+    if response.clicked() {
+        let next = match current {
+            LookAheadSetting::Full => LookAheadSetting::Seconds4,
+            LookAheadSetting::Seconds4 => LookAheadSetting::Seconds2,
+            LookAheadSetting::Seconds2 => LookAheadSetting::Seconds1,
+            LookAheadSetting::Seconds1 => LookAheadSetting::Millis500,
+            LookAheadSetting::Millis500 => LookAheadSetting::Millis250,
+            LookAheadSetting::Millis250 => LookAheadSetting::Full,
+        };
+        setter.begin_set_parameter(param);
+        setter.set_parameter(param, next);
+        setter.end_set_parameter(param);
+    }
+}
+
 /// Switches the "Guitar & Piano" parameter between Into Other and Own Outputs.
 fn guitar_piano_button(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
     let param = &params.guitar_piano;

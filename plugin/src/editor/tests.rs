@@ -241,6 +241,7 @@ fn builtin_model() -> EditorModel {
             separator_name: "Built-in (DSP)".into(),
             is_model: false,
             latency_samples: 7_296,
+            compute_factor: 1.0,
             sample_rate_hz: 48_000.0,
             active_device: None,
             device_warning: None,
@@ -273,6 +274,7 @@ fn model_running(choice: DeviceChoice) -> EditorModel {
         separator_name: "htdemucs_ft".into(),
         is_model: true,
         latency_samples: 154_350,
+        compute_factor: 1.0,
         sample_rate_hz: 44_100.0,
         active_device: Some(ActiveDevice {
             requested: choice,
@@ -907,4 +909,30 @@ fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
             hybrid.path
         ))]
     );
+}
+
+#[test]
+fn a_model_offers_look_ahead_with_its_latency_and_compute_and_the_builtin_does_not() {
+    let harness_builtin = harness(builtin_model());
+    assert!(harness_builtin
+        .query_by_label_contains("Look-ahead")
+        .is_none());
+    drop(harness_builtin);
+
+    let mut model = model_running(DeviceChoice::Auto);
+    if let Some(stream) = &mut model.stream {
+        stream.compute_factor = 15.1;
+    }
+    let mut harness = harness(model);
+    assert!(harness
+        .query_by_label_contains("model runs 15.1× as often as at Full")
+        .is_some());
+    harness.get_by_label("Look-ahead: Full").click();
+    harness.run();
+    let params = harness.state().params.clone();
+    assert_eq!(
+        params.look_ahead.value(),
+        crate::params::LookAheadSetting::Seconds4
+    );
+    assert!(harness.query_by_label("Look-ahead: 4 s").is_some());
 }

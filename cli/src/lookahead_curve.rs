@@ -1,0 +1,210 @@
+//! `stemflow bench --lookahead-curve`: separation quality against latency. For each model and
+//! each Look-ahead setting, the synthetic demo song (whose stems are known) goes through the
+//! whole offline path; the table gives the latency a real-time stream reports, how many times
+//! as often the model runs, the real-time factor on this machine and the SDR of each stem. The
+//! built-in separator is one point. `--plot FILE.png` draws the curve.
+
+use std::path::Path;
+use std::time::Instant;
+
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::look_ahead::{LookAhead, LOOK_AHEAD_CHOICES};
+use stemflow_engine::models::models_dirs;
+use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::stream::SCHEDULING_MARGIN_MS;
+use stemflow_engine::{EngineError, Stem};
+use stemflow_kit::demo_song::DemoSong;
+use stemflow_kit::metrics::sdr_db;
+
+use crate::plot::{LinePlot, Rgb, Series};
+
+const RATE_HZ: u32 = 44_100;
+
+/// One model at one setting.
+struct Point {
+    model: String,
+    latency_s: f64,
+    compute_factor: f64,
+    real_time_factor: f64,
+    /// SDR per stem (vocals, drums, bass, other); `None` where the model leaves the stem silent.
+    sdr_db: [Option<f64>; 4],
+}
+
+/// Measures every model (plus the built-in) at every setting, prints the table and, with
+/// `plot`, writes the PNG.
+pub fn lookahead_curve(
+    models: &[String],
+    device: DeviceChoice,
+    seconds: f32,
+    plot: Option<&Path>,
+) -> Result<(), String> {
+    let mut choices = vec![SeparatorChoice::Builtin];
+    for arg in models {
+        let choice = SeparatorChoice::resolve(arg, &models_dirs(&[])).map_err(|e| e.to_string())?;
+        if !choices.contains(&choice) {
+            choices.push(choice);
+        }
+    }
+    let song = DemoSong::generate(RATE_HZ, seconds);
+    let mix = song.mix();
+    let mut points = Vec::new();
+    println!(
+        "{:<22} {:>10} {:>10} {:>8} {:>7} {:>9} {:>7} {:>7} {:>7} {:>7}",
+        "MODEL",
+        "LOOK-AHEAD",
+        "LATENCY",
+        "COMPUTE",
+        "RTF",
+        "REALTIME",
+        "VOCALS",
+        "DRUMS",
+        "BASS",
+        "OTHER"
+    );
+    for choice in &choices {
+        let settings: &[LookAhead] = if *choice == SeparatorChoice::Builtin {
+            &[LookAhead::Full]
+        } else {
+            &LOOK_AHEAD_CHOICES
+        };
+        let mut last_latency = None;
+        for &look_ahead in settings {
+            crate::output::say_err!("Measuring {} at {look_ahead}…", choice.label());
+            let point = measure(choice, device, look_ahead, &song, &mix)?;
+            // A setting at or above the model's own latency runs as Full: one row is enough.
+            if last_latency == Some(point.latency_s) {
+                continue;
+            }
+            last_latency = Some(point.latency_s);
+            let sdr = point
+                .sdr_db
+                .map(|s| s.map_or("–".to_owned(), |v| format!("{v:.2}")));
+            println!(
+                "{:<22} {:>10} {:>8.0}ms {:>7.1}× {:>7.3} {:>9} {:>7} {:>7} {:>7} {:>7}",
+                point.model,
+                if *choice == SeparatorChoice::Builtin {
+                    "–".to_owned()
+                } else {
+                    look_ahead.label()
+                },
+                point.latency_s * 1000.0,
+                point.compute_factor,
+                point.real_time_factor,
+                if point.real_time_factor < 1.0 {
+                    "yes"
+                } else {
+                    "no"
+                },
+                sdr[0],
+                sdr[1],
+                sdr[2],
+                sdr[3]
+            );
+            crate::output::flush();
+            points.push(point);
+        }
+    }
+    println!(
+        "LATENCY: what a real-time stream reports; COMPUTE: model runs relative to Full; RTF: \
+         processing time / audio time of the whole offline path on this machine (REALTIME: below \
+         1); SDR in dB against the demo song's own {seconds} s stems (– where the model leaves \
+         the stem to Other)."
+    );
+    if let Some(path) = plot {
+        plot_points(&points, seconds).write_png(path)?;
+        crate::output::say_err!("Wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn measure(
+    choice: &SeparatorChoice,
+    device: DeviceChoice,
+    look_ahead: LookAhead,
+    song: &DemoSong,
+    mix: &[Vec<f32>; 2],
+) -> Result<Point, String> {
+    let separator = choice
+        .build_with(device, look_ahead)
+        .map_err(|e| e.to_string())?;
+    let separator_rate = f64::from(separator.sample_rate_hz());
+    // As a real-time stream reports it (`pipeline.rs`): the separator's delay, a hop of
+    // quantization, the separator's scheduling margin and the stream's own.
+    let latency_s = (separator.latency_frames()
+        + separator.hop_frames()
+        + separator.scheduling_margin_frames()) as f64
+        / separator_rate
+        + SCHEDULING_MARGIN_MS / 1000.0;
+    let compute_factor = separator.compute_factor();
+    let start = Instant::now();
+    let mut stream = OfflineStream::new(separator, RATE_HZ).map_err(|e| e.to_string())?;
+    let mut stems: [[Vec<f32>; 2]; 4] = Default::default();
+    let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+        for (i, stem) in Stem::FOUR.into_iter().enumerate() {
+            for (channel, samples) in stems[i].iter_mut().enumerate() {
+                samples.extend_from_slice(frames.channel(stem, channel));
+            }
+        }
+        Ok(())
+    };
+    stream
+        .push(&mix[0], &mix[1], &mut collect)
+        .map_err(|e| e.to_string())?;
+    stream.finish(&mut collect).map_err(|e| e.to_string())?;
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let truth = song.stems();
+    let sdr = std::array::from_fn(|i| {
+        let is_silent = stems[i].iter().flatten().all(|&x| x == 0.0);
+        (!is_silent).then(|| sdr_db(truth[i], &stems[i]))
+    });
+    Ok(Point {
+        model: choice.label(),
+        latency_s,
+        compute_factor,
+        real_time_factor: elapsed_s / (mix[0].len() as f64 / f64::from(RATE_HZ)),
+        sdr_db: sdr,
+    })
+}
+
+/// Stem colours (vocals, drums, bass, other).
+const STEM_COLOURS: [Rgb; 4] = [
+    [214, 39, 40],
+    [31, 119, 180],
+    [44, 160, 44],
+    [148, 103, 189],
+];
+
+fn plot_points(points: &[Point], seconds: f32) -> LinePlot {
+    let mut series = Vec::new();
+    let mut models: Vec<&str> = Vec::new();
+    for point in points {
+        if !models.contains(&point.model.as_str()) {
+            models.push(&point.model);
+        }
+    }
+    for (m, model) in models.iter().enumerate() {
+        for (i, stem) in Stem::FOUR.into_iter().enumerate() {
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.model == *model)
+                .filter_map(|p| p.sdr_db[i].map(|sdr| (p.latency_s, sdr)))
+                .collect();
+            if line.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                label: format!("{model} {}", stem.file_name()),
+                colour: STEM_COLOURS[i],
+                is_square: m % 2 == 1,
+                points: line,
+            });
+        }
+    }
+    LinePlot {
+        title: format!("SDR against latency, demo song {seconds} s"),
+        x_label: "latency (s)".into(),
+        y_label: "SDR (dB)".into(),
+        series,
+    }
+}
