@@ -133,4 +133,12 @@ pub trait Separator: Send {
     fn compute_factor(&self) -> f64 {
         1.0
     }
+
+    /// For a shortened look-ahead: the real-time factor this device will need (model time per
+    /// second of audio), measured by timing model runs when the separator was built, so a
+    /// setting too heavy for the device can be flagged before anything plays. `None` at `Full`
+    /// and for DSP separators.
+    fn predicted_real_time_factor(&self) -> Option<f64> {
+        None
+    }
 }

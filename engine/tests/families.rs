@@ -415,3 +415,27 @@ fn a_hybrid_route_takes_vocals_from_one_model_and_splits_the_rest_with_another()
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A shortened look-ahead measures what real time will need when it is built (two runs, not
+/// counted as the stream's), reports less latency and more runs; Full measures nothing.
+#[test]
+fn a_shortened_look_ahead_measures_its_real_time_factor_when_built() {
+    use stemflow_engine::look_ahead::LookAhead;
+    let model = fixtures_dir().join("htdemucs_test.onnx");
+    let cpu = DeviceChoice::Device(DeviceId::CPU);
+    let full = SeparatorChoice::Model(model.clone()).build(cpu).unwrap();
+    assert_eq!(full.predicted_real_time_factor(), None);
+    assert_eq!(full.compute_factor(), 1.0);
+    let short = SeparatorChoice::Model(model)
+        .build_with(cpu, LookAhead::Millis(500))
+        .unwrap();
+    let rtf = short.predicted_real_time_factor().expect("measured");
+    assert!(rtf > 0.0 && rtf.is_finite(), "{rtf}");
+    assert!(short.compute_factor() > 1.0);
+    assert!(short.latency_frames() < full.latency_frames());
+    assert_eq!(
+        short.model_runs(),
+        0,
+        "the warm-up runs are not the stream's"
+    );
+}

@@ -430,6 +430,7 @@ impl<V: Variant> StemflowPlugin<V> {
         let separator_name = separator.name().to_owned();
         let is_model = separator.device().is_some();
         let compute_factor = separator.compute_factor();
+        let predicted_rtf = separator.predicted_real_time_factor();
         match spawn_stream(separator, &config) {
             Ok((handle, controller)) => Some((
                 Box::new(handle),
@@ -440,6 +441,7 @@ impl<V: Variant> StemflowPlugin<V> {
                     device,
                     look_ahead,
                     compute_factor,
+                    predicted_rtf,
                     separator_name,
                     is_model,
                     swap: swap_sender,

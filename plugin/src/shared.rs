@@ -66,6 +66,8 @@ pub struct RunningStream {
     pub look_ahead: LookAhead,
     /// How many times as often as at Full its model runs.
     pub compute_factor: f64,
+    /// The real-time factor measured when a shortened look-ahead was built.
+    pub predicted_rtf: Option<f64>,
     /// The separator's display name.
     pub separator_name: String,
     /// Whether the separator runs a model (and so a device matters).
@@ -126,6 +128,8 @@ pub struct StreamSnapshot {
     pub latency_samples: usize,
     /// How many times as often as at Full its model runs.
     pub compute_factor: f64,
+    /// The real-time factor measured when a shortened look-ahead was built.
+    pub predicted_rtf: Option<f64>,
     /// The host's sample rate.
     pub sample_rate_hz: f32,
     /// The separator's display name.
@@ -200,6 +204,7 @@ impl PluginShared {
                     let separator_name = separator.name().to_owned();
                     let is_model = separator.device().is_some();
                     let compute_factor = separator.compute_factor();
+                    let predicted_rtf = separator.predicted_real_time_factor();
                     match spawn_stream(separator, &running.config) {
                         Err(error) => Err(SwapRefused::Failed(error.to_string())),
                         Ok((handle, controller)) => match running.swap.send(Box::new(handle)) {
@@ -215,6 +220,7 @@ impl PluginShared {
                                 running.device = device;
                                 running.look_ahead = look_ahead;
                                 running.compute_factor = compute_factor;
+                                running.predicted_rtf = predicted_rtf;
                                 running.separator_name = separator_name;
                                 running.is_model = is_model;
                                 Ok(())
@@ -251,6 +257,7 @@ impl PluginShared {
         self.stream.lock().as_ref().map(|stream| StreamSnapshot {
             latency_samples: stream.controller.latency_samples(),
             compute_factor: stream.compute_factor,
+            predicted_rtf: stream.predicted_rtf,
             sample_rate_hz: stream.config.host_sample_rate_hz,
             separator_name: stream.separator_name.clone(),
             is_model: stream.is_model,

@@ -65,6 +65,16 @@ impl<'a> SeparatorSlot<'a> {
                                 + stemflow_engine::stream::SCHEDULING_MARGIN_MS,
                             separator.compute_factor()
                         );
+                        if let Some(rtf) = separator.predicted_real_time_factor() {
+                            crate::output::say!(
+                                "  measured: {rtf:.2} s of model time per second of audio ({})",
+                                if rtf < 1.0 {
+                                    "the plugin keeps up in real time on this device"
+                                } else {
+                                    "too heavy for real-time playback on this device"
+                                }
+                            );
+                        }
                     }
                 }
             }

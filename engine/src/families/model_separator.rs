@@ -37,6 +37,8 @@ pub struct ModelSeparator {
     model_runs: u64,
     /// How many times as often as the reference pipeline the model runs (1 at `Full`).
     compute_factor: f64,
+    /// Model seconds per second of audio measured at build time, for a shortened look-ahead.
+    predicted_real_time_factor: Option<f64>,
     /// Output buffering real time needs for a model run: a hop at `Full`, a step with a
     /// shorter look-ahead (a run every step must fit in one).
     margin_frames: usize,
@@ -83,6 +85,7 @@ impl ModelSeparator {
         let (mut first_window, mut window) = description.pipeline.windows(chunk);
         let mut compute_factor = 1.0;
         let mut margin_frames = description.layout.hop_frames();
+        let mut is_shortened = false;
         if let Some(target) = look_ahead.target_frames(description.sample_rate_hz) {
             // The stream adds its fixed scheduling margin to what the separator reports.
             let stream_margin = (SCHEDULING_MARGIN_MS / 1000.0
@@ -94,11 +97,13 @@ impl ModelSeparator {
                     description.layout.step_frames as f64 / schedule.layout.step_frames as f64;
                 description.layout = schedule.layout;
                 margin_frames = schedule.layout.step_frames;
+                is_shortened = true;
                 first_window.clone_from(&schedule.window);
                 window = schedule.window;
             }
         }
-        Self {
+        let mut separator = Self {
+            predicted_real_time_factor: None,
             compute_factor,
             margin_frames,
             overlap_add: OverlapAdd::new(description.layout, num_outputs),
@@ -111,7 +116,35 @@ impl ModelSeparator {
             description,
             name,
             model_runs: 0,
+        };
+        if is_shortened {
+            separator.predicted_real_time_factor = separator.measure_real_time_factor();
         }
+        separator
+    }
+
+    /// Times two runs of the model on silence (the first may include lazy initialisation: the
+    /// faster counts) and returns model seconds per second of audio at the current step.
+    /// `None` when the model fails (the first real chunk will say why). Not realtime-safe.
+    fn measure_real_time_factor(&mut self) -> Option<f64> {
+        let chunk = self.description.layout.chunk_frames;
+        let silence = vec![0.0f32; chunk];
+        let mut fastest_s = f64::INFINITY;
+        for _ in 0..2 {
+            let start = std::time::Instant::now();
+            self.codec
+                .run_chunk(
+                    &mut self.runner,
+                    &silence,
+                    &silence,
+                    &mut self.chunk_outputs,
+                )
+                .ok()?;
+            fastest_s = fastest_s.min(start.elapsed().as_secs_f64());
+        }
+        let runs_per_second =
+            f64::from(self.description.sample_rate_hz) / self.description.layout.step_frames as f64;
+        Some(fastest_s * runs_per_second)
     }
 
     /// The model's description.
@@ -242,5 +275,9 @@ impl Separator for ModelSeparator {
 
     fn compute_factor(&self) -> f64 {
         self.compute_factor
+    }
+
+    fn predicted_real_time_factor(&self) -> Option<f64> {
+        self.predicted_real_time_factor
     }
 }

@@ -191,6 +191,14 @@ impl Separator for RoutedSeparator {
         self.stages.iter().map(|s| s.separator.model_runs()).sum()
     }
 
+    fn predicted_real_time_factor(&self) -> Option<f64> {
+        // The stages run one after the other on the worker.
+        self.stages
+            .iter()
+            .filter_map(|s| s.separator.predicted_real_time_factor())
+            .reduce(|a, b| a + b)
+    }
+
     fn compute_factor(&self) -> f64 {
         // The costliest stage dominates a route (the built-in stages cost little).
         self.stages

@@ -60,6 +60,8 @@ pub struct StreamStatus {
     pub latency_samples: usize,
     /// How many times as often as at Full Look-ahead the model runs.
     pub compute_factor: f64,
+    /// The real-time factor a shortened look-ahead needs, measured when it was loaded.
+    pub predicted_rtf: Option<f64>,
     /// Host sample rate.
     pub sample_rate_hz: f32,
     /// The device the model runs on (`None` for the built-in separator).

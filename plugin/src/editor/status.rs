@@ -39,6 +39,21 @@ pub fn warnings(model: &EditorModel) -> Vec<(String, Color32)> {
                 ));
             }
         }
+        if let Some(rtf) = stream.predicted_rtf.filter(|&rtf| rtf > RTF_WARNING) {
+            let verdict = if rtf >= 1.0 {
+                "this device cannot keep up: expect underruns (the dry mix goes to Other)"
+            } else {
+                "little headroom left: underruns are likely"
+            };
+            warnings.push((
+                format!(
+                    "Look-ahead too heavy: the model needs {rtf:.2} s per second of audio here \
+                     (measured when loaded); {verdict}. Choose a longer Look-ahead or a faster \
+                     device."
+                ),
+                theme::WARNING,
+            ));
+        }
         if let Some(warning) = &stream.device_warning {
             warnings.push((
                 format!("Device switch failed, the previous device keeps running: {warning}"),

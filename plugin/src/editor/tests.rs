@@ -242,6 +242,7 @@ fn builtin_model() -> EditorModel {
             is_model: false,
             latency_samples: 7_296,
             compute_factor: 1.0,
+            predicted_rtf: None,
             sample_rate_hz: 48_000.0,
             active_device: None,
             device_warning: None,
@@ -275,6 +276,7 @@ fn model_running(choice: DeviceChoice) -> EditorModel {
         is_model: true,
         latency_samples: 154_350,
         compute_factor: 1.0,
+        predicted_rtf: None,
         sample_rate_hz: 44_100.0,
         active_device: Some(ActiveDevice {
             requested: choice,
@@ -919,11 +921,20 @@ fn a_model_offers_look_ahead_with_its_latency_and_compute_and_the_builtin_does_n
         .is_none());
     drop(harness_builtin);
 
+    // Without a measurement (Full) no warning.
+    assert!(harness(model_running(DeviceChoice::Auto))
+        .query_by_label_contains("Look-ahead too heavy")
+        .is_none());
     let mut model = model_running(DeviceChoice::Auto);
     if let Some(stream) = &mut model.stream {
         stream.compute_factor = 15.1;
+        stream.predicted_rtf = Some(2.04);
     }
     let mut harness = harness(model);
+    // Too heavy for the device, said before anything plays.
+    assert!(harness
+        .query_by_label_contains("Look-ahead too heavy: the model needs 2.04 s per second of audio")
+        .is_some());
     assert!(harness
         .query_by_label_contains("model runs 15.1× as often as at Full")
         .is_some());
