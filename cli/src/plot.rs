@@ -27,10 +27,10 @@ pub struct LinePlot {
     pub series: Vec<Series>,
 }
 
-const WIDTH: usize = 960;
+const WIDTH: usize = 1120;
 const HEIGHT: usize = 600;
 const LEFT: usize = 90;
-const RIGHT: usize = 260;
+const RIGHT: usize = 400;
 const TOP: usize = 60;
 const BOTTOM: usize = 70;
 const TEXT_SCALE: usize = 2;
@@ -156,7 +156,8 @@ impl LinePlot {
         // Decades around the data; y in whole steps of 2.
         let (lx_min, lx_max) = (
             x_min.log10().floor(),
-            x_max.log10().ceil().max(x_min.log10().floor() + 1.0),
+            // A little past the last point, not the next decade.
+            (x_max * 1.5).log10().max(x_min.log10().floor() + 1.0),
         );
         let (y_lo, y_hi) = (
             (y_min / 2.0).floor() * 2.0,
