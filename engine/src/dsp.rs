@@ -1,5 +1,13 @@
 //! Small sample-level helpers shared by the audio side and the worker.
 
+/// Greatest common divisor (`gcd(a, 0) == a`), for hop and rate arithmetic.
+pub fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Replaces NaN and ±Inf with silence and flushes subnormals to zero.
 ///
 /// Realtime-safe.

@@ -5,6 +5,7 @@
 //! never on how they were split into host blocks: this is what makes offline renders
 //! bit-identical for any block size.
 
+use crate::dsp::gcd;
 use std::collections::VecDeque;
 
 use rubato::{FftFixedInOut, Resampler};
@@ -70,13 +71,6 @@ impl Resampling {
     }
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 impl StemPipeline {
     /// Builds the pipeline for a host sample rate. Not realtime-safe: allocates.
     pub fn new(separator: Box<dyn Separator>, host_rate_hz: u32) -> Result<Self, EngineError> {
@@ -91,7 +85,7 @@ impl StemPipeline {
         } else {
             // Chunks are whole multiples of the rates' reduced ratio so that the resamplers'
             // chunk sizes are exact; an even multiple keeps their delays whole.
-            let g = gcd(host_rate_hz as u64, separator_rate_hz as u64) as usize;
+            let g = gcd(host_rate_hz as usize, separator_rate_hz as usize);
             let host_unit = host_rate_hz as usize / g;
             let separator_unit = separator_rate_hz as usize / g;
             let units = ((hop_frames as f64 / separator_unit as f64).round() as usize).max(1);

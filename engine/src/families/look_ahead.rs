@@ -11,6 +11,7 @@
 //! The stream is led by `s + step` zeros, so input frame 0 already has full weight.
 
 use super::overlap_add::{ChunkLayout, Lead};
+use crate::dsp::gcd;
 
 /// What a short look-ahead runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,13 +34,6 @@ const MIN_STEP_FRAMES: usize = 256;
 /// What the hop must be a multiple of when a step does not divide the chunk (the built-in
 /// separator's hop: routes combine stage hops by their least common multiple).
 const MIN_HOP_FRAMES: usize = 1024;
-
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
 
 /// Fraction of the family window's peak below which a chunk's frames are not trusted (its
 /// edges: STFT and padding effects).

@@ -8,6 +8,8 @@
 //! `Σ_k w_k[u − k·step] · y_k[u − k·step] / Σ_k w_k[u − k·step]` over the chunks `k` covering
 //! `u`, and the separated stems of input frame `t` are output frame `t + lead`.
 
+use crate::dsp::gcd;
+
 /// What the reference code puts before the first input frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lead {
@@ -40,13 +42,6 @@ pub struct ChunkLayout {
     /// (0 in the reference schedules; a short look-ahead uses only a chunk's end, see
     /// [`super::look_ahead`]).
     pub window_start_frames: usize,
-}
-
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 impl ChunkLayout {

@@ -1,6 +1,7 @@
 //! [`RoutedSeparator`]: separators chained stem by stem (see the module docs of
 //! [`crate::hybrid`]).
 
+use crate::dsp::gcd;
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{
@@ -153,13 +154,6 @@ impl RoutedSeparator {
             latency_frames,
         })
     }
-}
-
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 impl Separator for RoutedSeparator {
