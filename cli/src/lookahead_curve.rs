@@ -12,7 +12,6 @@ use stemflow_engine::look_ahead::{LookAhead, LOOK_AHEAD_CHOICES};
 use stemflow_engine::models::models_dirs;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
 use stemflow_engine::runtime::devices::DeviceChoice;
-use stemflow_engine::stream::SCHEDULING_MARGIN_MS;
 use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
@@ -128,17 +127,11 @@ fn measure(
     let separator = choice
         .build_with(device, look_ahead)
         .map_err(|e| e.to_string())?;
-    let separator_rate = f64::from(separator.sample_rate_hz());
-    // As a real-time stream reports it (`pipeline.rs`): the separator's delay, a hop of
-    // quantization, the separator's scheduling margin and the stream's own.
-    let latency_s = (separator.latency_frames()
-        + separator.hop_frames()
-        + separator.scheduling_margin_frames()) as f64
-        / separator_rate
-        + SCHEDULING_MARGIN_MS / 1000.0;
     let compute_factor = separator.compute_factor();
     let start = Instant::now();
     let mut stream = OfflineStream::new(separator, RATE_HZ).map_err(|e| e.to_string())?;
+    // What the plugin reports at this rate (for blocks up to the stream's 100 ms margin).
+    let latency_s = stream.latency_samples() as f64 / f64::from(RATE_HZ);
     let mut stems: [[Vec<f32>; 2]; 4] = Default::default();
     let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
         for (i, stem) in Stem::FOUR.into_iter().enumerate() {

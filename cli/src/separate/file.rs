@@ -67,6 +67,8 @@ pub(super) fn separate_file(
     let separator = separator_slot.take()?;
     let mut stream = OfflineStream::new(separator, info.sample_rate_hz)?;
     stream.set_extra_stems(options.extra_stems);
+    separator_slot
+        .report_look_ahead(stream.latency_samples() as f64 / f64::from(info.sample_rate_hz));
     if !options.is_quiet() {
         let length = match info.num_frames {
             Some(n) => format!(

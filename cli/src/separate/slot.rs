@@ -12,6 +12,9 @@ pub(super) struct SeparatorSlot<'a> {
     options: &'a SeparateOptions,
     separator: Option<Box<dyn Separator>>,
     has_reported: bool,
+    /// A shortened look-ahead's cost, said once the first stream tells its latency:
+    /// (how many times as often the model runs, the measured real-time factor).
+    look_ahead_cost: Option<(f64, Option<f64>)>,
 }
 
 impl<'a> SeparatorSlot<'a> {
@@ -20,6 +23,7 @@ impl<'a> SeparatorSlot<'a> {
             options,
             separator: None,
             has_reported: false,
+            look_ahead_cost: None,
         }
     }
 
@@ -52,29 +56,10 @@ impl<'a> SeparatorSlot<'a> {
                 if is_first && !options.is_quiet() {
                     crate::output::say!("Running {} on {}", separator.name(), active.actual);
                     if options.look_ahead != LookAhead::Full {
-                        let rate = f64::from(separator.sample_rate_hz());
-                        crate::output::say!(
-                            "Look-ahead {}: latency {:.0} ms, the model runs {:.1}× as often as at Full",
-                            options.look_ahead,
-                            (separator.latency_frames()
-                                + separator.hop_frames()
-                                + separator.scheduling_margin_frames())
-                                as f64
-                                / rate
-                                * 1000.0
-                                + stemflow_engine::stream::SCHEDULING_MARGIN_MS,
-                            separator.compute_factor()
-                        );
-                        if let Some(rtf) = separator.predicted_real_time_factor() {
-                            crate::output::say!(
-                                "  measured: {rtf:.2} s of model time per second of audio ({})",
-                                if rtf < 1.0 {
-                                    "the plugin keeps up in real time on this device"
-                                } else {
-                                    "too heavy for real-time playback on this device"
-                                }
-                            );
-                        }
+                        self.look_ahead_cost = Some((
+                            separator.compute_factor(),
+                            separator.predicted_real_time_factor(),
+                        ));
                     }
                 }
             }
@@ -95,6 +80,29 @@ impl<'a> SeparatorSlot<'a> {
             None => {}
         }
         Ok(separator)
+    }
+
+    /// Says what a shortened look-ahead costs, once per run, when the first input's stream
+    /// reports its latency (`latency_s`: what the plugin reports at this rate).
+    pub fn report_look_ahead(&mut self, latency_s: f64) {
+        let Some((compute_factor, predicted_rtf)) = self.look_ahead_cost.take() else {
+            return;
+        };
+        crate::output::say!(
+            "Look-ahead {}: latency {:.0} ms, the model runs {compute_factor:.1}× as often as at Full",
+            self.options.look_ahead,
+            latency_s * 1000.0
+        );
+        if let Some(rtf) = predicted_rtf {
+            crate::output::say!(
+                "  measured: {rtf:.2} s of model time per second of audio ({})",
+                if rtf < 1.0 {
+                    "the plugin keeps up in real time on this device"
+                } else {
+                    "too heavy for real-time playback on this device"
+                }
+            );
+        }
     }
 
     /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
