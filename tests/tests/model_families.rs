@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_host_tests::state::{decode_state, encode_state};
-use stemflow_host_tests::{BlockSizes, RenderMode, RenderSettings, TestPlugin};
+use stemflow_host_tests::{BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin};
 
 const MAX_ABS_ERROR: f32 = 1e-5;
 /// The stem outputs in port order (ports 1..=6).
@@ -66,6 +66,28 @@ fn plugin_with_model_at(
     plugin
 }
 
+/// Renders `input` offline in blocks of `block`, followed by enough silence (11 s) to flush a
+/// model's latency; returns the padded input with the render.
+fn render_flushed(
+    plugin: &mut TestPlugin,
+    input: &[Vec<f32>],
+    block: usize,
+) -> (Vec<Vec<f32>>, Rendered) {
+    let mut padded = input.to_vec();
+    for channel in &mut padded {
+        channel.resize(input[0].len() + 11 * 44_100, 0.0);
+    }
+    let rendered = plugin.render(
+        &padded,
+        &RenderSettings {
+            block_sizes: BlockSizes::Fixed(block),
+            mode: RenderMode::Offline,
+            ..RenderSettings::default()
+        },
+    );
+    (padded, rendered)
+}
+
 #[test]
 fn offline_renders_of_every_family_match_the_numpy_reference() {
     let dir = fixtures_dir();
@@ -103,19 +125,7 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
         for (block, own_outputs) in runs {
             let expected = if own_outputs { &expected } else { &folded };
             let mut plugin = plugin_with_model(&model, own_outputs);
-            // Render the input and enough silence to flush the model's latency.
-            let mut padded = input.clone();
-            for channel in &mut padded {
-                channel.resize(frames + 11 * 44_100, 0.0);
-            }
-            let rendered = plugin.render(
-                &padded,
-                &RenderSettings {
-                    block_sizes: BlockSizes::Fixed(block),
-                    mode: RenderMode::Offline,
-                    ..RenderSettings::default()
-                },
-            );
+            let (padded, rendered) = render_flushed(&mut plugin, &input, block);
             let latency = rendered.latency_samples;
             assert!(
                 latency > 44_100 / 2,
@@ -260,19 +270,7 @@ fn look_ahead_settings_report_their_latency_and_render_the_same_at_any_block_siz
     }
     let render = |look_ahead: Option<&str>, block: usize| {
         let mut plugin = plugin_with_model_at(&model, false, look_ahead);
-        let mut padded = input.clone();
-        for channel in &mut padded {
-            channel.resize(song_frames + 11 * 44_100, 0.0);
-        }
-        let rendered = plugin.render(
-            &padded,
-            &RenderSettings {
-                block_sizes: BlockSizes::Fixed(block),
-                mode: RenderMode::Offline,
-                ..RenderSettings::default()
-            },
-        );
-        (padded, rendered)
+        render_flushed(&mut plugin, &input, block)
     };
     let (_, default) = render(None, 512);
     let mut latencies = Vec::new();
