@@ -6,8 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stemflow_engine::families::ModelSeparator;
+use stemflow_engine::runtime::build::build_session;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
+use stemflow_engine::runtime::graph_cache::cached_graph_path;
+use stemflow_engine::runtime::runner::run_graph;
 use stemflow_engine::runtime::runtime;
+use stemflow_engine::runtime::signature::GraphSignature;
 use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::{Stem, NUM_STEMS};
@@ -253,4 +257,106 @@ fn a_corrupt_model_file_is_refused_cleanly() {
         .unwrap()
         .to_string();
     assert!(missing.contains("does-not-exist.onnx"), "{missing}");
+}
+
+/// Every ONNX file the tests use: the checked-in test graphs and the generated fixtures.
+fn all_test_graphs() -> Vec<PathBuf> {
+    let fixtures = std::env::var_os("STEMFLOW_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`");
+    let mut graphs = Vec::new();
+    for dir in [model_path(""), fixtures] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "onnx") {
+                graphs.push(path);
+            }
+        }
+    }
+    assert!(graphs.len() >= 8, "too few test graphs: {graphs:?}");
+    graphs
+}
+
+/// A fresh, empty folder for one test.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemflow-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_signature_read_from_the_file_is_the_one_onnx_runtime_reports() {
+    require_runtime();
+    for path in all_test_graphs() {
+        let bytes = std::fs::read(&path).unwrap();
+        let session = build_session(DeviceId::CPU, &bytes, 1, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            GraphSignature::read(&bytes).unwrap(),
+            GraphSignature::of(&session),
+            "{}",
+            path.display()
+        );
+    }
+    assert!(
+        GraphSignature::read(b"\x3a\x05ab").is_err(),
+        "a truncated graph"
+    );
+    assert!(GraphSignature::read(b"").is_err(), "no graph at all");
+}
+
+/// Runs `session` (one f32 input of fixed shape) on a deterministic signal.
+fn run_once(session: &mut ort::session::Session, bytes: &[u8]) -> Vec<f32> {
+    let signature = GraphSignature::read(bytes).unwrap();
+    let (input, output) = (&signature.inputs[0], &signature.outputs[0]);
+    let shape: Vec<usize> = input.dims.iter().map(|&d| d.max(1) as usize).collect();
+    let len = shape.iter().product();
+    let signal: Vec<f32> = (0..len).map(|i| (i as f32 * 0.0137).sin() * 0.5).collect();
+    run_graph(session, &input.name, &output.name, &shape, &signal).unwrap()
+}
+
+#[test]
+fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
+    require_runtime();
+    let fixtures = PathBuf::from(std::env::var_os("STEMFLOW_FIXTURES_DIR").unwrap());
+    let bytes = std::fs::read(fixtures.join("htdemucs_test.onnx")).unwrap();
+    let dir = scratch_dir("graph-cache");
+    let version = runtime().unwrap().version();
+    let entry = cached_graph_path(&dir, "model-sha", DeviceId::CPU, version).unwrap();
+
+    let expected = run_once(
+        &mut build_session(DeviceId::CPU, &bytes, 1, None).unwrap(),
+        &bytes,
+    );
+    // First start: optimises, writes the entry (nothing partial left), runs.
+    let mut first = build_session(DeviceId::CPU, &bytes, 1, Some(&entry)).unwrap();
+    assert!(entry.is_file(), "no cache entry written");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "a partial file was left"
+    );
+    assert_eq!(run_once(&mut first, &bytes), expected);
+    // Later starts load the entry; the model's bytes are not even looked at.
+    let mut cached = build_session(DeviceId::CPU, b"not a model", 1, Some(&entry)).unwrap();
+    assert_eq!(run_once(&mut cached, &bytes), expected);
+
+    // A damaged entry is removed and the session is built from the model all the same.
+    std::fs::write(&entry, b"half a graph").unwrap();
+    let mut rebuilt = build_session(DeviceId::CPU, &bytes, 1, Some(&entry)).unwrap();
+    assert!(!entry.exists(), "the damaged entry was kept");
+    assert_eq!(run_once(&mut rebuilt, &bytes), expected);
+
+    // A cache that cannot be written (its folder is a file) costs nothing but the cache.
+    let blocked = dir.join("a-file");
+    std::fs::write(&blocked, b"").unwrap();
+    let entry_under_file =
+        cached_graph_path(&blocked, "model-sha", DeviceId::CPU, version).unwrap();
+    let mut uncached = build_session(DeviceId::CPU, &bytes, 1, Some(&entry_under_file)).unwrap();
+    assert_eq!(run_once(&mut uncached, &bytes), expected);
+
+    // A model ONNX Runtime refuses is an error, whatever the cache.
+    assert!(build_session(DeviceId::CPU, b"not a model", 1, Some(&dir.join("x.onnx"))).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,23 +7,38 @@ use super::{htdemucs, mdx_net, params, roformer, spleeter};
 use crate::model_error::ModelError;
 use crate::runtime::build::build_session;
 use crate::runtime::devices::DeviceId;
+use crate::runtime::graph_cache::cache_entry;
 use crate::runtime::model_file::ModelBytes;
-use crate::runtime::signature::GraphSignature;
+use crate::runtime::signature::{GraphSignature, TensorSignature};
 
-/// Checks a model file's graph against the families and reads its parameters. Needs a loaded
-/// runtime. Not realtime-safe: builds a CPU session.
+/// Checks a model file's graph against the families and reads its parameters. Reads the graph's
+/// signature from the file itself, so recognising a model costs no ONNX Runtime session (whose
+/// optimisation of HTDemucs takes ~15 s and a transient ~5 GB); only when the file leaves output
+/// dimensions to shape inference (as `torch.onnx` exports do) does it ask a CPU session, built
+/// through the optimised-graph cache that the model's own session then loads. Not
+/// realtime-safe.
 pub fn describe_model(path: &Path, model: &ModelBytes) -> Result<ModelDescription, ModelError> {
-    let session = build_session(DeviceId::CPU, &model.bytes, 1).map_err(|reason| {
-        if crate::runtime::runtime().is_err() {
-            ModelError::Runtime(reason)
-        } else {
-            ModelError::NotOnnx {
-                path: path.to_path_buf(),
-                reason: format!("ONNX Runtime cannot load it: {reason}"),
-            }
-        }
-    })?;
-    let signature = GraphSignature::of(&session);
+    let mut signature =
+        GraphSignature::read(&model.bytes).map_err(|reason| ModelError::NotOnnx {
+            path: path.to_path_buf(),
+            reason: format!("not a readable ONNX graph: {reason}"),
+        })?;
+    let is_inferred = |t: &TensorSignature| t.dims.is_empty() || t.dims.iter().any(|&d| d < 0);
+    if signature.outputs.iter().any(is_inferred) {
+        let entry = cache_entry(&model.sha256, DeviceId::CPU);
+        let session =
+            build_session(DeviceId::CPU, &model.bytes, 1, entry.as_deref()).map_err(|reason| {
+                if crate::runtime::runtime().is_err() {
+                    ModelError::Runtime(reason)
+                } else {
+                    ModelError::NotOnnx {
+                        path: path.to_path_buf(),
+                        reason: format!("ONNX Runtime cannot load it: {reason}"),
+                    }
+                }
+            })?;
+        signature = GraphSignature::of(&session);
+    }
     describe_signature(&signature, path, &model.name, &model.bytes)
 }
 

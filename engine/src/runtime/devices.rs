@@ -186,7 +186,7 @@ fn discover() -> Vec<DeviceInfo> {
 
 /// Creates and runs a session of [`PROBE_MODEL`] on `id`.
 pub fn probe(id: DeviceId) -> Result<(), String> {
-    let session = super::build::build_session(id, PROBE_MODEL, 1)?;
+    let session = super::build::build_session(id, PROBE_MODEL, 1, None)?;
     let mut session = session;
     let input = ort::value::Tensor::from_array(([1usize, 4], vec![0.0f32; 4]))
         .map_err(|e| e.to_string())?;

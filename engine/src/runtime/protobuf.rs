@@ -1,6 +1,8 @@
 //! Just enough protobuf to find external-data references in an ONNX file before ONNX Runtime
 //! sees it: graphs, nodes, attributes and tensors, walked without building anything.
 
+use super::protobuf_fields::read_varint;
+
 /// Protobuf wire types.
 const VARINT: u64 = 0;
 const FIXED64: u64 = 1;
@@ -30,19 +32,6 @@ pub fn external_data_locations(bytes: &[u8]) -> Result<Vec<String>, String> {
     let mut locations = Vec::new();
     walk(bytes, Message::Model, 0, &mut locations)?;
     Ok(locations)
-}
-
-fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *bytes.get(*pos).ok_or("truncated")?;
-        *pos += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err("malformed varint".into())
 }
 
 /// Walks a message; returns (for tensors) whether it is external and its location.

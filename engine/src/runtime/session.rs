@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use super::build::{build_session, default_intra_threads, thread_budget, ThreadBudget};
 use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
+use super::graph_cache::cache_entry;
 use super::model_file::ModelBytes;
 use super::runtime;
 use crate::model_error::ModelError;
@@ -127,13 +128,17 @@ pub fn acquire_session(
                 failures,
             });
         }
-        let built =
-            build_session(device, &model.bytes, default_intra_threads()).and_then(|mut session| {
-                match needs_warm_up(device) {
-                    true => warm_up(&mut session).map(|()| session),
-                    false => Ok(session),
-                }
-            });
+        let cached_graph = cache_entry(&model.sha256, device);
+        let built = build_session(
+            device,
+            &model.bytes,
+            default_intra_threads(),
+            cached_graph.as_deref(),
+        )
+        .and_then(|mut session| match needs_warm_up(device) {
+            true => warm_up(&mut session).map(|()| session),
+            false => Ok(session),
+        });
         match built {
             Ok(session) => {
                 let session = Arc::new(SharedSession {
