@@ -1,12 +1,10 @@
 //! [`DeviceSwitch`]: builds a session for another device on a helper thread while the current
 //! one keeps running, so a separator can swap at a hop boundary without a gap.
 
-use std::sync::Arc;
-
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use super::devices::DeviceChoice;
-use super::model_file::ModelBytes;
+use super::model_file::ModelSource;
 use super::session::{acquire_session, AcquiredSession, WarmUp};
 use crate::model_error::ModelError;
 
@@ -20,14 +18,16 @@ pub struct DeviceSwitch {
 impl DeviceSwitch {
     /// Starts building a warm session for `model` on `choice` on a helper thread. Returns at
     /// once; [`DeviceSwitch::poll`] delivers the result. Not realtime-safe: spawns a thread.
-    pub fn start(&mut self, model: Arc<ModelBytes>, choice: DeviceChoice, warm_up: WarmUp) {
+    pub fn start(&mut self, model: ModelSource, choice: DeviceChoice, warm_up: WarmUp) {
         let (sender, receiver) = crossbeam_channel::bounded(1);
-        let name = model.name.clone();
+        let name = model.name().to_owned();
         let thread_sender = sender.clone();
         let spawned = std::thread::Builder::new()
             .name("stemflow-session-builder".into())
             .spawn(move || {
-                let result = acquire_session(&model, choice, warm_up.as_ref());
+                let result = model
+                    .bytes()
+                    .and_then(|model| acquire_session(&model, choice, warm_up.as_ref()));
                 let _ = thread_sender.send(result);
             });
         if let Err(error) = spawned {

@@ -8,7 +8,7 @@ use ort::value::Tensor;
 
 use super::device_switch::DeviceSwitch;
 use super::devices::{ActiveDevice, DeviceChoice, DeviceId};
-use super::model_file::ModelBytes;
+use super::model_file::{ModelBytes, ModelSource};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
 use crate::model_error::ModelError;
 use crate::separator::SeparatorEvent;
@@ -16,7 +16,7 @@ use crate::separator::SeparatorEvent;
 /// Runs one graph with one f32 input and one f32 output on a shared session, falling back to the
 /// CPU when the device fails mid-session.
 pub struct ModelRunner {
-    model: Arc<ModelBytes>,
+    model: ModelSource,
     warm_up: WarmUp,
     session: AcquiredSession,
     active: ActiveDevice,
@@ -50,6 +50,8 @@ impl ModelRunner {
             })
         };
         let session = acquire_session(&model, device, warm_up.as_ref())?;
+        // The session holds what it needs: the bytes (the whole file) are not kept.
+        let model = ModelSource::of(&model);
         let active = ActiveDevice {
             requested: device,
             actual: session.device(),
@@ -70,12 +72,12 @@ impl ModelRunner {
 
     /// The model's name (its file name).
     pub fn name(&self) -> &str {
-        &self.model.name
+        self.model.name()
     }
 
     /// The model's SHA-256.
     pub fn model_sha256(&self) -> &str {
-        &self.model.sha256
+        self.model.sha256()
     }
 
     /// The session in use (shared with other instances running the same model on the same device).
@@ -102,11 +104,12 @@ impl ModelRunner {
             Err(error) if self.active.actual != DeviceId::CPU => {
                 log::warn!(
                     "{}: inference failed on {}: {error}",
-                    self.model.name,
+                    self.model.name(),
                     self.active.actual
                 );
+                let model = self.model.bytes().map_err(|e| e.to_string())?;
                 let session = acquire_session(
-                    &self.model,
+                    &model,
                     DeviceChoice::Device(DeviceId::CPU),
                     self.warm_up.as_ref(),
                 )
