@@ -1,6 +1,9 @@
 //! Recognising a model: its graph's signature matched against each family in turn.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use parking_lot::Mutex;
 
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
 use super::{htdemucs, mdx_net, params, roformer, spleeter};
@@ -25,21 +28,37 @@ pub fn describe_model(path: &Path, model: &ModelBytes) -> Result<ModelDescriptio
         })?;
     let is_inferred = |t: &TensorSignature| t.dims.is_empty() || t.dims.iter().any(|&d| d < 0);
     if signature.outputs.iter().any(is_inferred) {
-        let entry = cache_entry(&model.sha256, DeviceId::CPU);
-        let session =
-            build_session(DeviceId::CPU, &model.bytes, 1, entry.as_deref()).map_err(|reason| {
-                if crate::runtime::runtime().is_err() {
-                    ModelError::Runtime(reason)
-                } else {
-                    ModelError::NotOnnx {
-                        path: path.to_path_buf(),
-                        reason: format!("ONNX Runtime cannot load it: {reason}"),
-                    }
-                }
-            })?;
-        signature = GraphSignature::of(&session);
+        signature = session_signature(path, model)?;
     }
     describe_signature(&signature, path, &model.name, &model.bytes)
+}
+
+/// Signatures that needed a session, by model SHA-256: a second plugin instance of the model
+/// builds no session (and leaves no freed gigabyte behind in the allocator) to recognise it.
+static SESSION_SIGNATURES: Mutex<BTreeMap<String, GraphSignature>> = Mutex::new(BTreeMap::new());
+
+/// The signature ONNX Runtime infers for `model` (once per model and process).
+fn session_signature(path: &Path, model: &ModelBytes) -> Result<GraphSignature, ModelError> {
+    if let Some(signature) = SESSION_SIGNATURES.lock().get(&model.sha256) {
+        return Ok(signature.clone());
+    }
+    let entry = cache_entry(&model.sha256, DeviceId::CPU);
+    let session =
+        build_session(DeviceId::CPU, &model.bytes, 1, entry.as_deref()).map_err(|reason| {
+            if crate::runtime::runtime().is_err() {
+                ModelError::Runtime(reason)
+            } else {
+                ModelError::NotOnnx {
+                    path: path.to_path_buf(),
+                    reason: format!("ONNX Runtime cannot load it: {reason}"),
+                }
+            }
+        })?;
+    let signature = GraphSignature::of(&session);
+    SESSION_SIGNATURES
+        .lock()
+        .insert(model.sha256.clone(), signature.clone());
+    Ok(signature)
 }
 
 /// Matches a signature to a family and derives the processing from it and the parameters.
