@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::families::describe_model;
 pub use crate::families::ModelFamily;
 use crate::runtime::model_file::{read_model_file, ModelBytes};
+use crate::runtime::session::discard_spare_session;
 
 /// A model file found in a models folder.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,7 +72,10 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
         info.error = Some(format!("cannot check the model: {error}"));
         return info;
     }
-    match describe_model(path, &model) {
+    let described = describe_model(path, &model);
+    // A session built to read the signature is not kept for a model that is only listed.
+    discard_spare_session();
+    match described {
         Ok(description) => {
             info.family = Some(description.family);
             info.stems = description.stems.clone();

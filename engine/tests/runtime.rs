@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stemflow_engine::families::ModelSeparator;
+use stemflow_engine::families::{describe_model, ModelSeparator};
 use stemflow_engine::runtime::build::build_session;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
 use stemflow_engine::runtime::graph_cache::cached_graph_path;
+use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::run_graph;
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::runtime::signature::GraphSignature;
@@ -288,22 +289,55 @@ fn scratch_dir(name: &str) -> PathBuf {
 #[test]
 fn the_signature_read_from_the_file_is_the_one_onnx_runtime_reports() {
     require_runtime();
+    let mut num_inferred = 0;
     for path in all_test_graphs() {
         let bytes = std::fs::read(&path).unwrap();
         let session = build_session(DeviceId::CPU, &bytes, 1, None)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(
+        let (read, reported) = (
             GraphSignature::read(&bytes).unwrap(),
             GraphSignature::of(&session),
-            "{}",
-            path.display()
         );
+        assert_eq!(read.inputs, reported.inputs, "{}", path.display());
+        assert_eq!(read.metadata, reported.metadata, "{}", path.display());
+        // Outputs: what the file fixes is what the session reports; what it leaves symbolic
+        // (-1) the session may have inferred.
+        assert_eq!(read.outputs.len(), reported.outputs.len());
+        for (file, session) in read.outputs.iter().zip(&reported.outputs) {
+            assert_eq!((&file.name, file.is_f32), (&session.name, session.is_f32));
+            assert_eq!(file.dims.len(), session.dims.len(), "{}", path.display());
+            for (&in_file, &inferred) in file.dims.iter().zip(&session.dims) {
+                assert!(in_file == inferred || in_file < 0, "{}", path.display());
+            }
+            num_inferred += usize::from(file.dims != session.dims);
+        }
     }
+    assert!(
+        num_inferred > 0,
+        "no test graph leaves its output shape to inference"
+    );
     assert!(
         GraphSignature::read(b"\x3a\x05ab").is_err(),
         "a truncated graph"
     );
     assert!(GraphSignature::read(b"").is_err(), "no graph at all");
+}
+
+#[test]
+fn a_model_whose_output_shape_only_onnx_runtime_infers_is_recognised() {
+    require_runtime();
+    // htdemucs6_test.onnx declares `stems` with symbolic dimensions, as torch.onnx exports do.
+    let fixtures = PathBuf::from(std::env::var_os("STEMFLOW_FIXTURES_DIR").unwrap());
+    let path = fixtures.join("htdemucs6_test.onnx");
+    let model = read_model_file(&path).unwrap();
+    assert!(GraphSignature::read(&model.bytes).unwrap().outputs[0]
+        .dims
+        .iter()
+        .all(|&d| d < 0));
+    let description = describe_model(&path, &model).unwrap();
+    assert_eq!(description.stems.len(), 6);
+    let separator = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU)).unwrap();
+    assert_eq!(separator.description().stems.len(), 6);
 }
 
 /// Runs `session` (one f32 input of fixed shape) on a deterministic signal.

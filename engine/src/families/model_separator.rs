@@ -15,6 +15,7 @@ use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice};
 use crate::runtime::model_file::read_model_file;
 use crate::runtime::runner::ModelRunner;
+use crate::runtime::session::discard_spare_session;
 use crate::runtime::session::AcquiredSession;
 use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem::Stem;
@@ -58,14 +59,19 @@ impl ModelSeparator {
         look_ahead: LookAhead,
     ) -> Result<Self, ModelError> {
         let model = Arc::new(read_model_file(path)?);
-        let description = describe_model(path, &model)?;
-        let runner = ModelRunner::new(
-            model.clone(),
-            device,
-            &description.input_name,
-            &description.output_name,
-            description.input_shape.clone(),
-        )?;
+        let loaded = describe_model(path, &model).and_then(|description| {
+            let runner = ModelRunner::new(
+                model.clone(),
+                device,
+                &description.input_name,
+                &description.output_name,
+                description.input_shape.clone(),
+            )?;
+            Ok((description, runner))
+        });
+        // The runner took the session built to read the signature, if it runs on the CPU.
+        discard_spare_session();
+        let (description, runner) = loaded?;
         Ok(Self::with_runner(
             runner,
             description,

@@ -8,10 +8,8 @@ use parking_lot::Mutex;
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
 use super::{htdemucs, mdx_net, params, roformer, spleeter};
 use crate::model_error::ModelError;
-use crate::runtime::build::build_session;
-use crate::runtime::devices::DeviceId;
-use crate::runtime::graph_cache::cache_entry;
 use crate::runtime::model_file::ModelBytes;
+use crate::runtime::session::with_spare_cpu_session;
 use crate::runtime::signature::{GraphSignature, TensorSignature};
 
 /// Checks a model file's graph against the families and reads its parameters. Reads the graph's
@@ -42,19 +40,16 @@ fn session_signature(path: &Path, model: &ModelBytes) -> Result<GraphSignature, 
     if let Some(signature) = SESSION_SIGNATURES.lock().get(&model.sha256) {
         return Ok(signature.clone());
     }
-    let entry = cache_entry(&model.sha256, DeviceId::CPU);
-    let session =
-        build_session(DeviceId::CPU, &model.bytes, 1, entry.as_deref()).map_err(|reason| {
-            if crate::runtime::runtime().is_err() {
-                ModelError::Runtime(reason)
-            } else {
-                ModelError::NotOnnx {
-                    path: path.to_path_buf(),
-                    reason: format!("ONNX Runtime cannot load it: {reason}"),
-                }
+    let signature = with_spare_cpu_session(model, GraphSignature::of).map_err(|reason| {
+        if crate::runtime::runtime().is_err() {
+            ModelError::Runtime(reason)
+        } else {
+            ModelError::NotOnnx {
+                path: path.to_path_buf(),
+                reason: format!("ONNX Runtime cannot load it: {reason}"),
             }
-        })?;
-    let signature = GraphSignature::of(&session);
+        }
+    })?;
     SESSION_SIGNATURES
         .lock()
         .insert(model.sha256.clone(), signature.clone());
