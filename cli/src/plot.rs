@@ -91,38 +91,32 @@ impl Canvas {
 
     /// Text in the bitmap font (upper-cased), its top-left at `(x, y)`; returns its width.
     fn text(&mut self, x: i64, y: i64, text: &str, colour: Rgb) -> i64 {
-        let mut cursor = x;
-        for c in text.chars() {
-            let rows = glyph(c.to_ascii_uppercase());
-            for (row, bits) in rows.iter().enumerate() {
-                for column in 0..5 {
-                    if bits & (0b10000 >> column) != 0 {
-                        let s = TEXT_SCALE as i64;
-                        self.rect(cursor + column * s, y + row as i64 * s, s, s, colour);
-                    }
-                }
-            }
-            cursor += 6 * TEXT_SCALE as i64;
+        let s = TEXT_SCALE as i64;
+        for (index, row, column) in lit_cells(text) {
+            self.rect(x + (index * 6 + column) * s, y + row * s, s, s, colour);
         }
-        cursor - x
+        text_width(text)
     }
 
     /// Text rotated a quarter turn anticlockwise (for the y axis), its bottom-left at `(x, y)`.
     fn text_vertical(&mut self, x: i64, y: i64, text: &str, colour: Rgb) {
         let s = TEXT_SCALE as i64;
-        for (i, c) in text.chars().enumerate() {
-            let rows = glyph(c.to_ascii_uppercase());
-            for (row, bits) in rows.iter().enumerate() {
-                for column in 0..5 {
-                    if bits & (0b10000 >> column) != 0 {
-                        let px = x + row as i64 * s;
-                        let py = y - (i as i64 * 6 + column) * s;
-                        self.rect(px, py, s, s, colour);
-                    }
-                }
-            }
+        for (index, row, column) in lit_cells(text) {
+            self.rect(x + row * s, y - (index * 6 + column) * s, s, s, colour);
         }
     }
+}
+
+/// The lit cells of `text` in the bitmap font (upper-cased): (character index, row, column).
+fn lit_cells(text: &str) -> impl Iterator<Item = (i64, i64, i64)> + '_ {
+    text.chars().enumerate().flat_map(|(index, c)| {
+        let rows = glyph(c.to_ascii_uppercase());
+        (0..7).flat_map(move |row| {
+            (0..5)
+                .filter(move |column| rows[row] & (0b10000 >> column) != 0)
+                .map(move |column| (index as i64, row as i64, column))
+        })
+    })
 }
 
 fn text_width(text: &str) -> i64 {
