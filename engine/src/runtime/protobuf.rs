@@ -1,13 +1,8 @@
 //! Just enough protobuf to find external-data references in an ONNX file before ONNX Runtime
 //! sees it: graphs, nodes, attributes and tensors, walked without building anything.
 
-use super::protobuf_fields::read_varint;
+use super::protobuf_fields::{FieldValue, Fields};
 
-/// Protobuf wire types.
-const VARINT: u64 = 0;
-const FIXED64: u64 = 1;
-const LEN: u64 = 2;
-const FIXED32: u64 = 5;
 /// Nesting deeper than this is refused (a hostile file could otherwise exhaust the stack).
 const MAX_DEPTH: usize = 64;
 
@@ -44,87 +39,60 @@ fn walk(
     if depth > MAX_DEPTH {
         return Err("nested too deeply".into());
     }
-    let mut pos = 0;
     let mut is_external = false;
     let mut location = None;
     let mut entry_key = None;
     let mut entry_value = None;
-    while pos < bytes.len() {
-        let key = read_varint(bytes, &mut pos)?;
-        let (field, wire) = (key >> 3, key & 7);
-        if field == 0 {
-            return Err("field number 0".into());
-        }
-        match wire {
-            VARINT => {
-                let value = read_varint(bytes, &mut pos)?;
-                if let (Message::Tensor, 14) = (message, field) {
+    for field in Fields::new(bytes) {
+        let (field, body) = match field? {
+            (14, FieldValue::Varint(value)) => {
+                if let Message::Tensor = message {
                     is_external = value == 1;
                 }
+                continue;
             }
-            FIXED64 => {
-                pos = pos
-                    .checked_add(8)
-                    .filter(|&p| p <= bytes.len())
-                    .ok_or("truncated")?
+            (field, FieldValue::Bytes(body)) => (field, body),
+            _ => continue,
+        };
+        let child = match (message, field) {
+            (Message::Model, 7) => Some(Message::Graph),
+            (Message::Graph, 1) => Some(Message::Node),
+            (Message::Graph, 5) => Some(Message::Tensor),
+            (Message::Graph, 15) => Some(Message::SparseTensor),
+            (Message::Node, 5) => Some(Message::Attribute),
+            (Message::Attribute, 5 | 10) => Some(Message::Tensor),
+            (Message::Attribute, 6 | 11) => Some(Message::Graph),
+            (Message::Attribute, 22 | 23) => Some(Message::SparseTensor),
+            (Message::SparseTensor, 1 | 2) => Some(Message::Tensor),
+            (Message::Tensor, 13) => Some(Message::StringEntry),
+            (Message::StringEntry, 1) => {
+                entry_key = Some(String::from_utf8_lossy(body).into_owned());
+                None
             }
-            FIXED32 => {
-                pos = pos
-                    .checked_add(4)
-                    .filter(|&p| p <= bytes.len())
-                    .ok_or("truncated")?
+            (Message::StringEntry, 2) => {
+                entry_value = Some(String::from_utf8_lossy(body).into_owned());
+                None
             }
-            LEN => {
-                let len = read_varint(bytes, &mut pos)? as usize;
-                let end = pos
-                    .checked_add(len)
-                    .filter(|&e| e <= bytes.len())
-                    .ok_or("truncated")?;
-                let body = &bytes[pos..end];
-                pos = end;
-                let child = match (message, field) {
-                    (Message::Model, 7) => Some(Message::Graph),
-                    (Message::Graph, 1) => Some(Message::Node),
-                    (Message::Graph, 5) => Some(Message::Tensor),
-                    (Message::Graph, 15) => Some(Message::SparseTensor),
-                    (Message::Node, 5) => Some(Message::Attribute),
-                    (Message::Attribute, 5 | 10) => Some(Message::Tensor),
-                    (Message::Attribute, 6 | 11) => Some(Message::Graph),
-                    (Message::Attribute, 22 | 23) => Some(Message::SparseTensor),
-                    (Message::SparseTensor, 1 | 2) => Some(Message::Tensor),
-                    (Message::Tensor, 13) => Some(Message::StringEntry),
-                    (Message::StringEntry, 1) => {
-                        entry_key = Some(String::from_utf8_lossy(body).into_owned());
-                        None
-                    }
-                    (Message::StringEntry, 2) => {
-                        entry_value = Some(String::from_utf8_lossy(body).into_owned());
-                        None
-                    }
-                    _ => None,
-                };
-                match child {
-                    Some(Message::StringEntry) => {
-                        let (_, entry) = walk(body, Message::StringEntry, depth + 1, locations)?;
-                        if let Some(value) = entry {
-                            location = Some(value);
-                        }
-                    }
-                    Some(Message::Tensor) => {
-                        let (external, tensor_location) =
-                            walk(body, Message::Tensor, depth + 1, locations)?;
-                        if external || tensor_location.is_some() {
-                            locations
-                                .push(tensor_location.unwrap_or_else(|| "(no location)".into()));
-                        }
-                    }
-                    Some(child) => {
-                        walk(body, child, depth + 1, locations)?;
-                    }
-                    None => {}
+            _ => None,
+        };
+        match child {
+            Some(Message::StringEntry) => {
+                let (_, entry) = walk(body, Message::StringEntry, depth + 1, locations)?;
+                if let Some(value) = entry {
+                    location = Some(value);
                 }
             }
-            _ => return Err(format!("unknown wire type {wire}")),
+            Some(Message::Tensor) => {
+                let (external, tensor_location) =
+                    walk(body, Message::Tensor, depth + 1, locations)?;
+                if external || tensor_location.is_some() {
+                    locations.push(tensor_location.unwrap_or_else(|| "(no location)".into()));
+                }
+            }
+            Some(child) => {
+                walk(body, child, depth + 1, locations)?;
+            }
+            None => {}
         }
     }
     if let Message::StringEntry = message {
@@ -141,7 +109,7 @@ mod tests {
     use super::*;
 
     fn field(number: u64, body: &[u8]) -> Vec<u8> {
-        let mut out = vec![((number << 3) | LEN) as u8, body.len() as u8];
+        let mut out = vec![((number << 3) | 2) as u8, body.len() as u8]; // wire type 2: length-delimited
         out.extend_from_slice(body);
         out
     }
