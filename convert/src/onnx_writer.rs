@@ -21,6 +21,10 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::Write;
 
+use stemflow_proto::write::{
+    key_len, put_bytes, put_float, put_int64, put_key, put_varint, varint_len, WIRE_LEN,
+};
+
 use crate::error::ConvertError;
 
 /// The ONNX IR version written (IR 8: the version of ONNX 1.10 to 1.13, which go to opset 18).
@@ -43,11 +47,6 @@ const ATTRIBUTE_TYPE_INT: i64 = 2;
 const ATTRIBUTE_TYPE_STRING: i64 = 3;
 const ATTRIBUTE_TYPE_FLOATS: i64 = 6;
 const ATTRIBUTE_TYPE_INTS: i64 = 7;
-
-/// Protobuf wire types.
-const WIRE_VARINT: u8 = 0;
-const WIRE_FIXED32: u8 = 5;
-const WIRE_LEN: u8 = 2;
 
 /// Floats converted to bytes per `write_all` when streaming initializer data.
 const STREAM_CHUNK_VALUES: usize = 16 * 1024;
@@ -673,48 +672,10 @@ fn encode_value_info(info: &ValueInfo) -> Vec<u8> {
     out
 }
 
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7f) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn varint_len(value: u64) -> usize {
-    let significant_bits = 64 - value.leading_zeros() as usize;
-    significant_bits.max(1).div_ceil(7)
-}
-
-fn put_key(out: &mut Vec<u8>, field: u32, wire_type: u8) {
-    put_varint(out, (u64::from(field) << 3) | u64::from(wire_type));
-}
-
-fn key_len(field: u32) -> usize {
-    varint_len(u64::from(field) << 3)
-}
-
-/// An `int64` or `int32` field: negative values take ten bytes (two's complement as `u64`).
-fn put_int64(out: &mut Vec<u8>, field: u32, value: i64) {
-    put_key(out, field, WIRE_VARINT);
-    put_varint(out, value as u64);
-}
-
-fn put_float(out: &mut Vec<u8>, field: u32, value: f32) {
-    put_key(out, field, WIRE_FIXED32);
-    out.extend_from_slice(&value.to_le_bytes());
-}
-
-/// A length-delimited field: a string, bytes or an embedded message.
-fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_key(out, field, WIRE_LEN);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stemflow_proto::write::{WIRE_FIXED32, WIRE_VARINT};
 
     /// A decoded protobuf field: its number and its value.
     #[derive(Debug, Clone, PartialEq)]
@@ -945,16 +906,6 @@ mod tests {
         let raw = bytes_of(&axes, 9)[0];
         assert_eq!(&raw[..8], &1i64.to_le_bytes());
         assert_eq!(&raw[8..], &(-1i64).to_le_bytes());
-    }
-
-    #[test]
-    fn varint_lengths_match_the_encoding() {
-        for value in [0, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
-            let mut out = Vec::new();
-            put_varint(&mut out, value);
-            assert_eq!(out.len(), varint_len(value), "{value}");
-            assert_eq!(read_varint(&out, &mut 0), value);
-        }
     }
 
     #[test]

@@ -22,7 +22,6 @@ pub mod devices;
 pub mod graph_cache;
 pub mod model_file;
 mod protobuf;
-mod protobuf_fields;
 pub mod runner;
 pub mod session;
 pub mod signature;

@@ -1,7 +1,7 @@
 //! Just enough protobuf to find external-data references in an ONNX file before ONNX Runtime
 //! sees it: graphs, nodes, attributes and tensors, walked without building anything.
 
-use super::protobuf_fields::{FieldValue, Fields};
+use stemflow_proto::{FieldValue, Fields};
 
 /// Nesting deeper than this is refused (a hostile file could otherwise exhaust the stack).
 const MAX_DEPTH: usize = 64;

@@ -3,7 +3,7 @@
 
 use ort::session::Session;
 
-use super::protobuf_fields::{FieldValue, Fields};
+use stemflow_proto::{FieldValue, Fields};
 
 /// One tensor of a graph's signature: name, element type and dimensions (`-1` when dynamic).
 #[derive(Debug, Clone, PartialEq, Eq)]
