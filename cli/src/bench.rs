@@ -10,7 +10,12 @@
 //! - overhead: total time over pure inference time;
 //! - runs: how many times the whole path ran the model (0 for DSP separators), to show that it
 //!   makes no run the reference pipelines don't;
-//! - peak RSS of the process during the row (the peak is reset before each row on Linux).
+//! - peak RSS of the process during the row (the peak is reset before each row on Linux; it
+//!   includes the whole path's stems, kept for scoring: 32 bytes per frame);
+//! - SDR per stem of the whole path's output against the demo song's own stems.
+//!
+//! Rows of a model `NAME` and its int8 version `NAME.int8` (as `stemflow quantize` names it) on
+//! the same device are compared after the table ([`crate::int8_comparison`]).
 
 use std::time::Instant;
 
@@ -21,8 +26,9 @@ use stemflow_engine::offline::{OfflineStream, StemFrames};
 use stemflow_engine::planar::PlanarBlock;
 use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
 use stemflow_engine::separator::SEPARATED_CHANNELS;
-use stemflow_engine::EngineError;
+use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::demo_song::DemoSong;
+use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
@@ -108,13 +114,16 @@ pub struct BenchOptions {
 }
 
 /// One measured model × device.
-struct Row {
-    model: String,
-    requested_device: String,
-    result: Result<Measurement, String>,
+pub struct Row {
+    pub model: String,
+    pub requested_device: String,
+    pub result: Result<Measurement, String>,
 }
 
-struct Measurement {
+/// The four stems of a whole-path run, at the host rate, in [`Stem::FOUR`] order.
+pub type StemAudio = [[Vec<f32>; 2]; 4];
+
+pub struct Measurement {
     device: String,
     fallback: Option<String>,
     chunk_frames: usize,
@@ -122,16 +131,20 @@ struct Measurement {
     chunk_ms_min: f64,
     chunk_ms_median: f64,
     chunk_ms_max: f64,
-    inference_s: f64,
-    total_s: f64,
+    pub inference_s: f64,
+    pub total_s: f64,
     audio_s: f64,
     /// Model runs of the whole path (0 for DSP separators).
     model_runs: u64,
-    peak_rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    /// SDR per stem against the demo song's own (`None`: the model leaves the stem silent).
+    pub sdr_db: [Option<f64>; 4],
+    /// The whole path's output.
+    pub stems: StemAudio,
 }
 
 impl Measurement {
-    fn real_time_factor(&self) -> f64 {
+    pub fn real_time_factor(&self) -> f64 {
         self.total_s / self.audio_s
     }
 
@@ -172,7 +185,7 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
         }
     }
 
-    let host_mix = DemoSong::generate(BENCH_HOST_RATE_HZ, seconds).mix();
+    let song = DemoSong::generate(BENCH_HOST_RATE_HZ, seconds);
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for (label, model) in &models {
@@ -192,15 +205,17 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
             rows.push(Row {
                 model: label.clone(),
                 requested_device: choice.id(),
-                result: measure(model, choice, &host_mix, seconds),
+                result: measure(model, choice, &song, seconds),
             });
         }
     }
 
+    let comparisons = crate::int8_comparison::compare(&rows);
     if options.is_json {
-        print_json(&rows, &notes, seconds)?;
+        print_json(&rows, &comparisons, &notes, seconds)?;
     } else {
         print_table(&rows, &notes, seconds);
+        crate::int8_comparison::print_table(&comparisons);
     }
     let num_failed = rows.iter().filter(|r| r.result.is_err()).count();
     if num_failed > 0 {
@@ -215,10 +230,11 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
 fn measure(
     model: &SeparatorChoice,
     choice: DeviceChoice,
-    host_mix: &[Vec<f32>; 2],
+    song: &DemoSong,
     seconds: f32,
 ) -> Result<Measurement, String> {
     reset_peak_rss();
+    let host_mix = &song.mix();
 
     // 1. Every hop alone, at the separator's rate.
     let mut separator = model.build(choice).map_err(|e| e.to_string())?;
@@ -259,18 +275,32 @@ fn measure(
     let start = Instant::now();
     let mut stream =
         OfflineStream::new(separator, BENCH_HOST_RATE_HZ).map_err(|e| e.to_string())?;
-    let mut num_frames_out = 0usize;
-    let mut count = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        num_frames_out += frames.num_frames();
+    let mut stems = StemAudio::default();
+    for channels in &mut stems {
+        for channel in channels.iter_mut() {
+            channel.reserve_exact(host_mix[0].len());
+        }
+    }
+    let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+        for (i, stem) in Stem::FOUR.into_iter().enumerate() {
+            for (channel, samples) in stems[i].iter_mut().enumerate() {
+                samples.extend_from_slice(frames.channel(stem, channel));
+            }
+        }
         Ok(())
     };
     stream
-        .push(&host_mix[0], &host_mix[1], &mut count)
+        .push(&host_mix[0], &host_mix[1], &mut collect)
         .map_err(|e| e.to_string())?;
-    stream.finish(&mut count).map_err(|e| e.to_string())?;
+    stream.finish(&mut collect).map_err(|e| e.to_string())?;
     let total_s = start.elapsed().as_secs_f64();
     let model_runs = stream.into_separator().map_or(0, |s| s.model_runs());
-    debug_assert_eq!(num_frames_out, host_mix[0].len());
+    debug_assert_eq!(stems[0][0].len(), host_mix[0].len());
+    let truth = song.stems();
+    let sdr_db = std::array::from_fn(|i| {
+        let is_silent = stems[i].iter().flatten().all(|&x| x == 0.0);
+        (!is_silent).then(|| sdr_db(truth[i], &stems[i]))
+    });
 
     Ok(Measurement {
         device,
@@ -285,6 +315,8 @@ fn measure(
         audio_s: host_mix[0].len() as f64 / f64::from(BENCH_HOST_RATE_HZ),
         model_runs,
         peak_rss_bytes: peak_rss_bytes(),
+        sdr_db,
+        stems,
     })
 }
 
@@ -353,7 +385,12 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
     }
 }
 
-fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String> {
+fn print_json(
+    rows: &[Row],
+    comparisons: &[crate::int8_comparison::Comparison],
+    notes: &[String],
+    seconds: f32,
+) -> Result<(), String> {
     let rows: Vec<serde_json::Value> = rows
         .iter()
         .map(|row| match &row.result {
@@ -377,6 +414,7 @@ fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String
                 "overhead": m.overhead(),
                 "model_runs": m.model_runs,
                 "peak_rss_bytes": m.peak_rss_bytes,
+                "sdr_db": stem_values(&m.sdr_db),
             }),
             Err(e) => serde_json::json!({
                 "model": row.model,
@@ -389,6 +427,7 @@ fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String
         "seconds": seconds,
         "host_sample_rate_hz": BENCH_HOST_RATE_HZ,
         "rows": rows,
+        "int8_comparisons": comparisons.iter().map(crate::int8_comparison::Comparison::to_json).collect::<Vec<_>>(),
         "notes": notes,
     });
     crate::output::say!(
@@ -396,4 +435,14 @@ fn print_json(rows: &[Row], notes: &[String], seconds: f32) -> Result<(), String
         serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
     );
     Ok(())
+}
+
+/// Per-stem values as a JSON object keyed by stem name (`null` where absent).
+pub fn stem_values(values: &[Option<f64>; 4]) -> serde_json::Value {
+    Stem::FOUR
+        .into_iter()
+        .zip(values)
+        .map(|(stem, value)| (stem.file_name().to_owned(), serde_json::json!(value)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }

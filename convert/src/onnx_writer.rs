@@ -597,7 +597,7 @@ fn encode_node(node: &Node) -> Vec<u8> {
     out
 }
 
-fn encode_attribute(name: &str, value: &Attribute) -> Vec<u8> {
+pub(crate) fn encode_attribute(name: &str, value: &Attribute) -> Vec<u8> {
     let mut out = Vec::new();
     put_bytes(&mut out, attribute_field::NAME, name.as_bytes());
     let attribute_type = match value {

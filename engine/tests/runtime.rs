@@ -394,3 +394,164 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     assert!(build_session(DeviceId::CPU, b"not a model", 1, Some(&dir.join("x.onnx"))).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A deterministic pseudo-random value in −1..1.
+fn noise(i: usize, seed: usize) -> f32 {
+    let x = (i * 7919 + seed * 104_729) as f32;
+    (x * 0.618_034).fract() * 2.0 - 1.0
+}
+
+/// Runs a one-input, one-output graph on a session built from `bytes`.
+fn run_bytes(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
+    let signature = GraphSignature::read(bytes).unwrap();
+    let mut session = build_session(DeviceId::CPU, bytes, 1, None).unwrap();
+    run_graph(
+        &mut session,
+        &signature.inputs[0].name,
+        &signature.outputs[0].name,
+        shape,
+        signal,
+    )
+    .unwrap()
+}
+
+/// SDR-like closeness of `estimate` to `reference`, in dB.
+fn closeness_db(reference: &[f32], estimate: &[f32]) -> f64 {
+    assert_eq!(reference.len(), estimate.len());
+    let energy: f64 = reference.iter().map(|&r| f64::from(r).powi(2)).sum();
+    let error: f64 = reference
+        .iter()
+        .zip(estimate)
+        .map(|(&r, &e)| f64::from(r - e).powi(2))
+        .sum();
+    10.0 * (energy / error).log10()
+}
+
+#[test]
+fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
+    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
+    use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
+    require_runtime();
+
+    // Two MatMuls sharing their input (one run-time quantization serves both), then a Conv
+    // with a bias on the result.
+    let weights = |len: usize, seed: usize| -> Vec<f32> {
+        (0..len)
+            .map(|i| noise(i, seed) * (1.0 + (i % 5) as f32))
+            .collect()
+    };
+    let mut graph = OnnxGraph::new("int8");
+    graph.add_input(
+        "x",
+        vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Fixed(12), Dim::Fixed(16)],
+    );
+    graph
+        .add_initializer_f32("w1", &[16, 24], weights(16 * 24, 1))
+        .unwrap();
+    graph
+        .add_initializer_f32("w2", &[16, 24], weights(16 * 24, 2))
+        .unwrap();
+    graph
+        .add_initializer_f32("k", &[3, 2, 3, 3], weights(54, 3))
+        .unwrap();
+    graph
+        .add_initializer_f32("b", &[3], vec![0.5, -1.0, 2.0])
+        .unwrap();
+    graph.add_node("MatMul", "mm1", &["x", "w1"], &["y1"], vec![]);
+    graph.add_node("MatMul", "mm2", &["x", "w2"], &["y2"], vec![]);
+    graph.add_node("Add", "add", &["y1", "y2"], &["y"], vec![]);
+    let pads = ("pads", Attribute::Ints(vec![1, 1, 1, 1]));
+    graph.add_node("Conv", "conv", &["y", "k", "b"], &["z"], vec![pads]);
+    graph.add_output(
+        "z",
+        vec![Dim::Fixed(1), Dim::Fixed(3), Dim::Fixed(12), Dim::Fixed(24)],
+    );
+    graph.validate().unwrap();
+    let float = graph.to_model_bytes();
+
+    let shape = [1, 2, 12, 16];
+    let signal: Vec<f32> = (0..shape.iter().product()).map(|i| noise(i, 9)).collect();
+    let expected = run_bytes(&float, &shape, &signal);
+
+    for (ops, num_matmuls, num_convs) in [
+        (QuantizeOptions::default(), 2, 0),
+        (
+            QuantizeOptions {
+                conv: true,
+                ..QuantizeOptions::default()
+            },
+            2,
+            1,
+        ),
+    ] {
+        let (int8, report) = quantize_model(&float, ops).unwrap();
+        assert_eq!(
+            (report.num_matmuls, report.num_convs),
+            (num_matmuls, num_convs)
+        );
+        assert_eq!(report.num_convs_left, 1 - num_convs);
+        assert!(
+            int8.len() < float.len(),
+            "{} vs {} bytes",
+            int8.len(),
+            float.len()
+        );
+        let output = run_bytes(&int8, &shape, &signal);
+        assert_ne!(output, expected, "nothing was quantized");
+        let closeness = closeness_db(&expected, &output);
+        assert!(
+            closeness > 30.0,
+            "{ops:?}: int8 only {closeness:.1} dB from float"
+        );
+        // The inputs and outputs are the float model's; the file says it is quantized, and
+        // quantizing it again is refused.
+        let (signature, float_signature) = (
+            GraphSignature::read(&int8).unwrap(),
+            GraphSignature::read(&float).unwrap(),
+        );
+        assert_eq!(signature.inputs, float_signature.inputs);
+        assert_eq!(signature.outputs, float_signature.outputs);
+        assert!(signature.metadata["stemflow.quantization"].contains("7-bit"));
+        let again = quantize_model(&int8, ops).unwrap_err().to_string();
+        assert!(again.contains("already quantized"), "{again}");
+    }
+
+    // A weight another node reads as an activation stays, and the graph stays whole.
+    let mut shared = OnnxGraph::new("shared");
+    shared.add_input("x", vec![Dim::Fixed(4), Dim::Fixed(4)]);
+    shared
+        .add_initializer_f32("w", &[4, 4], weights(16, 4))
+        .unwrap();
+    shared.add_node("MatMul", "mm", &["x", "w"], &["y"], vec![]);
+    shared.add_node("Add", "add", &["y", "w"], &["z"], vec![]);
+    shared.add_output("z", vec![Dim::Fixed(4), Dim::Fixed(4)]);
+    let float = shared.to_model_bytes();
+    let signal: Vec<f32> = (0..16).map(|i| noise(i, 5)).collect();
+    let (int8, _) = quantize_model(&float, QuantizeOptions::default()).unwrap();
+    let closeness = closeness_db(
+        &run_bytes(&float, &[4, 4], &signal),
+        &run_bytes(&int8, &[4, 4], &signal),
+    );
+    assert!(closeness > 30.0, "{closeness:.1} dB");
+
+    // Nothing to quantize is said, with what there is.
+    let conv_only = quantize_model(&graph_with_conv_only(), QuantizeOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        conv_only.contains("1 Conv (add --ops matmul,conv"),
+        "{conv_only}"
+    );
+}
+
+fn graph_with_conv_only() -> Vec<u8> {
+    use stemflow_convert::onnx_writer::{Dim, OnnxGraph};
+    let mut graph = OnnxGraph::new("conv");
+    graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(1), Dim::Fixed(4)]);
+    graph
+        .add_initializer_f32("k", &[1, 1, 1], vec![2.0])
+        .unwrap();
+    graph.add_node("Conv", "conv", &["x", "k"], &["y"], vec![]);
+    graph.add_output("y", vec![Dim::Fixed(1), Dim::Fixed(1), Dim::Fixed(4)]);
+    graph.to_model_bytes()
+}

@@ -29,6 +29,15 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// The next field as [`Iterator::next`] gives it, with the bytes it was read from (key
+    /// included), for copying a field unchanged into another message.
+    #[allow(clippy::type_complexity)]
+    pub fn next_with_bytes(&mut self) -> Option<Result<(u64, FieldValue<'a>, &'a [u8]), String>> {
+        let start = self.pos;
+        let field = self.next()?;
+        Some(field.map(|(number, value)| (number, value, &self.bytes[start..self.pos])))
+    }
+
     fn skip(&mut self, len: usize) -> Result<&'a [u8], String> {
         let end = self
             .pos
@@ -104,5 +113,15 @@ mod tests {
         assert_eq!(fields[2], Ok((3, FieldValue::Fixed)));
         assert!(fields[3].is_err());
         assert_eq!(fields.len(), 4);
+
+        let mut fields = Fields::new(&bytes);
+        assert_eq!(
+            fields.next_with_bytes(),
+            Some(Ok((1, FieldValue::Varint(300), &bytes[..3])))
+        );
+        assert_eq!(
+            fields.next_with_bytes(),
+            Some(Ok((2, FieldValue::Bytes(b"ab"), &bytes[3..7])))
+        );
     }
 }

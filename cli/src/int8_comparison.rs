@@ -1,0 +1,133 @@
+//! `stemflow bench`: a model and its int8 version (`NAME` and `NAME.int8`, as `stemflow
+//! quantize` writes it) side by side — speed, and what quantization did to the stems: the SDR
+//! change against the demo song's own stems and the int8 output scored against the float one.
+
+use stemflow_kit::metrics::sdr_db;
+
+use crate::bench::{stem_values, Row};
+use crate::memory::describe_bytes;
+
+/// The suffix `stemflow quantize` gives the int8 version of a model.
+const INT8_SUFFIX: &str = ".int8";
+
+/// One float / int8 pair on one device.
+pub struct Comparison {
+    model: String,
+    device: String,
+    /// Whole-path seconds, float and int8.
+    total_s: [f64; 2],
+    /// Pure inference seconds, float and int8.
+    inference_s: [f64; 2],
+    /// Peak RSS, float and int8.
+    peak_rss_bytes: [Option<u64>; 2],
+    /// Per stem: int8's SDR minus float's, both against the demo song's stems.
+    sdr_change_db: [Option<f64>; 4],
+    /// Per stem: the int8 output scored against the float output (higher: closer).
+    sdr_vs_float_db: [Option<f64>; 4],
+}
+
+/// Every (float, int8) pair of successful rows on the same requested device.
+pub fn compare(rows: &[Row]) -> Vec<Comparison> {
+    let mut comparisons = Vec::new();
+    for int8 in rows {
+        let Some(float_name) = int8.model.strip_suffix(INT8_SUFFIX) else {
+            continue;
+        };
+        let float = rows
+            .iter()
+            .find(|r| r.model == float_name && r.requested_device == int8.requested_device);
+        let (Some(Ok(f)), Ok(q)) = (float.map(|r| &r.result), &int8.result) else {
+            continue;
+        };
+        let sdr_change_db = std::array::from_fn(|i| Some(q.sdr_db[i]? - f.sdr_db[i]?));
+        let sdr_vs_float_db = std::array::from_fn(|i| {
+            let is_silent = f.stems[i].iter().flatten().all(|&x| x == 0.0);
+            (!is_silent).then(|| sdr_db(&f.stems[i], &q.stems[i]))
+        });
+        comparisons.push(Comparison {
+            model: float_name.to_owned(),
+            device: int8.requested_device.clone(),
+            total_s: [f.total_s, q.total_s],
+            inference_s: [f.inference_s, q.inference_s],
+            peak_rss_bytes: [f.peak_rss_bytes, q.peak_rss_bytes],
+            sdr_change_db,
+            sdr_vs_float_db,
+        });
+    }
+    comparisons
+}
+
+/// Prints the comparisons after the bench table (nothing when there are none).
+pub fn print_table(comparisons: &[Comparison]) {
+    if comparisons.is_empty() {
+        return;
+    }
+    crate::output::say!(
+        "\nint8 against float (time ratio below 1: int8 is faster; SDR change against the demo's stems, then the int8 output scored against the float output, per stem V/D/B/O):"
+    );
+    crate::output::say!(
+        "{:<24} {:<8} {:>17} {:>17} {:>10} {:>19} {:>29} {:>31}",
+        "MODEL",
+        "DEVICE",
+        "WHOLE s fp32/int8",
+        "INFER s fp32/int8",
+        "TIME RATIO",
+        "PEAK RSS fp32/int8",
+        "SDR CHANGE dB",
+        "SDR vs FLOAT dB"
+    );
+    for c in comparisons {
+        crate::output::say!(
+            "{:<24} {:<8} {:>17} {:>17} {:>10.2} {:>19} {:>29} {:>31}",
+            c.model,
+            c.device,
+            format!("{:.2} / {:.2}", c.total_s[0], c.total_s[1]),
+            format!("{:.2} / {:.2}", c.inference_s[0], c.inference_s[1]),
+            c.total_s[1] / c.total_s[0].max(1e-12),
+            format!(
+                "{} / {}",
+                describe_bytes(c.peak_rss_bytes[0]),
+                describe_bytes(c.peak_rss_bytes[1])
+            ),
+            per_stem(&c.sdr_change_db, |v| format!("{v:+.2}")),
+            per_stem(&c.sdr_vs_float_db, |v| format!("{v:.1}")),
+        );
+    }
+}
+
+fn per_stem(values: &[Option<f64>; 4], show: impl Fn(f64) -> String) -> String {
+    values
+        .iter()
+        .map(|v| v.map_or_else(|| "–".to_owned(), &show))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Comparison {
+    /// The comparison for `stemflow bench --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "model": self.model,
+            "requested_device": self.device,
+            "total_s": {"float": self.total_s[0], "int8": self.total_s[1]},
+            "inference_s": {"float": self.inference_s[0], "int8": self.inference_s[1]},
+            "time_ratio": self.total_s[1] / self.total_s[0].max(1e-12),
+            "peak_rss_bytes": {"float": self.peak_rss_bytes[0], "int8": self.peak_rss_bytes[1]},
+            "sdr_change_db": stem_values(&self.sdr_change_db),
+            "sdr_vs_float_db": stem_values(&self.sdr_vs_float_db),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems_print_in_order_with_dashes_for_absent_ones() {
+        let text = per_stem(&[Some(-0.123), None, Some(0.5), None], |v| {
+            format!("{v:+.2}")
+        });
+        assert_eq!(text, "-0.12 – +0.50 –");
+    }
+}

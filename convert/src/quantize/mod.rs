@@ -1,0 +1,578 @@
+//! Dynamic int8 quantization of an ONNX model (`stemflow quantize`), in Rust.
+//!
+//! What ONNX Runtime's `quantize_dynamic` does, for the operators where it pays:
+//! - **MatMul** with a constant 2-D weight `[K, N]`: the weight becomes int8 with one scale per
+//!   column (symmetric, zero point 0, 7 bits unless asked for 8: [`weights`]); the activation is quantized at run time
+//!   (`DynamicQuantizeLinear`: uint8, one scale and zero point per tensor, from its own range),
+//!   then `MatMulInteger → Cast → Mul(activation scale × column scales)`. ONNX Runtime fuses that
+//!   chain into one `DynamicQuantizeMatMul` kernel when it optimises the graph.
+//! - **Conv** with constant weights, only when asked: ONNX Runtime's CPU `ConvInteger` takes
+//!   uint8 weights with one zero point per tensor, so the weights are stored as uint8 around 128
+//!   with one scale per output channel; `ConvInteger → Cast → Mul(scales) → Add(bias)`.
+//!   On CPUs without VNNI it is slower than float convolution (measured, see the README), hence
+//!   off by default.
+//!
+//! Everything else (ConvTranspose, which has no integer operator, normalisations, the graph's
+//! signature) is copied unchanged, field by field. A weight tensor is replaced only when every
+//! node reading it was quantized. The model gains the metadata property
+//! [`QUANTIZATION_METADATA_KEY`], so a quantized model is not quantized twice.
+
+mod onnx_parts;
+pub mod weights;
+
+use std::collections::{HashMap, HashSet};
+
+use stemflow_proto::write::{put_bytes, put_int64};
+use stemflow_proto::FieldValue;
+
+use crate::onnx_writer::{encode_attribute, Attribute};
+use crate::ConvertError;
+use onnx_parts::{data_type, default_opset, metadata_value, raw_fields, NodeParts, TensorParts};
+use weights::{quantize_per_channel, FULL_RANGE_LEVELS, REDUCED_RANGE_LEVELS};
+
+/// Metadata property a quantized model carries (its value says how it was quantized).
+pub const QUANTIZATION_METADATA_KEY: &str = "stemflow.quantization";
+
+/// The operator set `DynamicQuantizeLinear` needs.
+const MIN_OPSET: i64 = 11;
+
+/// Zero point of the uint8 convolution weights (their int8 values shifted by it).
+const CONV_WEIGHT_ZERO_POINT: u8 = 128;
+
+/// Which operators to quantize, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuantizeOptions {
+    /// MatMul with constant weights (on by default).
+    pub matmul: bool,
+    /// Conv with constant weights (off by default: slower than float on CPUs without VNNI).
+    pub conv: bool,
+    /// Weights over int8's whole range instead of 7 bits (only for models that never run on
+    /// an x86 CPU without VNNI; see [`weights`]).
+    pub full_range: bool,
+}
+
+impl Default for QuantizeOptions {
+    fn default() -> Self {
+        QuantizeOptions {
+            matmul: true,
+            conv: false,
+            full_range: false,
+        }
+    }
+}
+
+/// What [`quantize_model`] changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuantizeReport {
+    /// MatMul nodes now computed in int8.
+    pub num_matmuls: usize,
+    /// Conv nodes now computed in int8.
+    pub num_convs: usize,
+    /// MatMul nodes left in float (weight not a constant 2-D float tensor, or not asked).
+    pub num_matmuls_left: usize,
+    /// Conv nodes left in float (weight not constant, or not asked).
+    pub num_convs_left: usize,
+    /// ConvTranspose nodes (no integer operator exists; always float).
+    pub num_conv_transposes: usize,
+    /// Bytes of the float weights replaced.
+    pub weight_bytes_before: u64,
+    /// Bytes of their int8 replacements (values and scales).
+    pub weight_bytes_after: u64,
+}
+
+impl QuantizeReport {
+    /// Nodes quantized.
+    pub fn num_quantized(&self) -> usize {
+        self.num_matmuls + self.num_convs
+    }
+}
+
+/// How a node is rewritten.
+#[derive(Clone, Copy)]
+enum Plan<'a> {
+    MatMul {
+        weight: &'a str,
+    },
+    Conv {
+        weight: &'a str,
+        bias: Option<&'a str>,
+    },
+}
+
+/// Quantizes `model` (the bytes of an `.onnx` file). Returns the new model's bytes and what
+/// changed; errors (in words for the user) when the file is not a readable model, is already
+/// quantized, uses an operator set older than 11, or has nothing to quantize.
+pub fn quantize_model(
+    model: &[u8],
+    ops: QuantizeOptions,
+) -> Result<(Vec<u8>, QuantizeReport), ConvertError> {
+    let refuse = |m: String| ConvertError::Quantize(m);
+    let model_fields = raw_fields(model).map_err(|e| refuse(format!("not an ONNX model ({e})")))?;
+    if let Some(how) = metadata_value(&model_fields, QUANTIZATION_METADATA_KEY).map_err(refuse)? {
+        return Err(refuse(format!("the model is already quantized ({how})")));
+    }
+    let opset = default_opset(&model_fields).map_err(refuse)?.unwrap_or(0);
+    if opset < MIN_OPSET {
+        return Err(refuse(format!(
+            "the model uses operator set {opset}; int8 needs {MIN_OPSET} or later (DynamicQuantizeLinear)"
+        )));
+    }
+    let graph_bodies: Vec<&[u8]> = model_fields
+        .iter()
+        .filter_map(|f| match (f.number, f.value) {
+            (7, FieldValue::Bytes(body)) => Some(body),
+            _ => None,
+        })
+        .collect();
+    let [graph_body] = graph_bodies.as_slice() else {
+        return Err(refuse("not an ONNX model (no single graph)".into()));
+    };
+    let (graph, report) = quantize_graph(graph_body, ops).map_err(refuse)?;
+    let range = if ops.full_range {
+        "8-bit"
+    } else {
+        "7-bit (reduced range)"
+    };
+
+    let mut out = Vec::with_capacity(model.len());
+    for field in &model_fields {
+        if field.number == 7 {
+            put_bytes(&mut out, 7, &graph);
+        } else {
+            out.extend_from_slice(field.bytes);
+        }
+    }
+    let mut entry = Vec::new();
+    put_bytes(&mut entry, 1, QUANTIZATION_METADATA_KEY.as_bytes());
+    let how = format!(
+        "int8 dynamic (stemflow quantize): {range} weights per channel, activations at run time"
+    );
+    put_bytes(&mut entry, 2, how.as_bytes());
+    put_bytes(&mut out, 14, &entry);
+    Ok((out, report))
+}
+
+/// Rewrites a `GraphProto` body.
+fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, QuantizeReport), String> {
+    let fields = raw_fields(body)?;
+    let mut initializers: HashMap<&str, TensorParts<'_>> = HashMap::new();
+    let mut graph_inputs = HashSet::new();
+    let mut graph_outputs = HashSet::new();
+    let mut nodes = Vec::new();
+    for (index, field) in fields.iter().enumerate() {
+        let FieldValue::Bytes(value) = field.value else {
+            continue;
+        };
+        match field.number {
+            1 => nodes.push((index, NodeParts::read(value)?)),
+            5 => {
+                let tensor = TensorParts::read(value)?;
+                initializers.insert(tensor.name, tensor);
+            }
+            11 | 12 => {
+                let name = value_info_name(value)?;
+                if field.number == 11 {
+                    graph_inputs.insert(name);
+                } else {
+                    graph_outputs.insert(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    let has_subgraph = nodes.iter().any(|(_, n)| n.has_subgraph);
+    let mut names: HashSet<String> = graph_inputs.iter().map(|s| s.to_string()).collect();
+    names.extend(initializers.keys().map(|s| s.to_string()));
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for (_, node) in &nodes {
+        names.extend(node.outputs.iter().map(|s| s.to_string()));
+        names.insert(node.name.to_owned());
+        for input in &node.inputs {
+            *uses.entry(input).or_default() += 1;
+        }
+    }
+    // A constant the graph's caller cannot override, with readable float values.
+    let constant = |name: &str, rank: Option<usize>| {
+        initializers.get(name).filter(|t| {
+            !graph_inputs.contains(name)
+                && rank.is_none_or(|r| t.dims.len() == r)
+                && t.data_type == data_type::FLOAT
+        })
+    };
+
+    let mut report = QuantizeReport::default();
+    let mut plans: HashMap<usize, Plan<'_>> = HashMap::new();
+    for (index, node) in &nodes {
+        if node.is("MatMul") {
+            let is_constant = node.inputs.len() == 2 && constant(node.inputs[1], Some(2)).is_some();
+            if ops.matmul && is_constant {
+                plans.insert(
+                    *index,
+                    Plan::MatMul {
+                        weight: node.inputs[1],
+                    },
+                );
+                report.num_matmuls += 1;
+            } else {
+                report.num_matmuls_left += 1;
+            }
+        } else if node.is("Conv") {
+            let weight = node.inputs.get(1).and_then(|w| constant(w, None));
+            let num_out = weight.and_then(|w| w.dims.first().copied());
+            let bias = node.inputs.get(2).filter(|b| !b.is_empty());
+            let is_bias_ok = bias
+                .is_none_or(|b| constant(b, Some(1)).is_some_and(|t| Some(t.dims[0]) == num_out));
+            if ops.conv && weight.is_some_and(|w| w.dims.len() >= 3) && is_bias_ok {
+                plans.insert(
+                    *index,
+                    Plan::Conv {
+                        weight: node.inputs[1],
+                        bias: bias.copied(),
+                    },
+                );
+                report.num_convs += 1;
+            } else {
+                report.num_convs_left += 1;
+            }
+        } else if node.is("ConvTranspose") {
+            report.num_conv_transposes += 1;
+        }
+    }
+    if plans.is_empty() {
+        return Err(nothing_to_quantize(&report, ops));
+    }
+
+    let mut rewriter = Rewriter {
+        levels: if ops.full_range {
+            FULL_RANGE_LEVELS
+        } else {
+            REDUCED_RANGE_LEVELS
+        },
+        names,
+        activations: HashMap::new(),
+        weights: HashMap::new(),
+        new_initializers: Vec::new(),
+        report,
+    };
+    let mut replaced_uses: HashMap<&str, usize> = HashMap::new();
+    for plan in plans.values() {
+        let (Plan::MatMul { weight } | Plan::Conv { weight, .. }) = plan;
+        *replaced_uses.entry(weight).or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(body.len());
+    for (index, field) in fields.iter().enumerate() {
+        match (field.number, plans.get(&index), &nodes) {
+            (1, Some(plan), _) => {
+                let node = &nodes.iter().find(|(i, _)| *i == index).expect("planned").1;
+                rewriter.rewrite(node, *plan, &initializers, &mut out)?;
+            }
+            (5, _, _) => {
+                let FieldValue::Bytes(value) = field.value else {
+                    unreachable!("initializers are messages")
+                };
+                let name = TensorParts::read(value)?.name;
+                let is_replaced = !has_subgraph
+                    && !graph_outputs.contains(name)
+                    && replaced_uses
+                        .get(name)
+                        .is_some_and(|n| uses.get(name) == Some(n));
+                if !is_replaced {
+                    out.extend_from_slice(field.bytes);
+                }
+            }
+            _ => out.extend_from_slice(field.bytes),
+        }
+    }
+    out.extend_from_slice(&rewriter.new_initializers);
+    Ok((out, rewriter.report))
+}
+
+fn nothing_to_quantize(report: &QuantizeReport, ops: QuantizeOptions) -> String {
+    let mut why = String::from("nothing to quantize: ");
+    why += &match (ops.matmul, report.num_matmuls_left) {
+        (false, _) => "MatMul not asked".to_owned(),
+        (true, 0) => "no MatMul".to_owned(),
+        (true, n) => format!("{n} MatMul, none with a constant 2-D float weight"),
+    };
+    why += &match (ops.conv, report.num_convs_left) {
+        (false, 0) | (true, 0) => ", no Conv".to_owned(),
+        (false, n) => format!(", {n} Conv (add --ops matmul,conv to quantize them)"),
+        (true, n) => format!(", {n} Conv, none with constant float weights"),
+    };
+    if report.num_conv_transposes > 0 {
+        why += &format!(
+            ", {} ConvTranspose (no integer operator exists)",
+            report.num_conv_transposes
+        );
+    }
+    why
+}
+
+/// A `ValueInfoProto`'s name.
+fn value_info_name(body: &[u8]) -> Result<&str, String> {
+    for field in stemflow_proto::Fields::new(body) {
+        if let (1, FieldValue::Bytes(name)) = field? {
+            return std::str::from_utf8(name).map_err(|_| "a name is not UTF-8".to_owned());
+        }
+    }
+    Ok("")
+}
+
+/// Names of a quantized tensor's values, scale and zero point.
+#[derive(Clone)]
+struct Quantized {
+    values: String,
+    scale: String,
+    zero_point: String,
+}
+
+/// Emits the replacement nodes and the new initializers.
+struct Rewriter {
+    /// Weight levels each side of zero.
+    levels: f32,
+    /// Every name in the graph, so new names are fresh.
+    names: HashSet<String>,
+    /// Activations already quantized at run time, by name.
+    activations: HashMap<String, Quantized>,
+    /// Weights already quantized, by name and layout.
+    weights: HashMap<(String, bool), Quantized>,
+    /// Encoded `initializer` fields to append to the graph.
+    new_initializers: Vec<u8>,
+    report: QuantizeReport,
+}
+
+impl Rewriter {
+    fn fresh(&mut self, base: &str) -> String {
+        let mut name = base.to_owned();
+        let mut n = 1;
+        while !self.names.insert(name.clone()) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        name
+    }
+
+    fn rewrite(
+        &mut self,
+        node: &NodeParts<'_>,
+        plan: Plan<'_>,
+        initializers: &HashMap<&str, TensorParts<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let output = node.outputs.first().copied().unwrap_or_default();
+        let base = if node.name.is_empty() {
+            output
+        } else {
+            node.name
+        };
+        let activation = self.activation(node.inputs[0], out);
+        let (weight, is_conv) = match plan {
+            Plan::MatMul { weight } => (weight, false),
+            Plan::Conv { weight, .. } => (weight, true),
+        };
+        let weight = self.weight(&initializers[weight], is_conv)?;
+        let integer = self.fresh(&format!("{output}_int32"));
+        let (op, attributes) = if is_conv {
+            ("ConvInteger", node.attributes.clone())
+        } else {
+            ("MatMulInteger", Vec::new())
+        };
+        let name = self.fresh(&format!("{base}_quant"));
+        put_node(
+            out,
+            op,
+            &name,
+            &[
+                &activation.values,
+                &weight.values,
+                &activation.zero_point,
+                &weight.zero_point,
+            ],
+            &[&integer],
+            &attributes,
+        );
+        let float = self.fresh(&format!("{output}_float"));
+        let to_float = encode_attribute("to", &Attribute::Int(data_type::FLOAT));
+        let name = self.fresh(&format!("{base}_cast"));
+        put_node(out, "Cast", &name, &[&integer], &[&float], &[&to_float[..]]);
+        let scale = self.fresh(&format!("{output}_scale"));
+        let name = self.fresh(&format!("{base}_scale"));
+        put_node(
+            out,
+            "Mul",
+            &name,
+            &[&activation.scale, &weight.scale],
+            &[&scale],
+            &[],
+        );
+        let bias = match plan {
+            Plan::Conv {
+                bias: Some(bias), ..
+            } => Some(self.bias(&initializers[bias], &initializers[weight_name(plan)])?),
+            _ => None,
+        };
+        let name = self.fresh(&format!("{base}_rescale"));
+        match bias {
+            None => put_node(out, "Mul", &name, &[&float, &scale], &[output], &[]),
+            Some(bias) => {
+                let scaled = self.fresh(&format!("{output}_scaled"));
+                put_node(out, "Mul", &name, &[&float, &scale], &[&scaled], &[]);
+                let name = self.fresh(&format!("{base}_bias"));
+                put_node(out, "Add", &name, &[&scaled, &bias], &[output], &[]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The run-time quantized form of `activation`, emitting its `DynamicQuantizeLinear` the
+    /// first time.
+    fn activation(&mut self, activation: &str, out: &mut Vec<u8>) -> Quantized {
+        if let Some(done) = self.activations.get(activation) {
+            return done.clone();
+        }
+        let quantized = Quantized {
+            values: self.fresh(&format!("{activation}_quantized")),
+            scale: self.fresh(&format!("{activation}_scale")),
+            zero_point: self.fresh(&format!("{activation}_zero_point")),
+        };
+        let name = self.fresh(&format!("{activation}_quantize"));
+        put_node(
+            out,
+            "DynamicQuantizeLinear",
+            &name,
+            &[activation],
+            &[&quantized.values, &quantized.scale, &quantized.zero_point],
+            &[],
+        );
+        self.activations
+            .insert(activation.to_owned(), quantized.clone());
+        quantized
+    }
+
+    /// The quantized form of a weight, adding its initializers the first time: int8 per column
+    /// for a MatMul, uint8 around 128 per output channel for a Conv.
+    fn weight(&mut self, tensor: &TensorParts<'_>, is_conv: bool) -> Result<Quantized, String> {
+        let key = (tensor.name.to_owned(), is_conv);
+        if let Some(done) = self.weights.get(&key) {
+            return Ok(done.clone());
+        }
+        let values = tensor
+            .f32_values()
+            .ok_or_else(|| format!("weight {} cannot be read", tensor.name))?;
+        let dims: Vec<usize> = tensor.dims.iter().map(|&d| d as usize).collect();
+        let (outer, channels, inner) = if is_conv {
+            (1, dims[0], dims[1..].iter().product())
+        } else {
+            (dims[0], dims[1], 1)
+        };
+        let q = quantize_per_channel(&values, outer, channels, inner, self.levels)
+            .map_err(|e| format!("weight {}: {e}", tensor.name))?;
+        let quantized = Quantized {
+            values: self.fresh(&format!("{}_quantized", tensor.name)),
+            scale: self.fresh(&format!("{}_scale", tensor.name)),
+            zero_point: self.fresh(&format!("{}_zero_point", tensor.name)),
+        };
+        let mut scale_dims = vec![channels];
+        let init = &mut self.new_initializers;
+        if is_conv {
+            // Broadcast over [N, M, spatial…]: [M, 1, …].
+            scale_dims.resize(dims.len() - 1, 1);
+            let bytes: Vec<u8> = q
+                .values
+                .iter()
+                .map(|&v| (i16::from(v) + i16::from(CONV_WEIGHT_ZERO_POINT)) as u8)
+                .collect();
+            put_tensor(init, &quantized.values, &dims, data_type::UINT8, &bytes);
+            put_tensor(
+                init,
+                &quantized.zero_point,
+                &[],
+                data_type::UINT8,
+                &[CONV_WEIGHT_ZERO_POINT],
+            );
+        } else {
+            let bytes: Vec<u8> = q.values.iter().map(|&v| v as u8).collect();
+            put_tensor(init, &quantized.values, &dims, data_type::INT8, &bytes);
+            put_tensor(
+                init,
+                &quantized.zero_point,
+                &[channels],
+                data_type::INT8,
+                &vec![0; channels],
+            );
+        }
+        let scale_bytes: Vec<u8> = q.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        put_tensor(
+            init,
+            &quantized.scale,
+            &scale_dims,
+            data_type::FLOAT,
+            &scale_bytes,
+        );
+        self.report.weight_bytes_before += values.len() as u64 * 4;
+        self.report.weight_bytes_after += (values.len() + scale_bytes.len()) as u64;
+        self.weights.insert(key, quantized.clone());
+        Ok(quantized)
+    }
+
+    /// A Conv's bias `[M]` as `[M, 1, …]`, to add after rescaling.
+    fn bias(&mut self, bias: &TensorParts<'_>, weight: &TensorParts<'_>) -> Result<String, String> {
+        let values = bias
+            .f32_values()
+            .ok_or_else(|| format!("bias {} cannot be read", bias.name))?;
+        let mut dims = vec![values.len()];
+        dims.resize(weight.dims.len() - 1, 1);
+        let name = self.fresh(&format!("{}_per_channel", bias.name));
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        put_tensor(
+            &mut self.new_initializers,
+            &name,
+            &dims,
+            data_type::FLOAT,
+            &bytes,
+        );
+        Ok(name)
+    }
+}
+
+fn weight_name(plan: Plan<'_>) -> &str {
+    match plan {
+        Plan::MatMul { weight } | Plan::Conv { weight, .. } => weight,
+    }
+}
+
+/// Appends a graph `node` field (default domain).
+fn put_node(
+    out: &mut Vec<u8>,
+    op_type: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attributes: &[&[u8]],
+) {
+    let mut node = Vec::new();
+    for input in inputs {
+        put_bytes(&mut node, 1, input.as_bytes());
+    }
+    for output in outputs {
+        put_bytes(&mut node, 2, output.as_bytes());
+    }
+    put_bytes(&mut node, 3, name.as_bytes());
+    put_bytes(&mut node, 4, op_type.as_bytes());
+    for attribute in attributes {
+        put_bytes(&mut node, 5, attribute);
+    }
+    put_bytes(out, 1, &node);
+}
+
+/// Appends a graph `initializer` field.
+fn put_tensor(out: &mut Vec<u8>, name: &str, dims: &[usize], data_type: i64, raw: &[u8]) {
+    let mut tensor = Vec::new();
+    for &dim in dims {
+        put_int64(&mut tensor, 1, dim as i64);
+    }
+    put_int64(&mut tensor, 2, data_type);
+    put_bytes(&mut tensor, 8, name.as_bytes());
+    put_bytes(&mut tensor, 9, raw);
+    put_bytes(out, 5, &tensor);
+}
