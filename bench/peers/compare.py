@@ -1,11 +1,13 @@
 """Times Stemflow against the Python tools on the same real-size model and song (issue 17).
 
     python compare.py --stemflow target/release/stemflow --models DIR --song SONG.wav [--rounds 2]
+        [--int8] [--peers demucs-onnx,pytorch,ort-alone]
 
 DIR holds `htdemucs_random.onnx` and `htdemucs_random.th` (`build_htdemucs.py`). Each round runs
 every tool once, interleaved, as a whole process under `/usr/bin/time` (wall seconds, peak RSS),
 CPU only; Stemflow runs with its optimised-graph cache warm (a first, cold start is timed
-separately). Prints a Markdown table with the ratio of each peer to Stemflow. Not run in CI:
+separately). With `--int8`, Stemflow also runs the model's int8 version (`stemflow quantize`,
+written into the scratch folder). Prints a Markdown table with the ratio of each peer to Stemflow. Not run in CI:
 `run.sh` sets up the throwaway virtualenv with the peers.
 """
 import argparse
@@ -38,7 +40,11 @@ def main() -> None:
     parser.add_argument("--models", required=True, type=Path)
     parser.add_argument("--song", required=True, type=Path)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--int8", action="store_true", help="also time `stemflow quantize`'s int8 model")
+    parser.add_argument("--peers", default="demucs-onnx,pytorch,ort-alone",
+                        help="which peers to run (comma-separated)")
     args = parser.parse_args()
+    peers = set(args.peers.split(","))
     onnx, th = args.models / "htdemucs_random.onnx", args.models / "htdemucs_random.th"
     scratch = Path(tempfile.mkdtemp(prefix="stemflow-peers-"))
     env = dict(os.environ, STEMFLOW_DATA_DIR=str(scratch / "data"))
@@ -53,14 +59,23 @@ def main() -> None:
         "ONNX Runtime alone": [python, str(HERE / "peer_run.py"), "ort-alone", str(onnx),
                                str(args.song), str(scratch / "ort")],
     }
-    cold = timed(tools["Stemflow"], env)
-    print(f"Stemflow, first start (optimised-graph cache empty): {cold[0]:.1f} s, {cold[1]:.2f} GB")
+    tools = {name: command for name, command in tools.items()
+             if name == "Stemflow" or command[2] in peers}
+    if args.int8:
+        int8 = scratch / "htdemucs_random.int8.onnx"
+        subprocess.run([str(args.stemflow), "quantize", str(onnx), "-o", str(int8)], env=env, check=True)
+        tools["Stemflow int8"] = [str(args.stemflow), "separate", "--quiet", "--model", str(int8),
+                                  "-o", str(scratch / "stemflow-int8"), str(args.song)]
+    for name in [n for n in tools if n.startswith("Stemflow")]:
+        cold = timed(tools[name], env)
+        shutil.rmtree(scratch / tools[name][-2], ignore_errors=True)
+        print(f"{name}, first start (optimised-graph cache empty): {cold[0]:.1f} s, {cold[1]:.2f} GB")
     results = {name: [] for name in tools}
     notes = {}
     for round_index in range(args.rounds):
         for name, command in tools.items():
-            if name == "Stemflow":
-                shutil.rmtree(scratch / "stemflow", ignore_errors=True)
+            if name.startswith("Stemflow"):
+                shutil.rmtree(command[-2], ignore_errors=True)
             wall, rss, output = timed(command, env)
             results[name].append((wall, rss))
             runs = re.search(r"runs=(\d+) seconds_per_run=([\d.]+)", output)

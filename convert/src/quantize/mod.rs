@@ -99,6 +99,15 @@ enum Plan<'a> {
     },
 }
 
+impl<'a> Plan<'a> {
+    /// The constant weight the node reads.
+    fn weight(self) -> &'a str {
+        match self {
+            Plan::MatMul { weight } | Plan::Conv { weight, .. } => weight,
+        }
+    }
+}
+
 /// Quantizes `model` (the bytes of an `.onnx` file). Returns the new model's bytes and what
 /// changed; errors (in words for the user) when the file is not a readable model, is already
 /// quantized, uses an operator set older than 11, or has nothing to quantize.
@@ -196,22 +205,20 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
         initializers.get(name).filter(|t| {
             !graph_inputs.contains(name)
                 && rank.is_none_or(|r| t.dims.len() == r)
-                && t.data_type == data_type::FLOAT
+                && t.has_f32_values()
         })
     };
 
     let mut report = QuantizeReport::default();
-    let mut plans: HashMap<usize, Plan<'_>> = HashMap::new();
+    let mut plans: HashMap<usize, (Plan<'_>, &NodeParts<'_>)> = HashMap::new();
     for (index, node) in &nodes {
         if node.is("MatMul") {
             let is_constant = node.inputs.len() == 2 && constant(node.inputs[1], Some(2)).is_some();
             if ops.matmul && is_constant {
-                plans.insert(
-                    *index,
-                    Plan::MatMul {
-                        weight: node.inputs[1],
-                    },
-                );
+                let plan = Plan::MatMul {
+                    weight: node.inputs[1],
+                };
+                plans.insert(*index, (plan, node));
                 report.num_matmuls += 1;
             } else {
                 report.num_matmuls_left += 1;
@@ -223,13 +230,11 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
             let is_bias_ok = bias
                 .is_none_or(|b| constant(b, Some(1)).is_some_and(|t| Some(t.dims[0]) == num_out));
             if ops.conv && weight.is_some_and(|w| w.dims.len() >= 3) && is_bias_ok {
-                plans.insert(
-                    *index,
-                    Plan::Conv {
-                        weight: node.inputs[1],
-                        bias: bias.copied(),
-                    },
-                );
+                let plan = Plan::Conv {
+                    weight: node.inputs[1],
+                    bias: bias.copied(),
+                };
+                plans.insert(*index, (plan, node));
                 report.num_convs += 1;
             } else {
                 report.num_convs_left += 1;
@@ -255,21 +260,16 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
         report,
     };
     let mut replaced_uses: HashMap<&str, usize> = HashMap::new();
-    for plan in plans.values() {
-        let (Plan::MatMul { weight } | Plan::Conv { weight, .. }) = plan;
-        *replaced_uses.entry(weight).or_default() += 1;
+    for (plan, _) in plans.values() {
+        *replaced_uses.entry(plan.weight()).or_default() += 1;
     }
     let mut out = Vec::with_capacity(body.len());
     for (index, field) in fields.iter().enumerate() {
-        match (field.number, plans.get(&index), &nodes) {
-            (1, Some(plan), _) => {
-                let node = &nodes.iter().find(|(i, _)| *i == index).expect("planned").1;
-                rewriter.rewrite(node, *plan, &initializers, &mut out)?;
+        match (field.number, field.value, plans.get(&index)) {
+            (1, _, Some(&(plan, node))) => {
+                rewriter.rewrite(node, plan, &initializers, &mut out)?;
             }
-            (5, _, _) => {
-                let FieldValue::Bytes(value) = field.value else {
-                    unreachable!("initializers are messages")
-                };
+            (5, FieldValue::Bytes(value), _) => {
                 let name = TensorParts::read(value)?.name;
                 let is_replaced = !has_subgraph
                     && !graph_outputs.contains(name)
@@ -366,11 +366,8 @@ impl Rewriter {
             node.name
         };
         let activation = self.activation(node.inputs[0], out);
-        let (weight, is_conv) = match plan {
-            Plan::MatMul { weight } => (weight, false),
-            Plan::Conv { weight, .. } => (weight, true),
-        };
-        let weight = self.weight(&initializers[weight], is_conv)?;
+        let is_conv = matches!(plan, Plan::Conv { .. });
+        let weight = self.weight(&initializers[plan.weight()], is_conv)?;
         let integer = self.fresh(&format!("{output}_int32"));
         let (op, attributes) = if is_conv {
             ("ConvInteger", node.attributes.clone())
@@ -408,7 +405,7 @@ impl Rewriter {
         let bias = match plan {
             Plan::Conv {
                 bias: Some(bias), ..
-            } => Some(self.bias(&initializers[bias], &initializers[weight_name(plan)])?),
+            } => Some(self.bias(&initializers[bias], &initializers[plan.weight()])?),
             _ => None,
         };
         let name = self.fresh(&format!("{base}_rescale"));
@@ -532,12 +529,6 @@ impl Rewriter {
             &bytes,
         );
         Ok(name)
-    }
-}
-
-fn weight_name(plan: Plan<'_>) -> &str {
-    match plan {
-        Plan::MatMul { weight } | Plan::Conv { weight, .. } => weight,
     }
 }
 

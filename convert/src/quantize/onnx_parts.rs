@@ -143,6 +143,23 @@ impl<'a> TensorParts<'a> {
     /// The values of a float32 tensor, or `None` when it is not float32, stores its values
     /// outside the file, or holds fewer or more values than its dimensions say.
     pub fn f32_values(&self) -> Option<Vec<f32>> {
+        let bytes = self.f32_bytes()?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        )
+    }
+}
+
+impl TensorParts<'_> {
+    /// Whether [`TensorParts::f32_values`] has values to give.
+    pub fn has_f32_values(&self) -> bool {
+        self.f32_bytes().is_some()
+    }
+
+    fn f32_bytes(&self) -> Option<&[u8]> {
         if self.data_type != data_type::FLOAT || self.is_unreadable {
             return None;
         }
@@ -151,15 +168,7 @@ impl<'a> TensorParts<'a> {
             .dims
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))?;
-        if bytes.len() != num_values.checked_mul(4)? {
-            return None;
-        }
-        Some(
-            bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        )
+        (bytes.len() == num_values.checked_mul(4)?).then_some(bytes)
     }
 }
 
