@@ -31,6 +31,7 @@ use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
+use crate::int8_comparison::{stem_values, StemAudio, Timed};
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
 
 /// The host rate of the test signal fed through the whole path.
@@ -114,16 +115,13 @@ pub struct BenchOptions {
 }
 
 /// One measured model × device.
-pub struct Row {
-    pub model: String,
-    pub requested_device: String,
-    pub result: Result<Measurement, String>,
+struct Row {
+    model: String,
+    requested_device: String,
+    result: Result<Measurement, String>,
 }
 
-/// The four stems of a whole-path run, at the host rate, in [`Stem::FOUR`] order.
-pub type StemAudio = [[Vec<f32>; 2]; 4];
-
-pub struct Measurement {
+struct Measurement {
     device: String,
     fallback: Option<String>,
     chunk_frames: usize,
@@ -131,20 +129,20 @@ pub struct Measurement {
     chunk_ms_min: f64,
     chunk_ms_median: f64,
     chunk_ms_max: f64,
-    pub inference_s: f64,
-    pub total_s: f64,
+    inference_s: f64,
+    total_s: f64,
     audio_s: f64,
     /// Model runs of the whole path (0 for DSP separators).
     model_runs: u64,
-    pub peak_rss_bytes: Option<u64>,
+    peak_rss_bytes: Option<u64>,
     /// SDR per stem against the demo song's own (`None`: the model leaves the stem silent).
-    pub sdr_db: [Option<f64>; 4],
+    sdr_db: [Option<f64>; 4],
     /// The whole path's output.
-    pub stems: StemAudio,
+    stems: StemAudio,
 }
 
 impl Measurement {
-    pub fn real_time_factor(&self) -> f64 {
+    fn real_time_factor(&self) -> f64 {
         self.total_s / self.audio_s
     }
 
@@ -210,7 +208,22 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
         }
     }
 
-    let comparisons = crate::int8_comparison::compare(&rows);
+    let timed: Vec<Timed<'_>> = rows
+        .iter()
+        .filter_map(|row| {
+            let m = row.result.as_ref().ok()?;
+            Some(Timed {
+                model: &row.model,
+                requested_device: &row.requested_device,
+                total_s: m.total_s,
+                inference_s: m.inference_s,
+                peak_rss_bytes: m.peak_rss_bytes,
+                sdr_db: m.sdr_db,
+                stems: &m.stems,
+            })
+        })
+        .collect();
+    let comparisons = crate::int8_comparison::compare(&timed);
     if options.is_json {
         print_json(&rows, &comparisons, &notes, seconds)?;
     } else {
@@ -435,14 +448,4 @@ fn print_json(
         serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
     );
     Ok(())
-}
-
-/// Per-stem values as a JSON object keyed by stem name (`null` where absent).
-pub fn stem_values(values: &[Option<f64>; 4]) -> serde_json::Value {
-    Stem::FOUR
-        .into_iter()
-        .zip(values)
-        .map(|(stem, value)| (stem.file_name().to_owned(), serde_json::json!(value)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
 }

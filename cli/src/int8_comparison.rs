@@ -2,10 +2,31 @@
 //! quantize` writes it) side by side — speed, and what quantization did to the stems: the SDR
 //! change against the demo song's own stems and the int8 output scored against the float one.
 
+use stemflow_engine::Stem;
 use stemflow_kit::metrics::sdr_db;
 
-use crate::bench::{stem_values, Row};
 use crate::memory::describe_bytes;
+
+/// The four stems of a whole-path run, at the host rate, in [`Stem::FOUR`] order.
+pub type StemAudio = [[Vec<f32>; 2]; 4];
+
+/// What the comparison needs of one successful bench row.
+pub struct Timed<'a> {
+    /// The model's label (`NAME` or `NAME.int8`).
+    pub model: &'a str,
+    /// The device asked for.
+    pub requested_device: &'a str,
+    /// Whole-path seconds.
+    pub total_s: f64,
+    /// Pure inference seconds.
+    pub inference_s: f64,
+    /// Peak RSS during the row.
+    pub peak_rss_bytes: Option<u64>,
+    /// SDR per stem against the demo song's stems.
+    pub sdr_db: [Option<f64>; 4],
+    /// The whole path's output.
+    pub stems: &'a StemAudio,
+}
 
 /// The suffix `stemflow quantize` gives the int8 version of a model.
 const INT8_SUFFIX: &str = ".int8";
@@ -26,17 +47,17 @@ pub struct Comparison {
     sdr_vs_float_db: [Option<f64>; 4],
 }
 
-/// Every (float, int8) pair of successful rows on the same requested device.
-pub fn compare(rows: &[Row]) -> Vec<Comparison> {
+/// Every (float, int8) pair of rows on the same requested device.
+pub fn compare(rows: &[Timed<'_>]) -> Vec<Comparison> {
     let mut comparisons = Vec::new();
-    for int8 in rows {
-        let Some(float_name) = int8.model.strip_suffix(INT8_SUFFIX) else {
+    for q in rows {
+        let Some(float_name) = q.model.strip_suffix(INT8_SUFFIX) else {
             continue;
         };
-        let float = rows
+        let Some(f) = rows
             .iter()
-            .find(|r| r.model == float_name && r.requested_device == int8.requested_device);
-        let (Some(Ok(f)), Ok(q)) = (float.map(|r| &r.result), &int8.result) else {
+            .find(|r| r.model == float_name && r.requested_device == q.requested_device)
+        else {
             continue;
         };
         let sdr_change_db = std::array::from_fn(|i| Some(q.sdr_db[i]? - f.sdr_db[i]?));
@@ -46,7 +67,7 @@ pub fn compare(rows: &[Row]) -> Vec<Comparison> {
         });
         comparisons.push(Comparison {
             model: float_name.to_owned(),
-            device: int8.requested_device.clone(),
+            device: q.requested_device.to_owned(),
             total_s: [f.total_s, q.total_s],
             inference_s: [f.inference_s, q.inference_s],
             peak_rss_bytes: [f.peak_rss_bytes, q.peak_rss_bytes],
@@ -130,4 +151,14 @@ mod tests {
         });
         assert_eq!(text, "-0.12 – +0.50 –");
     }
+}
+
+/// Per-stem values as a JSON object keyed by stem name (`null` where absent).
+pub fn stem_values(values: &[Option<f64>; 4]) -> serde_json::Value {
+    Stem::FOUR
+        .into_iter()
+        .zip(values)
+        .map(|(stem, value)| (stem.file_name().to_owned(), serde_json::json!(value)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
