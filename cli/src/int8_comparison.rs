@@ -140,6 +140,16 @@ impl Comparison {
     }
 }
 
+/// Per-stem values as a JSON object keyed by stem name (`null` where absent).
+pub fn stem_values(values: &[Option<f64>; 4]) -> serde_json::Value {
+    Stem::FOUR
+        .into_iter()
+        .zip(values)
+        .map(|(stem, value)| (stem.file_name().to_owned(), serde_json::json!(value)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,14 +161,4 @@ mod tests {
         });
         assert_eq!(text, "-0.12 – +0.50 –");
     }
-}
-
-/// Per-stem values as a JSON object keyed by stem name (`null` where absent).
-pub fn stem_values(values: &[Option<f64>; 4]) -> serde_json::Value {
-    Stem::FOUR
-        .into_iter()
-        .zip(values)
-        .map(|(stem, value)| (stem.file_name().to_owned(), serde_json::json!(value)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
 }
