@@ -578,21 +578,37 @@ impl ModelParts {
 }
 
 fn encode_node(node: &Node) -> Vec<u8> {
+    let attributes: Vec<Vec<u8>> = node
+        .attributes
+        .iter()
+        .map(|(name, value)| encode_attribute(name, value))
+        .collect();
+    let attributes: Vec<&[u8]> = attributes.iter().map(Vec::as_slice).collect();
+    let inputs: Vec<&str> = node.inputs.iter().map(String::as_str).collect();
+    let outputs: Vec<&str> = node.outputs.iter().map(String::as_str).collect();
+    encode_node_parts(&node.op_type, &node.name, &inputs, &outputs, &attributes)
+}
+
+/// A default-domain `NodeProto` from its parts, each attribute an encoded `AttributeProto`
+/// (as [`encode_attribute`] writes one, or copied from another model).
+pub(crate) fn encode_node_parts(
+    op_type: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attributes: &[&[u8]],
+) -> Vec<u8> {
     let mut out = Vec::new();
-    for input in &node.inputs {
+    for input in inputs {
         put_bytes(&mut out, node_field::INPUT, input.as_bytes());
     }
-    for output in &node.outputs {
+    for output in outputs {
         put_bytes(&mut out, node_field::OUTPUT, output.as_bytes());
     }
-    put_bytes(&mut out, node_field::NAME, node.name.as_bytes());
-    put_bytes(&mut out, node_field::OP_TYPE, node.op_type.as_bytes());
-    for (name, value) in &node.attributes {
-        put_bytes(
-            &mut out,
-            node_field::ATTRIBUTE,
-            &encode_attribute(name, value),
-        );
+    put_bytes(&mut out, node_field::NAME, name.as_bytes());
+    put_bytes(&mut out, node_field::OP_TYPE, op_type.as_bytes());
+    for attribute in attributes {
+        put_bytes(&mut out, node_field::ATTRIBUTE, attribute);
     }
     out
 }
@@ -634,14 +650,30 @@ pub(crate) fn encode_attribute(name: &str, value: &Attribute) -> Vec<u8> {
 /// A `TensorProto`'s fields up to and including the `raw_data` key and length; the raw bytes
 /// follow when writing.
 fn encode_initializer_head(init: &Initializer<'_>) -> Vec<u8> {
+    encode_tensor_head(
+        &init.name,
+        &init.dims,
+        init.data.data_type(),
+        init.data.raw_len_bytes(),
+    )
+}
+
+/// A `TensorProto`'s fields up to and including the `raw_data` key and length (`raw_len_bytes`
+/// bytes of little-endian values follow).
+pub(crate) fn encode_tensor_head(
+    name: &str,
+    dims: &[usize],
+    data_type: i64,
+    raw_len_bytes: usize,
+) -> Vec<u8> {
     let mut out = Vec::new();
-    for &dim in &init.dims {
+    for &dim in dims {
         put_int64(&mut out, tensor_field::DIMS, dim as i64);
     }
-    put_int64(&mut out, tensor_field::DATA_TYPE, init.data.data_type());
-    put_bytes(&mut out, tensor_field::NAME, init.name.as_bytes());
+    put_int64(&mut out, tensor_field::DATA_TYPE, data_type);
+    put_bytes(&mut out, tensor_field::NAME, name.as_bytes());
     put_key(&mut out, tensor_field::RAW_DATA, WIRE_LEN);
-    put_varint(&mut out, init.data.raw_len_bytes() as u64);
+    put_varint(&mut out, raw_len_bytes as u64);
     out
 }
 

@@ -22,12 +22,14 @@ pub mod weights;
 
 use std::collections::{HashMap, HashSet};
 
-use stemflow_proto::write::{put_bytes, put_int64};
+use stemflow_proto::write::put_bytes;
 use stemflow_proto::FieldValue;
 
-use crate::onnx_writer::{encode_attribute, Attribute};
+use crate::onnx_writer::{encode_attribute, encode_node_parts, encode_tensor_head, Attribute};
 use crate::ConvertError;
-use onnx_parts::{data_type, default_opset, metadata_value, raw_fields, NodeParts, TensorParts};
+use onnx_parts::{
+    data_type, default_opset, metadata_value, raw_fields, value_info_name, NodeParts, TensorParts,
+};
 use weights::{quantize_per_channel, FULL_RANGE_LEVELS, REDUCED_RANGE_LEVELS};
 
 /// Metadata property a quantized model carries (its value says how it was quantized).
@@ -308,16 +310,6 @@ fn nothing_to_quantize(report: &QuantizeReport, ops: QuantizeOptions) -> String 
     why
 }
 
-/// A `ValueInfoProto`'s name.
-fn value_info_name(body: &[u8]) -> Result<&str, String> {
-    for field in stemflow_proto::Fields::new(body) {
-        if let (1, FieldValue::Bytes(name)) = field? {
-            return std::str::from_utf8(name).map_err(|_| "a name is not UTF-8".to_owned());
-        }
-    }
-    Ok("")
-}
-
 /// Names of a quantized tensor's values, scale and zero point.
 #[derive(Clone)]
 struct Quantized {
@@ -541,29 +533,13 @@ fn put_node(
     outputs: &[&str],
     attributes: &[&[u8]],
 ) {
-    let mut node = Vec::new();
-    for input in inputs {
-        put_bytes(&mut node, 1, input.as_bytes());
-    }
-    for output in outputs {
-        put_bytes(&mut node, 2, output.as_bytes());
-    }
-    put_bytes(&mut node, 3, name.as_bytes());
-    put_bytes(&mut node, 4, op_type.as_bytes());
-    for attribute in attributes {
-        put_bytes(&mut node, 5, attribute);
-    }
+    let node = encode_node_parts(op_type, name, inputs, outputs, attributes);
     put_bytes(out, 1, &node);
 }
 
 /// Appends a graph `initializer` field.
 fn put_tensor(out: &mut Vec<u8>, name: &str, dims: &[usize], data_type: i64, raw: &[u8]) {
-    let mut tensor = Vec::new();
-    for &dim in dims {
-        put_int64(&mut tensor, 1, dim as i64);
-    }
-    put_int64(&mut tensor, 2, data_type);
-    put_bytes(&mut tensor, 8, name.as_bytes());
-    put_bytes(&mut tensor, 9, raw);
+    let mut tensor = encode_tensor_head(name, dims, data_type, raw.len());
+    tensor.extend_from_slice(raw);
     put_bytes(out, 5, &tensor);
 }

@@ -43,6 +43,16 @@ fn text(body: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(body).map_err(|_| "a name is not UTF-8".to_owned())
 }
 
+/// A `ValueInfoProto`'s name ("" when it has none).
+pub fn value_info_name(body: &[u8]) -> Result<&str, String> {
+    for field in Fields::new(body) {
+        if let (1, FieldValue::Bytes(name)) = field? {
+            return text(name);
+        }
+    }
+    Ok("")
+}
+
 /// A `NodeProto`, borrowed.
 #[derive(Debug, Default)]
 pub struct NodeParts<'a> {
