@@ -415,22 +415,11 @@ fn run_bytes(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
     .unwrap()
 }
 
-/// SDR-like closeness of `estimate` to `reference`, in dB.
-fn closeness_db(reference: &[f32], estimate: &[f32]) -> f64 {
-    assert_eq!(reference.len(), estimate.len());
-    let energy: f64 = reference.iter().map(|&r| f64::from(r).powi(2)).sum();
-    let error: f64 = reference
-        .iter()
-        .zip(estimate)
-        .map(|(&r, &e)| f64::from(r - e).powi(2))
-        .sum();
-    10.0 * (energy / error).log10()
-}
-
 #[test]
 fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
     use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
     use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
+    use stemflow_kit::metrics::sdr_db_of_samples;
     require_runtime();
 
     // Two MatMuls sharing their input (one run-time quantization serves both), then a Conv
@@ -498,7 +487,7 @@ fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
         );
         let output = run_bytes(&int8, &shape, &signal);
         assert_ne!(output, expected, "nothing was quantized");
-        let closeness = closeness_db(&expected, &output);
+        let closeness = sdr_db_of_samples(&expected, &output);
         assert!(
             closeness > 30.0,
             "{ops:?}: int8 only {closeness:.1} dB from float"
@@ -528,7 +517,7 @@ fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
     let float = shared.to_model_bytes();
     let signal: Vec<f32> = (0..16).map(|i| noise(i, 5)).collect();
     let (int8, _) = quantize_model(&float, QuantizeOptions::default()).unwrap();
-    let closeness = closeness_db(
+    let closeness = sdr_db_of_samples(
         &run_bytes(&float, &[4, 4], &signal),
         &run_bytes(&int8, &[4, 4], &signal),
     );

@@ -17,15 +17,39 @@
 /// Not realtime-safe: walks whole buffers.
 pub fn sdr_db(reference: &[Vec<f32>; 2], estimate: &[Vec<f32>; 2]) -> f64 {
     assert_same_lengths("sdr_db", "reference", reference, "estimate", estimate);
+    sdr_db_of_pairs(
+        reference
+            .iter()
+            .zip(estimate)
+            .flat_map(|(r, e)| r.iter().zip(e)),
+    )
+}
+
+/// [`sdr_db`] of any two signals laid out alike (a tensor, several stems flattened): the same
+/// sums over every sample, the same infinities and NaN.
+///
+/// # Panics
+///
+/// If the two have different lengths.
+///
+/// Not realtime-safe: walks whole buffers.
+pub fn sdr_db_of_samples(reference: &[f32], estimate: &[f32]) -> f64 {
+    assert_eq!(
+        reference.len(),
+        estimate.len(),
+        "sdr_db_of_samples: reference and estimate differ in length"
+    );
+    sdr_db_of_pairs(reference.iter().zip(estimate))
+}
+
+fn sdr_db_of_pairs<'a>(pairs: impl Iterator<Item = (&'a f32, &'a f32)>) -> f64 {
     let mut reference_energy = 0.0_f64;
     let mut error_energy = 0.0_f64;
-    for (reference_channel, estimate_channel) in reference.iter().zip(estimate) {
-        for (&r, &e) in reference_channel.iter().zip(estimate_channel) {
-            let r = f64::from(r);
-            let error = r - f64::from(e);
-            reference_energy += r * r;
-            error_energy += error * error;
-        }
+    for (&r, &e) in pairs {
+        let r = f64::from(r);
+        let error = r - f64::from(e);
+        reference_energy += r * r;
+        error_energy += error * error;
     }
     if error_energy.is_nan() || reference_energy.is_nan() {
         f64::NAN
@@ -143,6 +167,22 @@ mod tests {
         let estimate = [vec![1.0; 10], vec![0.0; 10]];
         let sdr = sdr_db(&reference, &estimate);
         assert!((sdr - 10.0 * 2.0_f64.log10()).abs() < 1e-12, "sdr = {sdr}");
+    }
+
+    #[test]
+    fn sdr_of_samples_is_sdr_of_the_channels_laid_end_to_end() {
+        let reference = test_signal(50);
+        let mut estimate = reference.clone();
+        estimate[1][7] += 0.25;
+        let flat = |s: &[Vec<f32>; 2]| [s[0].as_slice(), s[1].as_slice()].concat();
+        assert_eq!(
+            sdr_db_of_samples(&flat(&reference), &flat(&estimate)),
+            sdr_db(&reference, &estimate)
+        );
+        assert_eq!(
+            sdr_db_of_samples(&flat(&reference), &flat(&reference)),
+            f64::INFINITY
+        );
     }
 
     #[test]
