@@ -17,7 +17,6 @@
 //! node reading it was quantized. The model gains the metadata property
 //! [`QUANTIZATION_METADATA_KEY`], so a quantized model is not quantized twice.
 
-mod onnx_parts;
 pub mod weights;
 
 use std::collections::{HashMap, HashSet};
@@ -25,11 +24,12 @@ use std::collections::{HashMap, HashSet};
 use stemflow_proto::write::put_bytes;
 use stemflow_proto::FieldValue;
 
-use crate::onnx_writer::{encode_attribute, encode_node_parts, encode_tensor_head, Attribute};
-use crate::ConvertError;
-use onnx_parts::{
-    data_type, default_opset, metadata_value, raw_fields, value_info_name, NodeParts, TensorParts,
+use crate::onnx_parts::{
+    data_type, default_opset, metadata_value, put_node, put_tensor, raw_fields, value_info_name,
+    NodeParts, TensorParts,
 };
+use crate::onnx_writer::{encode_attribute, Attribute};
+use crate::ConvertError;
 use weights::{quantize_per_channel, FULL_RANGE_LEVELS, REDUCED_RANGE_LEVELS};
 
 /// Metadata property a quantized model carries (its value says how it was quantized).
@@ -522,24 +522,4 @@ impl Rewriter {
         );
         Ok(name)
     }
-}
-
-/// Appends a graph `node` field (default domain).
-fn put_node(
-    out: &mut Vec<u8>,
-    op_type: &str,
-    name: &str,
-    inputs: &[&str],
-    outputs: &[&str],
-    attributes: &[&[u8]],
-) {
-    let node = encode_node_parts(op_type, name, inputs, outputs, attributes);
-    put_bytes(out, 1, &node);
-}
-
-/// Appends a graph `initializer` field.
-fn put_tensor(out: &mut Vec<u8>, name: &str, dims: &[usize], data_type: i64, raw: &[u8]) {
-    let mut tensor = encode_tensor_head(name, dims, data_type, raw.len());
-    tensor.extend_from_slice(raw);
-    put_bytes(out, 5, &tensor);
 }

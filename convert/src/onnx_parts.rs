@@ -1,7 +1,11 @@
-//! The parts of an ONNX model the quantizer reads — opsets, nodes, initializers — borrowed from
-//! the file's bytes, with each field's own bytes kept so what is not changed is copied as is.
+//! The parts of an ONNX model the graph rewriters (`quantize`, `float16`) read — opsets, nodes,
+//! initializers — borrowed from the file's bytes, with each field's own bytes kept so what is not
+//! changed is copied as is; and the graph fields they write.
 
+use stemflow_proto::write::put_bytes;
 use stemflow_proto::{read_varint, FieldValue, Fields};
+
+use crate::onnx_writer::{encode_node_parts, encode_tensor_head};
 
 /// `TensorProto.DataType` values the quantizer reads or writes.
 pub mod data_type {
@@ -224,6 +228,26 @@ pub fn metadata_value<'a>(
         }
     }
     Ok(None)
+}
+
+/// Appends a graph `node` field (default domain).
+pub fn put_node(
+    out: &mut Vec<u8>,
+    op_type: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attributes: &[&[u8]],
+) {
+    let node = encode_node_parts(op_type, name, inputs, outputs, attributes);
+    put_bytes(out, 1, &node);
+}
+
+/// Appends a graph `initializer` field.
+pub fn put_tensor(out: &mut Vec<u8>, name: &str, dims: &[usize], data_type: i64, raw: &[u8]) {
+    let mut tensor = encode_tensor_head(name, dims, data_type, raw.len());
+    tensor.extend_from_slice(raw);
+    put_bytes(out, 5, &tensor);
 }
 
 #[cfg(test)]
