@@ -14,8 +14,9 @@
 //!   includes the whole path's stems, kept for scoring: 32 bytes per frame);
 //! - SDR per stem of the whole path's output against the demo song's own stems.
 //!
-//! Rows of a model `NAME` and its int8 version `NAME.int8` (as `stemflow quantize` names it) on
-//! the same device are compared after the table ([`crate::int8_comparison`]).
+//! Rows of a model `NAME` and its int8 or float16 version `NAME.int8`, `NAME.fp16` (as `stemflow
+//! quantize [--fp16]` names them) on
+//! the same device are compared after the table ([`crate::variant_comparison`]).
 
 use std::time::Instant;
 
@@ -31,8 +32,8 @@ use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
-use crate::int8_comparison::{stem_values, StemAudio, Timed};
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
+use crate::variant_comparison::{stem_values, StemAudio, Timed};
 
 /// The host rate of the test signal fed through the whole path.
 const BENCH_HOST_RATE_HZ: u32 = 44_100;
@@ -223,12 +224,12 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
             })
         })
         .collect();
-    let comparisons = crate::int8_comparison::compare(&timed);
+    let comparisons = crate::variant_comparison::compare(&timed);
     if options.is_json {
         print_json(&rows, &comparisons, &notes, seconds)?;
     } else {
         print_table(&rows, &notes, seconds);
-        crate::int8_comparison::print_table(&comparisons);
+        crate::variant_comparison::print_table(&comparisons);
     }
     let num_failed = rows.iter().filter(|r| r.result.is_err()).count();
     if num_failed > 0 {
@@ -400,7 +401,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
 
 fn print_json(
     rows: &[Row],
-    comparisons: &[crate::int8_comparison::Comparison],
+    comparisons: &[crate::variant_comparison::Comparison],
     notes: &[String],
     seconds: f32,
 ) -> Result<(), String> {
@@ -440,7 +441,7 @@ fn print_json(
         "seconds": seconds,
         "host_sample_rate_hz": BENCH_HOST_RATE_HZ,
         "rows": rows,
-        "int8_comparisons": comparisons.iter().map(crate::int8_comparison::Comparison::to_json).collect::<Vec<_>>(),
+        "variant_comparisons": comparisons.iter().map(crate::variant_comparison::Comparison::to_json).collect::<Vec<_>>(),
         "notes": notes,
     });
     crate::output::say!(

@@ -12,7 +12,6 @@ mod demo;
 mod devices;
 mod encode;
 mod error;
-mod int8_comparison;
 mod interrupt;
 mod lookahead_curve;
 mod memory;
@@ -24,6 +23,7 @@ mod progress;
 mod quantize;
 mod separate;
 mod values;
+mod variant_comparison;
 
 use std::process::ExitCode;
 
@@ -62,7 +62,7 @@ enum Command {
     /// Measure speed and memory of models on devices.
     #[command(after_help = bench::BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
-    /// Write an int8 version of a model (dynamic quantization) for faster CPU inference.
+    /// Write an int8 version of a model (dynamic quantization) for faster CPU inference, or a float16 one for GPUs (--fp16).
     #[command(after_help = quantize::QUANTIZE_EXAMPLES)]
     Quantize(quantize::QuantizeArgs),
 }

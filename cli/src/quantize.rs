@@ -1,8 +1,10 @@
-//! `stemflow quantize`: writes an int8 version of a model (dynamic quantization, in Rust).
+//! `stemflow quantize`: writes an int8 version of a model (dynamic quantization, in Rust), or
+//! with `--fp16` a float16 version for GPUs.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use stemflow_convert::float16::convert_model;
 use stemflow_convert::install::write_new_file;
 use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
 use stemflow_engine::choice::{models_dirs, SeparatorChoice};
@@ -17,6 +19,7 @@ Examples:
   stemflow quantize model.onnx --output /tmp/model-int8.onnx
   stemflow quantize spleeter-2stems --ops matmul,conv
   stemflow bench --model htdemucs,htdemucs.int8   # speed and SDR change, side by side
+  stemflow quantize htdemucs --fp16               # writes htdemucs.fp16.onnx, for GPUs
 
 Weights become int8 (7 bits, so CPUs without VNNI cannot overflow) with one scale per output
 channel; activations are quantized while the model
@@ -24,7 +27,11 @@ runs (ONNX Runtime's dynamic quantization). MatMul layers (transformers, dense l
 quantized by default: they gain on every x86 and ARM CPU. Convolutions only with --ops conv:
 ONNX Runtime's integer convolution is slower than its float one on CPUs without VNNI. The int8
 file is a model like any other: listed by `stemflow models`, chosen by name. It is for the CPU;
-GPUs run the float model faster.";
+GPUs run the float model faster.
+
+--fp16 writes a float16 version instead, for GPUs (CUDA, DirectML, CoreML, MIGraphX): half the
+file and memory, and tensor cores. Inputs and outputs stay float32; shape arithmetic and the
+few operators float16 cannot serve stay float32. On the CPU it is slower than the float model.";
 
 /// Operators `--ops` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -54,8 +61,11 @@ pub struct QuantizeArgs {
     /// Use int8's whole range for weights (8 bits instead of 7). Only for models that never run
     /// on an x86 CPU without VNNI: there, full-range weights overflow the integer sums and the
     /// output comes out wrong.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fp16")]
     pub full_range: bool,
+    /// Write a float16 version for GPUs instead of int8 (default output `<model>.fp16.onnx`).
+    #[arg(long, conflicts_with = "ops")]
+    pub fp16: bool,
 }
 
 /// Runs `stemflow quantize`.
@@ -70,7 +80,11 @@ pub fn run(args: &QuantizeArgs) -> Result<(), CliError> {
         }
         Err(error) => return Err(CliError::Failed(error.to_string())),
     };
-    let output = args.output.clone().unwrap_or_else(|| int8_path(&path));
+    let suffix = if args.fp16 { "fp16" } else { "int8" };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| variant_path(&path, suffix));
     if !is_onnx(&output) {
         return Err(CliError::Usage(format!(
             "--output {} must end in .onnx",
@@ -88,6 +102,33 @@ pub fn run(args: &QuantizeArgs) -> Result<(), CliError> {
             )));
         }
     }
+    if args.fp16 {
+        let (half, report) =
+            convert_model(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        drop(bytes);
+        write_new_file(&output, &half).map_err(|e| e.to_string())?;
+        write_companions(&companions)?;
+        crate::output::say!(
+            "{} → {}: {} nodes in float16, weights {} → {}",
+            path.display(),
+            output.display(),
+            report.num_half_nodes,
+            describe_bytes(Some(report.weight_bytes_before)),
+            describe_bytes(Some(report.weight_bytes_after)),
+        );
+        crate::output::say!(
+            "Kept float32: {} nodes (shape arithmetic, operators float16 cannot serve); {} casts added",
+            report.num_float_nodes,
+            report.num_casts
+        );
+        if report.num_clamped > 0 {
+            crate::output::say_err!(
+                "Warning: {} weights lie beyond float16's range and were clamped to ±65504; compare the outputs (`stemflow bench --model NAME,NAME.fp16`)",
+                report.num_clamped
+            );
+        }
+        return Ok(());
+    }
     let ops = QuantizeOptions {
         matmul: args.ops.contains(&QuantizedOp::Matmul),
         conv: args.ops.contains(&QuantizedOp::Conv),
@@ -97,10 +138,7 @@ pub fn run(args: &QuantizeArgs) -> Result<(), CliError> {
         quantize_model(&bytes, ops).map_err(|e| format!("{}: {e}", path.display()))?;
     drop(bytes);
     write_new_file(&output, &quantized).map_err(|e| e.to_string())?;
-    for (to, contents) in &companions {
-        write_new_file(to, contents).map_err(|e| e.to_string())?;
-        crate::output::say_err!("Wrote the model's parameters to {}", to.display());
-    }
+    write_companions(&companions)?;
 
     let mut done = Vec::new();
     if report.num_matmuls > 0 {
@@ -130,6 +168,15 @@ pub fn run(args: &QuantizeArgs) -> Result<(), CliError> {
     }
     if !left.is_empty() {
         crate::output::say!("Left in float: {}", left.join(", "));
+    }
+    Ok(())
+}
+
+/// Writes the parameter files [`parameter_files`] found (never over an existing file).
+fn write_companions(companions: &[(PathBuf, Vec<u8>)]) -> Result<(), CliError> {
+    for (to, contents) in companions {
+        write_new_file(to, contents).map_err(|e| e.to_string())?;
+        crate::output::say_err!("Wrote the model's parameters to {}", to.display());
     }
     Ok(())
 }
@@ -167,13 +214,13 @@ fn is_onnx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-/// `dir/name.onnx` → `dir/name.int8.onnx`.
-fn int8_path(model: &Path) -> PathBuf {
+/// `dir/name.onnx` → `dir/name.<suffix>.onnx` (`int8`, `fp16`).
+fn variant_path(model: &Path, suffix: &str) -> PathBuf {
     let stem = model
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    model.with_file_name(format!("{stem}.int8.onnx"))
+    model.with_file_name(format!("{stem}.{suffix}.onnx"))
 }
 
 #[cfg(test)]
@@ -181,10 +228,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_int8_file_sits_next_to_the_model() {
+    fn the_int8_and_fp16_files_sit_next_to_the_model() {
         assert_eq!(
-            int8_path(Path::new("/m/htdemucs.onnx")),
+            variant_path(Path::new("/m/htdemucs.onnx"), "int8"),
             Path::new("/m/htdemucs.int8.onnx")
+        );
+        assert_eq!(
+            variant_path(Path::new("/m/htdemucs.onnx"), "fp16"),
+            Path::new("/m/htdemucs.fp16.onnx")
         );
     }
 }

@@ -24,6 +24,8 @@ pub enum ConvertError {
     Io(String),
     /// A model cannot be quantized (not a model, already quantized, nothing to quantize).
     Quantize(String),
+    /// A model cannot be converted to float16 (not a model, already converted, sub-graphs).
+    Float16(String),
 }
 
 impl std::fmt::Display for ConvertError {
@@ -43,6 +45,7 @@ impl std::fmt::Display for ConvertError {
             ConvertError::Download(m) => write!(f, "download failed: {m}"),
             ConvertError::Io(m) => f.write_str(m),
             ConvertError::Quantize(m) => write!(f, "cannot quantize: {m}"),
+            ConvertError::Float16(m) => write!(f, "cannot convert to float16: {m}"),
         }
     }
 }

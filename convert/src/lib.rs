@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod fetch;
+pub mod float16;
 pub mod install;
 mod onnx_parts;
 pub mod onnx_writer;

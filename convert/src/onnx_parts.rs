@@ -15,6 +15,12 @@ pub mod data_type {
     pub const UINT8: i64 = 2;
     /// int8.
     pub const INT8: i64 = 3;
+    /// int64.
+    pub const INT64: i64 = 7;
+    /// bool.
+    pub const BOOL: i64 = 9;
+    /// float16.
+    pub const FLOAT16: i64 = 10;
 }
 
 /// One field of a message: its number, value and the bytes it was read from.
@@ -55,6 +61,69 @@ pub fn value_info_name(body: &[u8]) -> Result<&str, String> {
         }
     }
     Ok("")
+}
+
+/// A `ValueInfoProto`'s tensor element type (`TensorProto.DataType`), if it states one.
+pub fn value_info_elem_type(body: &[u8]) -> Result<Option<i64>, String> {
+    // ValueInfoProto.type (2) → TypeProto.tensor_type (1) → Tensor.elem_type (1).
+    fn nested(body: &[u8], number: u64) -> Result<Option<&[u8]>, String> {
+        for field in Fields::new(body) {
+            if let (n, FieldValue::Bytes(value)) = field? {
+                if n == number {
+                    return Ok(Some(value));
+                }
+            }
+        }
+        Ok(None)
+    }
+    let Some(type_proto) = nested(body, 2)? else {
+        return Ok(None);
+    };
+    let Some(tensor_type) = nested(type_proto, 1)? else {
+        return Ok(None);
+    };
+    for field in Fields::new(tensor_type) {
+        if let (1, FieldValue::Varint(elem_type)) = field? {
+            return Ok(Some(elem_type as i64));
+        }
+    }
+    Ok(None)
+}
+
+/// An `AttributeProto`, borrowed: the parts the rewriters read.
+#[derive(Debug, Default)]
+pub struct AttributeParts<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// `i`, an integer value.
+    pub int: Option<i64>,
+    /// `t`, a tensor value (a `TensorProto` body).
+    pub tensor: Option<&'a [u8]>,
+    /// Whether it holds float values (`f` or `floats`).
+    pub has_floats: bool,
+    /// Whether it holds integers (`ints`).
+    pub has_ints: bool,
+    /// Whether it holds strings (`s` or `strings`).
+    pub has_strings: bool,
+}
+
+impl<'a> AttributeParts<'a> {
+    /// Reads an `AttributeProto`.
+    pub fn read(body: &'a [u8]) -> Result<Self, String> {
+        let mut attribute = AttributeParts::default();
+        for field in Fields::new(body) {
+            match field? {
+                (1, FieldValue::Bytes(name)) => attribute.name = text(name)?,
+                (3, FieldValue::Varint(i)) => attribute.int = Some(i as i64),
+                (5, FieldValue::Bytes(tensor)) => attribute.tensor = Some(tensor),
+                (2 | 7, _) => attribute.has_floats = true,
+                (8, _) => attribute.has_ints = true,
+                (4 | 9, _) => attribute.has_strings = true,
+                _ => {}
+            }
+        }
+        Ok(attribute)
+    }
 }
 
 /// A `NodeProto`, borrowed.

@@ -544,3 +544,118 @@ fn graph_with_conv_only() -> Vec<u8> {
     graph.add_output("y", vec![Dim::Fixed(1), Dim::Fixed(1), Dim::Fixed(4)]);
     graph.to_model_bytes()
 }
+
+/// A graph whose shape arithmetic overflows float16 (a length of 70 000 samples), beside
+/// audio-path nodes of every kind the float16 conversion tells apart: a Conv reading data and
+/// weights, data scaled by shape arithmetic (float32 where they meet), a zero tensor from
+/// `ConstantOfShape`'s default value, an embedding looked up from constants, and `CumSum`
+/// (kept float32).
+fn graph_for_float16(len: usize) -> Vec<u8> {
+    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
+    let mut graph = OnnxGraph::new("fp16");
+    graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Fixed(len)]);
+    graph.add_initializer_i64("axis2", &[1], vec![2]).unwrap();
+    graph.add_initializer_i64("zero", &[1], vec![0]).unwrap();
+    graph.add_initializer_f32("two", &[], vec![2.0]).unwrap();
+    graph
+        .add_initializer_f32("full_len", &[], vec![len as f32 * 0.5])
+        .unwrap();
+    let kernel: Vec<f32> = (0..3 * 2 * 5).map(|i| noise(i, 11) * 0.5).collect();
+    graph.add_initializer_f32("k", &[3, 2, 5], kernel).unwrap();
+    graph
+        .add_initializer_f32("b", &[3], vec![0.1, -0.2, 0.3])
+        .unwrap();
+    let table: Vec<f32> = (0..4 * 3).map(|i| noise(i, 12)).collect();
+    graph.add_initializer_f32("table", &[4, 3], table).unwrap();
+    graph.add_initializer_i64("row", &[], vec![2]).unwrap();
+    graph
+        .add_initializer_i64("bias_shape", &[3], vec![1, 3, 1])
+        .unwrap();
+    // len → float (70 000 overflows float16) → len / 2 → int → the first half of x.
+    graph.add_node("Shape", "shape", &["x"], &["shape"], vec![]);
+    graph.add_node("Gather", "len", &["shape", "axis2"], &["len"], vec![]);
+    let to_float = || vec![("to", Attribute::Int(1))];
+    graph.add_node("Cast", "len_f", &["len"], &["len_f"], to_float());
+    graph.add_node("Div", "half_f", &["len_f", "two"], &["half_f"], vec![]);
+    graph.add_node(
+        "Cast",
+        "half",
+        &["half_f"],
+        &["half"],
+        vec![("to", Attribute::Int(7))],
+    );
+    graph.add_node(
+        "Slice",
+        "first_half",
+        &["x", "zero", "half", "axis2"],
+        &["y"],
+        vec![],
+    );
+    // Data scaled by shape arithmetic (half_f / full_len = 1).
+    graph.add_node("Div", "ratio", &["half_f", "full_len"], &["ratio"], vec![]);
+    graph.add_node("Mul", "scaled", &["y", "ratio"], &["y2"], vec![]);
+    let pads = ("pads", Attribute::Ints(vec![2, 2]));
+    graph.add_node("Conv", "conv", &["y2", "k", "b"], &["c"], vec![pads]);
+    graph.add_node("Shape", "c_shape", &["c"], &["c_shape"], vec![]);
+    graph.add_node("ConstantOfShape", "zeros", &["c_shape"], &["zeros"], vec![]);
+    graph.add_node("Add", "plus_zeros", &["c", "zeros"], &["c2"], vec![]);
+    graph.add_node("Gather", "embed", &["table", "row"], &["e"], vec![]);
+    graph.add_node("Reshape", "embed_3d", &["e", "bias_shape"], &["e3"], vec![]);
+    graph.add_node("Add", "plus_embed", &["c2", "e3"], &["c3"], vec![]);
+    graph.add_node("CumSum", "cumsum", &["c3", "axis2"], &["s"], vec![]);
+    graph.add_node("Div", "mean", &["s", "full_len"], &["z"], vec![]);
+    graph.add_output(
+        "z",
+        vec![Dim::Fixed(1), Dim::Fixed(3), Dim::Symbolic("half".into())],
+    );
+    graph.validate().unwrap();
+    graph.to_model_bytes()
+}
+
+#[test]
+fn a_float16_graph_runs_close_to_the_float_one_and_keeps_shape_arithmetic_float32() {
+    use stemflow_convert::float16::convert_model;
+    use stemflow_kit::metrics::sdr_db_of_samples;
+    require_runtime();
+
+    let len = 70_000;
+    let float = graph_for_float16(len);
+    let shape = [1, 2, len];
+    let signal: Vec<f32> = (0..2 * len).map(|i| noise(i, 13) * 0.5).collect();
+    let expected = run_bytes(&float, &shape, &signal);
+    assert_eq!(expected.len(), 3 * len / 2);
+
+    let (half, report) = convert_model(&float).unwrap();
+    // Conv, Slice, Shape, the Adds, the Reshape of the embedding's result... in float16; the
+    // shape arithmetic, the data × shape-arithmetic product and CumSum in float32.
+    assert!(report.num_half_nodes >= 5, "{report:?}");
+    assert!(report.num_float_nodes >= 5, "{report:?}");
+    assert!(report.num_casts >= 4, "{report:?}");
+    assert_eq!(report.num_clamped, 0);
+    assert!(
+        report.weight_bytes_after > 0 && report.weight_bytes_after < report.weight_bytes_before
+    );
+    let output = run_bytes(&half, &shape, &signal);
+    assert_eq!(
+        output.len(),
+        expected.len(),
+        "the length computed in shape arithmetic changed (70 000 overflows float16)"
+    );
+    assert_ne!(output, expected, "nothing ran in float16");
+    let closeness = sdr_db_of_samples(&expected, &output);
+    assert!(
+        closeness > 50.0,
+        "float16 only {closeness:.1} dB from float"
+    );
+
+    // The engine feeds it as it feeds the float model; it says what it is; never twice.
+    let (signature, float_signature) = (
+        GraphSignature::read(&half).unwrap(),
+        GraphSignature::read(&float).unwrap(),
+    );
+    assert_eq!(signature.inputs, float_signature.inputs);
+    assert_eq!(signature.outputs, float_signature.outputs);
+    assert!(signature.metadata["stemflow.float16"].contains("float16"));
+    let again = convert_model(&half).unwrap_err().to_string();
+    assert!(again.contains("already float16"), "{again}");
+}

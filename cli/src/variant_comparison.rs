@@ -1,6 +1,7 @@
-//! `stemflow bench`: a model and its int8 version (`NAME` and `NAME.int8`, as `stemflow
-//! quantize` writes it) side by side — speed, and what quantization did to the stems: the SDR
-//! change against the demo song's own stems and the int8 output scored against the float one.
+//! `stemflow bench`: a model and its int8 or float16 version (`NAME` and `NAME.int8` or
+//! `NAME.fp16`, as `stemflow quantize [--fp16]` writes them) side by side — speed, and what the
+//! lower precision did to the stems: the SDR change against the demo song's own stems and the
+//! variant's output scored against the float one.
 
 use stemflow_engine::Stem;
 use stemflow_kit::metrics::sdr_db;
@@ -12,7 +13,7 @@ pub type StemAudio = [[Vec<f32>; 2]; 4];
 
 /// What the comparison needs of one successful bench row.
 pub struct Timed<'a> {
-    /// The model's label (`NAME` or `NAME.int8`).
+    /// The model's label (`NAME`, `NAME.int8`, `NAME.fp16`).
     pub model: &'a str,
     /// The device asked for.
     pub requested_device: &'a str,
@@ -28,30 +29,35 @@ pub struct Timed<'a> {
     pub stems: &'a StemAudio,
 }
 
-/// The suffix `stemflow quantize` gives the int8 version of a model.
-const INT8_SUFFIX: &str = ".int8";
+/// The suffixes `stemflow quantize` gives a model's versions, and what each is called.
+const VARIANTS: [(&str, &str); 2] = [(".int8", "int8"), (".fp16", "fp16")];
 
-/// One float / int8 pair on one device.
+/// One float / lower-precision pair on one device.
 pub struct Comparison {
     model: String,
+    /// `int8` or `fp16`.
+    variant: &'static str,
     device: String,
-    /// Whole-path seconds, float and int8.
+    /// Whole-path seconds, float and variant.
     total_s: [f64; 2],
-    /// Pure inference seconds, float and int8.
+    /// Pure inference seconds, float and variant.
     inference_s: [f64; 2],
-    /// Peak RSS, float and int8.
+    /// Peak RSS, float and variant.
     peak_rss_bytes: [Option<u64>; 2],
-    /// Per stem: int8's SDR minus float's, both against the demo song's stems.
+    /// Per stem: the variant's SDR minus float's, both against the demo song's stems.
     sdr_change_db: [Option<f64>; 4],
-    /// Per stem: the int8 output scored against the float output (higher: closer).
+    /// Per stem: the variant's output scored against the float output (higher: closer).
     sdr_vs_float_db: [Option<f64>; 4],
 }
 
-/// Every (float, int8) pair of rows on the same requested device.
+/// Every (float, variant) pair of rows on the same requested device.
 pub fn compare(rows: &[Timed<'_>]) -> Vec<Comparison> {
     let mut comparisons = Vec::new();
     for q in rows {
-        let Some(float_name) = q.model.strip_suffix(INT8_SUFFIX) else {
+        let Some((float_name, variant)) = VARIANTS
+            .iter()
+            .find_map(|&(suffix, variant)| Some((q.model.strip_suffix(suffix)?, variant)))
+        else {
             continue;
         };
         let Some(f) = rows
@@ -67,6 +73,7 @@ pub fn compare(rows: &[Timed<'_>]) -> Vec<Comparison> {
         });
         comparisons.push(Comparison {
             model: float_name.to_owned(),
+            variant,
             device: q.requested_device.to_owned(),
             total_s: [f.total_s, q.total_s],
             inference_s: [f.inference_s, q.inference_s],
@@ -83,17 +90,29 @@ pub fn print_table(comparisons: &[Comparison]) {
     if comparisons.is_empty() {
         return;
     }
+    for variant in VARIANTS.map(|(_, variant)| variant) {
+        let rows: Vec<&Comparison> = comparisons
+            .iter()
+            .filter(|c| c.variant == variant)
+            .collect();
+        if !rows.is_empty() {
+            print_variant_table(variant, &rows);
+        }
+    }
+}
+
+fn print_variant_table(variant: &str, comparisons: &[&Comparison]) {
     crate::output::say!(
-        "\nint8 against float (time ratio below 1: int8 is faster; SDR change against the demo's stems, then the int8 output scored against the float output, per stem V/D/B/O):"
+        "\n{variant} against float (time ratio below 1: {variant} is faster; SDR change against the demo's stems, then the {variant} output scored against the float output, per stem V/D/B/O):"
     );
     crate::output::say!(
         "{:<24} {:<8} {:>17} {:>17} {:>10} {:>19} {:>29} {:>31}",
         "MODEL",
         "DEVICE",
-        "WHOLE s fp32/int8",
-        "INFER s fp32/int8",
+        format!("WHOLE s fp32/{variant}"),
+        format!("INFER s fp32/{variant}"),
         "TIME RATIO",
-        "PEAK RSS fp32/int8",
+        format!("PEAK RSS fp32/{variant}"),
         "SDR CHANGE dB",
         "SDR vs FLOAT dB"
     );
@@ -129,11 +148,12 @@ impl Comparison {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "model": self.model,
+            "variant": self.variant,
             "requested_device": self.device,
-            "total_s": {"float": self.total_s[0], "int8": self.total_s[1]},
-            "inference_s": {"float": self.inference_s[0], "int8": self.inference_s[1]},
+            "total_s": {"float": self.total_s[0], "variant": self.total_s[1]},
+            "inference_s": {"float": self.inference_s[0], "variant": self.inference_s[1]},
             "time_ratio": self.total_s[1] / self.total_s[0].max(1e-12),
-            "peak_rss_bytes": {"float": self.peak_rss_bytes[0], "int8": self.peak_rss_bytes[1]},
+            "peak_rss_bytes": {"float": self.peak_rss_bytes[0], "variant": self.peak_rss_bytes[1]},
             "sdr_change_db": stem_values(&self.sdr_change_db),
             "sdr_vs_float_db": stem_values(&self.sdr_vs_float_db),
         })
