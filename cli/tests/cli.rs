@@ -968,7 +968,7 @@ fn separate_matches_the_numpy_reference_of_every_model_family() {
 // --- quantize ------------------------------------------------------------------------------------
 
 #[test]
-fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_like_the_float_one() {
+fn quantize_writes_int8_and_float16_models_with_their_parameters_that_list_and_separate_like_the_float_one() {
     let fixtures = fixtures_dir();
     let dir = scratch_dir("quantize");
     std::fs::copy(
@@ -1018,6 +1018,23 @@ fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_li
     );
     assert!(stderr.contains("not an ONNX model file"), "{stderr}");
 
+    // The float16 version, for GPUs: int8's options do not apply to it.
+    let refused = quantize(&["--fp16", "--ops", "conv"]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "usage error: {stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+    let done = quantize(&["--fp16"]);
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert!(
+        text(&done.stdout).contains("nodes in float16"),
+        "{}",
+        text(&done.stdout)
+    );
+    assert_eq!(
+        std::fs::read(dir.join("mdx_inst_test.fp16.json")).unwrap(),
+        std::fs::read(dir.join("mdx_inst_test.json")).unwrap()
+    );
+
     // Listed like any model, with the float model's family and stems.
     let listed = stemflow(
         &["models", "--json", "--models-dir", path_str(&dir)],
@@ -1030,16 +1047,18 @@ fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_li
         .iter()
         .filter(|m| m["path"].as_str().unwrap().starts_with(path_str(&dir)))
         .collect();
-    assert_eq!(models.len(), 2, "{listed}");
-    assert_eq!(models[0]["family"], models[1]["family"], "{listed}");
-    assert_eq!(models[0]["stems"], models[1]["stems"], "{listed}");
+    assert_eq!(models.len(), 3, "{listed}");
+    for model in &models[1..] {
+        assert_eq!(models[0]["family"], model["family"], "{listed}");
+        assert_eq!(models[0]["stems"], model["stems"], "{listed}");
+    }
     assert!(models.iter().all(|m| m["error"].is_null()), "{listed}");
 
     // It separates, close to the float model.
     let input = dir.join("in.wav");
     write_test_wav(&input);
     let mut outputs = Vec::new();
-    for name in ["mdx_inst_test", "mdx_inst_test.int8"] {
+    for name in ["mdx_inst_test", "mdx_inst_test.int8", "mdx_inst_test.fp16"] {
         let out = dir.join(name);
         let separated = stemflow(
             &[
@@ -1060,7 +1079,6 @@ fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_li
         assert!(separated.status.success(), "{}", text(&separated.stderr));
         outputs.push(read_stems(&out, "in"));
     }
-    let (float, int8) = (&outputs[0], &outputs[1]);
     // Every stem's samples, one after another.
     let flat = |stems: &[(hound::WavSpec, Vec<Vec<f32>>)]| -> Vec<f32> {
         stems
@@ -1068,14 +1086,17 @@ fn quantize_writes_an_int8_model_with_its_parameters_that_lists_and_separates_li
             .flat_map(|(_, c)| c.iter().flatten().copied())
             .collect()
     };
-    let closeness_db = stemflow_kit::metrics::sdr_db_of_samples(&flat(float), &flat(int8));
-    assert!(
-        closeness_db.is_finite(),
-        "the int8 model gave the float model's output exactly"
-    );
-    assert!(
-        closeness_db > 25.0,
-        "int8 stems {closeness_db:.1} dB from float"
-    );
+    let float = flat(&outputs[0]);
+    for (variant, stems, min_db) in [("int8", &outputs[1], 25.0), ("fp16", &outputs[2], 45.0)] {
+        let closeness_db = stemflow_kit::metrics::sdr_db_of_samples(&float, &flat(stems));
+        assert!(
+            closeness_db.is_finite(),
+            "the {variant} model gave the float model's output exactly"
+        );
+        assert!(
+            closeness_db > min_db,
+            "{variant} stems {closeness_db:.1} dB from float"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
