@@ -968,7 +968,8 @@ fn separate_matches_the_numpy_reference_of_every_model_family() {
 // --- quantize ------------------------------------------------------------------------------------
 
 #[test]
-fn quantize_writes_int8_and_float16_models_with_their_parameters_that_list_and_separate_like_the_float_one() {
+fn quantize_writes_int8_and_float16_models_with_their_parameters_that_list_and_separate_like_the_float_one(
+) {
     let fixtures = fixtures_dir();
     let dir = scratch_dir("quantize");
     std::fs::copy(

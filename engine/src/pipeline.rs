@@ -39,7 +39,7 @@ pub struct StemPipeline {
     padding_frames: usize,
     delay_samples: usize,
     quantization_samples: usize,
-    /// Scratch for resampled host-rate stems.
+    /// Scratch for resampled host-rate stems (empty when the rates match).
     host_stems: Vec<Vec<f32>>,
 }
 
@@ -133,6 +133,7 @@ impl StemPipeline {
             (separator_latency, hop_frames + margin_samples)
         };
 
+        let is_resampling = to_separator.is_some();
         let mut pipeline = Self {
             separator,
             host_rate_hz,
@@ -143,9 +144,15 @@ impl StemPipeline {
                 Vec::with_capacity(separator_chunk_frames + hop_frames),
                 Vec::with_capacity(separator_chunk_frames + hop_frames),
             ],
+            // Equal rates: one hop waits here, emitted at once. Resampling: up to a resampler
+            // chunk and a hop, and the padding.
             separator_output: (0..SEPARATED_CHANNELS)
                 .map(|_| {
-                    Vec::with_capacity(2 * (separator_chunk_frames + hop_frames) + padding_frames)
+                    Vec::with_capacity(if is_resampling {
+                        2 * (separator_chunk_frames + hop_frames) + padding_frames
+                    } else {
+                        hop_frames
+                    })
                 })
                 .collect(),
             hop_input: PlanarBlock::new(2, hop_frames),
@@ -155,7 +162,7 @@ impl StemPipeline {
             delay_samples,
             quantization_samples,
             host_stems: (0..SEPARATED_CHANNELS)
-                .map(|_| Vec::with_capacity(input_chunk_frames))
+                .map(|_| Vec::with_capacity(if is_resampling { input_chunk_frames } else { 0 }))
                 .collect(),
         };
         pipeline.reset();
