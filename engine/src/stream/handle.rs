@@ -284,21 +284,29 @@ impl StemStreamHandle {
     }
 
     fn update_dry_delay(&mut self, num_frames: usize) {
+        // The ring holds the latency and a block, so writing the whole block before reading
+        // overwrites nothing that is still to be read.
         let len = self.dry_delay[0].len();
-        for i in 0..num_frames {
-            let write_pos = (self.dry_write_pos + i) % len;
-            let read_pos = (write_pos + len - self.latency_samples) % len;
-            let is_valid = self.frames_since_reset + i as u64 >= self.latency_samples as u64;
-            for channel in 0..2 {
-                self.dry_delay[channel][write_pos] = self.input_scratch[channel][i];
-                self.dry_output[channel][i] = if is_valid {
-                    self.dry_delay[channel][read_pos]
-                } else {
-                    0.0
-                };
-            }
+        let write_start = self.dry_write_pos;
+        let read_start = (write_start + len - self.latency_samples) % len;
+        for (channel, ring) in self.dry_delay.iter_mut().enumerate() {
+            let input = &self.input_scratch[channel][..num_frames];
+            let first = (len - write_start).min(num_frames);
+            ring[write_start..write_start + first].copy_from_slice(&input[..first]);
+            ring[..num_frames - first].copy_from_slice(&input[first..]);
+            let output = &mut self.dry_output[channel][..num_frames];
+            let first = (len - read_start).min(num_frames);
+            output[..first].copy_from_slice(&ring[read_start..read_start + first]);
+            output[first..].copy_from_slice(&ring[..num_frames - first]);
         }
-        self.dry_write_pos = (self.dry_write_pos + num_frames) % len;
+        // Until the latency has passed since the reset, the delayed input is silence.
+        let num_silent = (self.latency_samples as u64)
+            .saturating_sub(self.frames_since_reset)
+            .min(num_frames as u64) as usize;
+        for output in &mut self.dry_output {
+            output[..num_silent].fill(0.0);
+        }
+        self.dry_write_pos = (write_start + num_frames) % len;
     }
 
     /// Sees whether the worker switched to our generation, and drops the stale frames before it.
@@ -329,6 +337,22 @@ impl StemStreamHandle {
         num_frames
     }
 
+    /// Offline mode: waits until `num_frames` frames are in the ring (or the worker died, the
+    /// separator crashed, or the wait timed out). Returns whether they are.
+    fn wait_for_output(&self, num_frames: usize) -> bool {
+        if self.available_frames() >= num_frames {
+            return true;
+        }
+        self.shared.wanted_output_frames.store(
+            self.output_frames_popped + num_frames as u64,
+            Ordering::Release,
+        );
+        let output = &self.output;
+        self.shared.wait_until(self.offline_wait_timeout, true, || {
+            output.slots() / STEM_FRAME_SAMPLES >= num_frames
+        })
+    }
+
     /// Reads the stems for frames `start..end` of the block.
     fn read_stems(&mut self, start: usize, end: usize) {
         let num_frames = end - start;
@@ -336,12 +360,17 @@ impl StemStreamHandle {
             return;
         }
         if self.mode == ProcessingMode::Offline {
-            let needed = self.owed_output_frames as usize + num_frames;
-            if self.available_frames() < needed {
-                let output = &self.output;
-                self.shared.wait_until(self.offline_wait_timeout, true, || {
-                    output.slots() / STEM_FRAME_SAMPLES >= needed
-                });
+            // Frames owed from a live stretch (the handle played dry audio in their place) are
+            // dropped as they arrive, so the ring never has to hold them all at once.
+            while self.owed_output_frames > 0 {
+                let dropped = self.drop_frames(self.owed_output_frames as usize);
+                self.owed_output_frames -= dropped as u64;
+                if self.owed_output_frames > 0 && !self.wait_for_output(1) {
+                    break;
+                }
+            }
+            if self.owed_output_frames == 0 {
+                self.wait_for_output(num_frames);
             }
         }
         if self.owed_output_frames > 0 {

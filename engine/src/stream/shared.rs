@@ -33,6 +33,9 @@ pub(super) struct Shared {
     pub stats: Arc<StreamStats>,
     /// Set while the handle waits (offline mode) so the worker knows to wake it.
     is_handle_waiting: AtomicBool,
+    /// The count of pushed output frames an offline handle waits for (0: none named), so the
+    /// worker does not wake it for every chunk of a block it still has to finish.
+    pub wanted_output_frames: AtomicU64,
     /// The mutex and condition variable of that wait. Only taken in offline mode and by the
     /// worker after it published output while the handle waits: a real-time audio thread never
     /// touches them.
@@ -52,6 +55,7 @@ impl Shared {
             generation_first_output_frame: AtomicU64::new(0),
             stats,
             is_handle_waiting: AtomicBool::new(false),
+            wanted_output_frames: AtomicU64::new(0),
             wake_lock: Mutex::new(()),
             wake: Condvar::new(),
         }

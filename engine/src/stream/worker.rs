@@ -63,9 +63,19 @@ impl StemStreamWorker {
             if generation != self.generation {
                 self.switch_generation(generation);
             }
+            let (pushed_before, fill_before) = (self.output_frames_pushed, self.chunk_fill);
             let has_progressed = self.step();
             if has_progressed {
-                self.shared.wake_handle();
+                // Nothing the handle waits for: input gathered for an unfinished chunk, or
+                // output short of what a waiting offline handle asked for.
+                let is_gathering =
+                    self.output_frames_pushed == pushed_before && self.chunk_fill > fill_before;
+                let is_short = self.output_frames_pushed > pushed_before
+                    && self.output_frames_pushed
+                        < self.shared.wanted_output_frames.load(Ordering::Acquire);
+                if !is_gathering && !is_short {
+                    self.shared.wake_handle();
+                }
             } else {
                 std::thread::park_timeout(WORKER_IDLE_PARK);
             }
