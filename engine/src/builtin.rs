@@ -161,9 +161,12 @@ impl BuiltinSeparator {
         let left = Self::spectrum_range(frame, 0);
         let right = Self::spectrum_range(frame, 1);
         let magnitudes = &mut self.magnitudes[frame * NUM_BINS..(frame + 1) * NUM_BINS];
+        // `sqrt(re² + im²)`, not `hypot`: a bin of audio is at most the FFT size, far from
+        // overflow, and hypot's care costs a fifth of the separator's time.
         for (k, magnitude) in magnitudes.iter_mut().enumerate() {
-            *magnitude =
-                0.5 * (self.spectra[left.start + k].norm() + self.spectra[right.start + k].norm());
+            *magnitude = 0.5
+                * (self.spectra[left.start + k].norm_sqr().sqrt()
+                    + self.spectra[right.start + k].norm_sqr().sqrt());
         }
     }
 

@@ -348,16 +348,23 @@ impl StemPipeline {
     /// Interleaves separated stems with the residual and appends them to `output`.
     fn emit(stems: &[Vec<f32>], residual_delay: &mut VecDeque<[f32; 2]>, output: &mut Vec<f32>) {
         let num_frames = stems[0].len();
-        output.reserve(num_frames * STEM_FRAME_SAMPLES);
-        for frame in 0..num_frames {
-            let input = residual_delay.pop_front().unwrap_or([0.0; 2]);
+        let start = output.len();
+        output.resize(start + num_frames * STEM_FRAME_SAMPLES, 0.0);
+        let channels: [&[f32]; SEPARATED_CHANNELS] =
+            std::array::from_fn(|channel| &stems[channel][..num_frames]);
+        let num_delayed = residual_delay.len().min(num_frames);
+        let inputs = residual_delay
+            .drain(..num_delayed)
+            .chain(std::iter::repeat([0.0; 2]));
+        for (frame, (out, input)) in output[start..]
+            .chunks_exact_mut(STEM_FRAME_SAMPLES)
+            .zip(inputs)
+            .enumerate()
+        {
             let mut separated_sum = [0.0f32; 2];
-            let start = output.len();
-            output.resize(start + STEM_FRAME_SAMPLES, 0.0);
-            let out = &mut output[start..];
             for stem in 0..NUM_SEPARATED_STEMS {
                 for channel in 0..2 {
-                    let sample = flush_subnormal(stems[stem_channel(stem, channel)][frame]);
+                    let sample = flush_subnormal(channels[stem_channel(stem, channel)][frame]);
                     out[stem * 2 + channel] = sample;
                     separated_sum[channel] += sample;
                 }
