@@ -132,12 +132,14 @@ impl OverlapAdd {
     pub fn new(layout: ChunkLayout, num_outputs: usize) -> Self {
         let hop_frames = layout.hop_frames();
         let latency_frames = layout.latency_frames();
-        // Writes land at most `compact_slack_frames` further than they would with a shift
-        // after every hop (see `compact`), so the buffers hold that much more.
+        // The buffers start where `compact` keeps from: the next chunk's start, which trails
+        // the newest padded input by less than a chunk, or the next output, which trails it by
+        // the latency. Writes land at most `compact_slack_frames` further than they would with
+        // a shift after every hop (see `compact`), so the buffers hold that much more; a step,
+        // the lead and two hops are margin.
         let compact_slack_frames = (layout.step_frames / 4).max(hop_frames);
-        let capacity = layout.chunk_frames
+        let capacity = layout.chunk_frames.max(latency_frames)
             + layout.step_frames
-            + latency_frames
             + layout.lead.frames()
             + 2 * hop_frames
             + compact_slack_frames;
@@ -489,6 +491,48 @@ mod tests {
             },
             &triangle,
         );
+    }
+
+    #[test]
+    fn every_small_layout_streams_within_its_buffers_and_matches_the_reference() {
+        // The buffers are sized from the layout (`OverlapAdd::new`); a layout they did not
+        // hold would index past them here.
+        for chunk in 4..=20 {
+            for step in 1..=chunk {
+                for window_start in [0, chunk / 2] {
+                    if step > chunk - window_start {
+                        continue; // frames no chunk's window covers
+                    }
+                    let window: Vec<f64> = (0..chunk)
+                        .map(|j| {
+                            if j < window_start {
+                                0.0
+                            } else {
+                                1.0 + (j % 3) as f64
+                            }
+                        })
+                        .collect();
+                    for lead in [
+                        Lead::Zeros(0),
+                        Lead::Zeros(chunk / 2),
+                        Lead::Zeros(chunk + 3),
+                        Lead::Reflect(1),
+                        Lead::Reflect(chunk - 1),
+                    ] {
+                        if lead.frames() < window_start {
+                            continue; // the first chunk's zeroed start covers input frames
+                        }
+                        let layout = ChunkLayout {
+                            chunk_frames: chunk,
+                            step_frames: step,
+                            lead,
+                            window_start_frames: window_start,
+                        };
+                        run(layout, &window);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
