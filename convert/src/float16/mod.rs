@@ -664,8 +664,11 @@ mod tests {
         graph.to_model_bytes()
     }
 
-    /// The graph's fields, nodes and initializers of a converted model.
-    fn graph_parts(model: &[u8]) -> (Vec<(String, Vec<String>)>, Vec<(String, i64)>) {
+    /// A node's operator and the tensors it reads then writes.
+    type NodeSummary = (String, Vec<String>);
+
+    /// The nodes and the initializers' names and types of a converted model.
+    fn graph_parts(model: &[u8]) -> (Vec<NodeSummary>, Vec<(String, i64)>) {
         let fields = raw_fields(model).unwrap();
         let graph = fields.iter().find(|f| f.number == 7).unwrap();
         let FieldValue::Bytes(body) = graph.value else {
