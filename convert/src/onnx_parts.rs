@@ -255,6 +255,44 @@ impl TensorParts<'_> {
     }
 }
 
+/// The body of a `ModelProto`'s one graph.
+pub fn single_graph<'a>(model_fields: &[RawField<'a>]) -> Result<&'a [u8], String> {
+    let graph_bodies: Vec<&[u8]> = model_fields
+        .iter()
+        .filter_map(|f| match (f.number, f.value) {
+            (7, FieldValue::Bytes(body)) => Some(body),
+            _ => None,
+        })
+        .collect();
+    match graph_bodies.as_slice() {
+        [graph_body] => Ok(graph_body),
+        _ => Err("not an ONNX model (no single graph)".into()),
+    }
+}
+
+/// The `ModelProto` of `model_fields` with its graph replaced by `graph` and the metadata
+/// property `key` = `value` added.
+pub fn model_with_graph(
+    model_fields: &[RawField<'_>],
+    graph: &[u8],
+    key: &str,
+    value: &str,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(graph.len() + 4096);
+    for field in model_fields {
+        if field.number == 7 {
+            put_bytes(&mut out, 7, graph);
+        } else {
+            out.extend_from_slice(field.bytes);
+        }
+    }
+    let mut entry = Vec::new();
+    put_bytes(&mut entry, 1, key.as_bytes());
+    put_bytes(&mut entry, 2, value.as_bytes());
+    put_bytes(&mut out, 14, &entry);
+    out
+}
+
 /// The default domain's operator set version in a `ModelProto`, if it imports one.
 pub fn default_opset(model_fields: &[RawField<'_>]) -> Result<Option<i64>, String> {
     for field in model_fields {

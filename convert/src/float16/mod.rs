@@ -28,8 +28,8 @@ use stemflow_proto::write::put_bytes;
 use stemflow_proto::FieldValue;
 
 use crate::onnx_parts::{
-    data_type, metadata_value, put_tensor, raw_fields, value_info_elem_type, value_info_name,
-    AttributeParts, NodeParts, TensorParts,
+    data_type, metadata_value, model_with_graph, put_tensor, raw_fields, single_graph,
+    value_info_elem_type, value_info_name, AttributeParts, NodeParts, TensorParts,
 };
 use crate::onnx_writer::{encode_attribute, encode_node_parts, encode_tensor_head, Attribute};
 use crate::quantize::QUANTIZATION_METADATA_KEY;
@@ -117,35 +117,14 @@ pub fn convert_model(model: &[u8]) -> Result<(Vec<u8>, Float16Report), ConvertEr
             "the model is quantized ({how}); convert the float model instead"
         )));
     }
-    let graph_bodies: Vec<&[u8]> = model_fields
-        .iter()
-        .filter_map(|f| match (f.number, f.value) {
-            (7, FieldValue::Bytes(body)) => Some(body),
-            _ => None,
-        })
-        .collect();
-    let [graph_body] = graph_bodies.as_slice() else {
-        return Err(refuse("not an ONNX model (no single graph)".into()));
-    };
+    let graph_body = single_graph(&model_fields).map_err(refuse)?;
     let (graph, report) = convert_graph(graph_body).map_err(refuse)?;
-
-    let mut out = Vec::with_capacity(model.len() / 2);
-    for field in &model_fields {
-        if field.number == 7 {
-            put_bytes(&mut out, 7, &graph);
-        } else {
-            out.extend_from_slice(field.bytes);
-        }
-    }
-    let mut entry = Vec::new();
-    put_bytes(&mut entry, 1, FLOAT16_METADATA_KEY.as_bytes());
     let how = format!(
         "float16 weights and computation (stemflow quantize --fp16), inputs and outputs float32; \
          {} nodes in float16, {} kept float32",
         report.num_half_nodes, report.num_float_nodes
     );
-    put_bytes(&mut entry, 2, how.as_bytes());
-    put_bytes(&mut out, 14, &entry);
+    let out = model_with_graph(&model_fields, &graph, FLOAT16_METADATA_KEY, &how);
     Ok((out, report))
 }
 

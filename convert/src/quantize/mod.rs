@@ -21,12 +21,11 @@ pub mod weights;
 
 use std::collections::{HashMap, HashSet};
 
-use stemflow_proto::write::put_bytes;
 use stemflow_proto::FieldValue;
 
 use crate::onnx_parts::{
-    data_type, default_opset, metadata_value, put_node, put_tensor, raw_fields, value_info_name,
-    NodeParts, TensorParts,
+    data_type, default_opset, metadata_value, model_with_graph, put_node, put_tensor, raw_fields,
+    single_graph, value_info_name, NodeParts, TensorParts,
 };
 use crate::onnx_writer::{encode_attribute, Attribute};
 use crate::ConvertError;
@@ -128,38 +127,17 @@ pub fn quantize_model(
             "the model uses operator set {opset}; int8 needs {MIN_OPSET} or later (DynamicQuantizeLinear)"
         )));
     }
-    let graph_bodies: Vec<&[u8]> = model_fields
-        .iter()
-        .filter_map(|f| match (f.number, f.value) {
-            (7, FieldValue::Bytes(body)) => Some(body),
-            _ => None,
-        })
-        .collect();
-    let [graph_body] = graph_bodies.as_slice() else {
-        return Err(refuse("not an ONNX model (no single graph)".into()));
-    };
+    let graph_body = single_graph(&model_fields).map_err(refuse)?;
     let (graph, report) = quantize_graph(graph_body, ops).map_err(refuse)?;
     let range = if ops.full_range {
         "8-bit"
     } else {
         "7-bit (reduced range)"
     };
-
-    let mut out = Vec::with_capacity(model.len());
-    for field in &model_fields {
-        if field.number == 7 {
-            put_bytes(&mut out, 7, &graph);
-        } else {
-            out.extend_from_slice(field.bytes);
-        }
-    }
-    let mut entry = Vec::new();
-    put_bytes(&mut entry, 1, QUANTIZATION_METADATA_KEY.as_bytes());
     let how = format!(
         "int8 dynamic (stemflow quantize): {range} weights per channel, activations at run time"
     );
-    put_bytes(&mut entry, 2, how.as_bytes());
-    put_bytes(&mut out, 14, &entry);
+    let out = model_with_graph(&model_fields, &graph, QUANTIZATION_METADATA_KEY, &how);
     Ok((out, report))
 }
 
