@@ -176,7 +176,12 @@ impl<'a> NodeParts<'a> {
 
     /// Whether the node is `op_type` of the default domain.
     pub fn is(&self, op_type: &str) -> bool {
-        self.op_type == op_type && matches!(self.domain, "" | "ai.onnx")
+        self.op_type == op_type && self.is_default_domain()
+    }
+
+    /// Whether the node's operator is of the default domain (`""` or `ai.onnx`).
+    pub fn is_default_domain(&self) -> bool {
+        matches!(self.domain, "" | "ai.onnx")
     }
 }
 

@@ -279,8 +279,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
             }
             continue;
         }
-        let is_default_domain = matches!(node.domain, "" | "ai.onnx");
-        let is_float32_op = !is_default_domain || FLOAT32_OPS.contains(&node.op_type);
+        let is_float32_op = !node.is_default_domain() || FLOAT32_OPS.contains(&node.op_type);
         let compute = if has_data && !has_island && !is_float32_op {
             Precision::Half
         } else {

@@ -23,7 +23,7 @@ pub fn output_type(
     let tensor_type = |body: &[u8]| TensorParts::read(body).map(|t| Some(t.data_type));
     let first_known = || input_types.iter().flatten().next().copied();
     let input = |i: usize| input_types.get(i).copied().flatten();
-    if !node.is(node.op_type) {
+    if !node.is_default_domain() {
         // Another domain's operator: its types are not known here.
         return Ok(first_known());
     }
