@@ -260,6 +260,17 @@ impl TensorParts<'_> {
     }
 }
 
+/// A name not in `names` (`base`, else `base_1`, `base_2`, …), added to them.
+pub fn fresh_name(names: &mut std::collections::HashSet<String>, base: &str) -> String {
+    let mut name = base.to_owned();
+    let mut n = 1;
+    while !names.insert(name.clone()) {
+        name = format!("{base}_{n}");
+        n += 1;
+    }
+    name
+}
+
 /// The body of a `ModelProto`'s one graph.
 pub fn single_graph<'a>(model_fields: &[RawField<'a>]) -> Result<&'a [u8], String> {
     let graph_bodies: Vec<&[u8]> = model_fields

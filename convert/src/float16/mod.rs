@@ -28,7 +28,7 @@ use stemflow_proto::write::put_bytes;
 use stemflow_proto::FieldValue;
 
 use crate::onnx_parts::{
-    data_type, metadata_value, model_with_graph, put_tensor, raw_fields, single_graph,
+    data_type, fresh_name, metadata_value, model_with_graph, put_tensor, raw_fields, single_graph,
     value_info_elem_type, value_info_name, AttributeParts, NodeParts, TensorParts,
 };
 use crate::onnx_writer::{encode_attribute, encode_node_parts, encode_tensor_head, Attribute};
@@ -294,6 +294,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
                 }
             }
         }
+        let generated = generated_constant(node)?;
         let mut writes_float = false;
         for (slot, &output) in node.outputs.iter().enumerate() {
             if output.is_empty() {
@@ -307,7 +308,6 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
                 continue;
             }
             writes_float = true;
-            let generated = generated_constant(node)?;
             let role = if has_data {
                 Role::Data
             } else if has_island {
@@ -331,7 +331,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
         }
         if compute == Precision::Half {
             report.num_half_nodes += 1;
-        } else if (reads_float || writes_float) && generated_constant(node)?.is_none() {
+        } else if (reads_float || writes_float) && generated.is_none() {
             report.num_float_nodes += 1;
         }
         plans.insert(
@@ -463,13 +463,7 @@ struct Emitter {
 
 impl Emitter {
     fn fresh(&mut self, base: &str) -> String {
-        let mut name = base.to_owned();
-        let mut n = 1;
-        while !self.names.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        name
+        fresh_name(&mut self.names, base)
     }
 
     /// The name `name` is written under inside the graph.

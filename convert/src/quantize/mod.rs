@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 use stemflow_proto::FieldValue;
 
 use crate::onnx_parts::{
-    data_type, default_opset, metadata_value, model_with_graph, put_node, put_tensor, raw_fields,
-    single_graph, value_info_name, NodeParts, TensorParts,
+    data_type, default_opset, fresh_name, metadata_value, model_with_graph, put_node, put_tensor,
+    raw_fields, single_graph, value_info_name, NodeParts, TensorParts,
 };
 use crate::onnx_writer::{encode_attribute, Attribute};
 use crate::ConvertError;
@@ -313,13 +313,7 @@ struct Rewriter {
 
 impl Rewriter {
     fn fresh(&mut self, base: &str) -> String {
-        let mut name = base.to_owned();
-        let mut n = 1;
-        while !self.names.insert(name.clone()) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        name
+        fresh_name(&mut self.names, base)
     }
 
     fn rewrite(
