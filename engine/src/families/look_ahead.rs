@@ -243,13 +243,14 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f32) / 101.0 - 0.5)
             .collect();
         let mut outputs = vec![0.0f32; 2 * chunk];
+        let window: Vec<f32> = schedule.window.iter().map(|&w| w as f32).collect();
         let mut got = Vec::new();
         for block in x.chunks(hop) {
             ola.push_hop(block, block);
             while let Some((_, [left, _])) = ola.ready_chunk() {
                 outputs[..chunk].copy_from_slice(left);
                 outputs[chunk..].copy_from_slice(left);
-                ola.accumulate(&outputs, &schedule.window);
+                ola.accumulate(&outputs, &window);
             }
             ola.emit_hop(|_, view| got.push(view.map_or(0.0, |v| v.value(0, 0) as f32)));
         }

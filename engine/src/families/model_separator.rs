@@ -27,8 +27,10 @@ pub struct ModelSeparator {
     description: ModelDescription,
     codec: Box<dyn ChunkCodec>,
     overlap_add: OverlapAdd,
-    first_window: Vec<f64>,
-    window: Vec<f64>,
+    /// The first chunk's overlap-add weights where they differ from the others'.
+    first_window: Option<Vec<f32>>,
+    /// Every chunk's overlap-add weights (float32, as they are added).
+    window: Vec<f32>,
     /// One chunk's outputs `[output][channel][frame]`, reused.
     chunk_outputs: Vec<f32>,
     /// The chunk being run, copied out of the overlap-add state, reused.
@@ -116,8 +118,8 @@ impl ModelSeparator {
             chunk_outputs: vec![0.0; num_outputs * 2 * chunk],
             chunk_input: [vec![0.0; chunk], vec![0.0; chunk]],
             codec: description.pipeline.codec(&description),
-            first_window,
-            window,
+            first_window: (first_window != window).then(|| as_f32(&first_window)),
+            window: as_f32(&window),
             runner,
             description,
             name,
@@ -224,10 +226,9 @@ impl Separator for ModelSeparator {
                     reason,
                 });
             }
-            let window = if index == 0 {
-                &self.first_window
-            } else {
-                &self.window
+            let window = match &self.first_window {
+                Some(first_window) if index == 0 => first_window,
+                _ => &self.window,
             };
             self.overlap_add.accumulate(&self.chunk_outputs, window);
         }
@@ -286,4 +287,9 @@ impl Separator for ModelSeparator {
     fn predicted_real_time_factor(&self) -> Option<f64> {
         self.predicted_real_time_factor
     }
+}
+
+/// A window computed in float64, as the overlap-add uses it.
+fn as_f32(window: &[f64]) -> Vec<f32> {
+    window.iter().map(|&w| w as f32).collect()
 }

@@ -101,9 +101,9 @@ pub struct OverlapAdd {
     num_outputs: usize,
     hop_frames: usize,
     latency_frames: usize,
-    /// How far the buffers may run ahead of what is still needed before they are shifted back:
-    /// shifting the whole state every hop would move megabytes per hop (tens of MB for a
-    /// Spleeter segment), so it is done once per `compact_slack_frames`.
+    /// How far the input may run ahead of what is still needed before it is shifted back:
+    /// shifting it every hop would move megabytes per hop (a Spleeter segment), so it is done
+    /// once per `compact_slack_frames`.
     compact_slack_frames: usize,
     /// Padded input, planar stereo, holding padded frames `[input_base, input_base + input_len)`.
     input: [Vec<f32>; 2],
@@ -113,13 +113,16 @@ pub struct OverlapAdd {
     input_frames: usize,
     /// Whether the reflect prefix has been written.
     has_prefix: bool,
-    /// Weighted output sums `[output][channel]` and weight sums, for padded frames
-    /// `[sum_base, sum_base + capacity)`. float32, as the reference pipelines accumulate
-    /// (demucs' `apply_model`, audio-separator's and MSST's `demix`): a chunk overlaps at most a
-    /// few others, and half the memory of float64 (HTDemucs: ~37 MB less per stream).
+    /// Weighted output sums `[output][channel]` and weight sums, circular: padded frame `u`
+    /// lives at `u % sum_capacity`, for the `sum_capacity` frames up to `written_end`. float32,
+    /// as the reference pipelines accumulate (demucs' `apply_model`, audio-separator's and
+    /// MSST's `demix`): a chunk overlaps at most a few others, and half the memory of float64.
     sums: Vec<[Vec<f32>; 2]>,
     weights: Vec<f32>,
-    sum_base: usize,
+    sum_capacity: usize,
+    /// End of the newest chunk accumulated (padded frames): frames from here on are fresh, and
+    /// their slots are cleared before a chunk first adds to them.
+    written_end: usize,
     /// Next chunk to compute.
     next_chunk: usize,
     /// Input frames emitted as output so far (the output position, in input frames).
@@ -132,33 +135,38 @@ impl OverlapAdd {
     pub fn new(layout: ChunkLayout, num_outputs: usize) -> Self {
         let hop_frames = layout.hop_frames();
         let latency_frames = layout.latency_frames();
-        // The buffers start where `compact` keeps from: the next chunk's start, which trails
+        // The input starts where `compact` keeps from: the next chunk's start, which trails
         // the newest padded input by less than a chunk, or the next output, which trails it by
         // the latency. Writes land at most `compact_slack_frames` further than they would with
-        // a shift after every hop (see `compact`), so the buffers hold that much more; a step,
-        // the lead and two hops are margin.
+        // a shift after every hop (see `compact`), so it holds that much more; a step, the lead
+        // and two hops are margin.
         let compact_slack_frames = (layout.step_frames / 4).max(hop_frames);
-        let capacity = layout.chunk_frames.max(latency_frames)
+        let input_capacity = layout.chunk_frames.max(latency_frames)
             + layout.step_frames
             + layout.lead.frames()
             + 2 * hop_frames
             + compact_slack_frames;
+        // A frame is read (emitted) while the newest chunk ends at most the latency and a hop
+        // past it: the chunk ends at the newest padded input, the frames emitted after that
+        // input's hop start `latency + hop` before it. A chunk must not wrap onto itself.
+        let sum_capacity = (latency_frames + hop_frames).max(layout.chunk_frames);
         Self {
             layout,
             num_outputs,
             hop_frames,
             latency_frames,
             compact_slack_frames,
-            input: [vec![0.0; capacity], vec![0.0; capacity]],
+            input: [vec![0.0; input_capacity], vec![0.0; input_capacity]],
             input_base: 0,
             input_len: 0,
             input_frames: 0,
             has_prefix: false,
             sums: (0..num_outputs)
-                .map(|_| [vec![0.0; capacity], vec![0.0; capacity]])
+                .map(|_| [vec![0.0; sum_capacity], vec![0.0; sum_capacity]])
                 .collect(),
-            weights: vec![0.0; capacity],
-            sum_base: 0,
+            weights: vec![0.0; sum_capacity],
+            sum_capacity,
+            written_end: 0,
             next_chunk: 0,
             output_frames: 0,
         }
@@ -182,7 +190,7 @@ impl OverlapAdd {
         }
         self.weights.fill(0.0);
         self.input_base = 0;
-        self.sum_base = 0;
+        self.written_end = 0;
         self.input_frames = 0;
         self.next_chunk = 0;
         self.output_frames = 0;
@@ -256,25 +264,56 @@ impl OverlapAdd {
     /// Adds the outputs of the chunk returned by [`OverlapAdd::ready_chunk`]:
     /// `outputs[(output · 2 + channel) · chunk_frames + frame]`, weighted by `window`.
     /// Realtime-safe.
-    pub fn accumulate(&mut self, outputs: &[f32], window: &[f64]) {
+    pub fn accumulate(&mut self, outputs: &[f32], window: &[f32]) {
         let chunk = self.layout.chunk_frames;
+        let chunk_start = self.next_chunk * self.layout.step_frames;
+        let chunk_end = chunk_start + chunk;
+        // Slots the chunk reaches for the first time still hold frames `sum_capacity` older.
+        if chunk_end > self.written_end {
+            let fresh_from = self
+                .written_end
+                .max(chunk_end.saturating_sub(self.sum_capacity));
+            for (from, to) in self.slot_ranges(fresh_from, chunk_end) {
+                for sums in &mut self.sums {
+                    for sum in sums.iter_mut() {
+                        sum[from..to].fill(0.0);
+                    }
+                }
+                self.weights[from..to].fill(0.0);
+            }
+            self.written_end = chunk_end;
+        }
         // The window is zero before `window_start_frames`: those frames add nothing.
         let skip = self.layout.window_start_frames;
-        let start = self.next_chunk * self.layout.step_frames - self.sum_base + skip;
-        let len = chunk - skip;
-        let window = &window[skip..];
-        for (output, sums) in self.sums.iter_mut().enumerate() {
-            for (channel, sum) in sums.iter_mut().enumerate() {
-                let source = &outputs[(output * 2 + channel) * chunk + skip..][..len];
-                for ((acc, &y), &w) in sum[start..start + len].iter_mut().zip(source).zip(window) {
-                    *acc += w as f32 * y;
+        let mut offset = skip;
+        for (from, to) in self.slot_ranges(chunk_start + skip, chunk_end) {
+            let len = to - from;
+            let window = &window[offset..offset + len];
+            for (output, sums) in self.sums.iter_mut().enumerate() {
+                for (channel, sum) in sums.iter_mut().enumerate() {
+                    let source = &outputs[(output * 2 + channel) * chunk + offset..][..len];
+                    for ((acc, &y), &w) in sum[from..to].iter_mut().zip(source).zip(window) {
+                        *acc += w * y;
+                    }
                 }
             }
-        }
-        for (acc, &w) in self.weights[start..start + len].iter_mut().zip(window) {
-            *acc += w as f32;
+            for (acc, &w) in self.weights[from..to].iter_mut().zip(window) {
+                *acc += w;
+            }
+            offset += len;
         }
         self.next_chunk += 1;
+    }
+
+    /// The slot ranges of padded frames `[start, end)` (at most `sum_capacity` of them) in the
+    /// circular sums: one range, or two where they wrap.
+    fn slot_ranges(&self, start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> {
+        debug_assert!(end - start <= self.sum_capacity);
+        let capacity = self.sum_capacity;
+        let from = start % capacity;
+        let first_end = (from + (end - start)).min(capacity);
+        let wrapped = end - start - (first_end - from);
+        std::iter::once((from, first_end)).chain((wrapped > 0).then_some((0, wrapped)))
     }
 
     /// Emits one hop of output: for each of the hop's frames, the stitched outputs (`None` before
@@ -298,11 +337,12 @@ impl OverlapAdd {
                 padded
                     < self.next_chunk * self.layout.step_frames + self.layout.window_start_frames
             );
+            debug_assert!(self.written_end <= padded + self.sum_capacity);
             emit(
                 i,
                 Some(FrameView {
                     overlap_add: self,
-                    sum_index: padded - self.sum_base,
+                    sum_index: padded % self.sum_capacity,
                     input_index: padded - self.input_base,
                 }),
             );
@@ -311,40 +351,23 @@ impl OverlapAdd {
         self.compact();
     }
 
-    /// Drops what no future chunk or output needs, keeping buffers bounded: once at least
-    /// `compact_slack_frames` can go (the buffers have that much room to spare), so the state
-    /// moves once per slack, not once per hop. Realtime-safe.
+    /// Drops the input no future chunk or output needs, keeping it bounded: once at least
+    /// `compact_slack_frames` can go (the buffer has that much room to spare), so it moves once
+    /// per slack, not once per hop. (The sums are circular and never move.) Realtime-safe.
     fn compact(&mut self) {
         let lead = self.layout.lead.frames();
         let next_output_padded = (self.output_frames + lead).saturating_sub(self.latency_frames);
         let next_chunk_start = self.next_chunk * self.layout.step_frames;
         let keep_from = next_output_padded.min(next_chunk_start);
-        if keep_from < self.input_base.min(self.sum_base) + self.compact_slack_frames {
+        if keep_from < self.input_base + self.compact_slack_frames || !self.has_prefix {
             return;
         }
-        // Input.
-        if keep_from > self.input_base && self.has_prefix {
-            let drop = keep_from - self.input_base;
-            for channel in &mut self.input {
-                channel.copy_within(drop..self.input_len, 0);
-            }
-            self.input_len -= drop;
-            self.input_base = keep_from;
+        let drop = keep_from - self.input_base;
+        for channel in &mut self.input {
+            channel.copy_within(drop..self.input_len, 0);
         }
-        // Sums.
-        if keep_from > self.sum_base {
-            let drop = keep_from - self.sum_base;
-            let len = self.weights.len();
-            for sums in &mut self.sums {
-                for sum in sums.iter_mut() {
-                    sum.copy_within(drop.., 0);
-                    sum[len - drop..].fill(0.0);
-                }
-            }
-            self.weights.copy_within(drop.., 0);
-            self.weights[len - drop..].fill(0.0);
-            self.sum_base = keep_from;
-        }
+        self.input_len -= drop;
+        self.input_base = keep_from;
     }
 }
 
@@ -415,6 +438,7 @@ mod tests {
             .collect();
         let expected = reference(&x, layout, window, f);
         let mut ola = OverlapAdd::new(layout, 1);
+        let window32: Vec<f32> = window.iter().map(|&w| w as f32).collect();
         let hop = ola.hop_frames();
         let latency = ola.latency_frames();
         let mut got = vec![0.0f64; n + latency + hop];
@@ -432,7 +456,7 @@ mod tests {
                         outputs[c * layout.chunk_frames + j] = f(left[j], j);
                     }
                 }
-                ola.accumulate(&outputs, window);
+                ola.accumulate(&outputs, &window32);
             }
             ola.emit_hop(|i, view| {
                 if let Some(view) = view {

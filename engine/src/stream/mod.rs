@@ -77,11 +77,12 @@ pub fn spawn_stream(
     // At least a second of input, so a worker stall has to be long before input is dropped.
     let input_capacity_frames =
         (2 * (latency_samples + config.max_block_frames + chunk_frames)).max(host_rate_hz as usize);
-    // The ring never holds more than the pre-fill, a block and a chunk's output (the handle
-    // reads a block for each block it writes; the worker writes a chunk only when it fits, and
-    // after a reset writes the new pre-fill only as the handle drops the old frames): the
-    // latency, a block and a chunk bound it with the pipeline's delay to spare.
-    let output_capacity_frames = latency_samples + config.max_block_frames + max_output_per_chunk;
+    // The ring never holds more than the pre-fill, a block and a chunk's output: output frames
+    // pushed are the pre-fill plus the input frames processed, and the handle reads a block for
+    // each block it writes; the worker writes a chunk only when it fits, and after a reset
+    // writes the new pre-fill only as the handle drops the old frames. (The pipeline's delay,
+    // most of a long model's latency, is history inside the pipeline, not frames in the ring.)
+    let output_capacity_frames = prefill_frames + config.max_block_frames + max_output_per_chunk;
     let (input_producer, input_consumer) = RingBuffer::new(input_capacity_frames * 2);
     let (mut output_producer, output_consumer) =
         RingBuffer::new(output_capacity_frames * STEM_FRAME_SAMPLES);
