@@ -106,15 +106,16 @@ pub trait FamilyPipeline: std::fmt::Debug + Send + Sync {
 /// What runs around a family's graph for one chunk: encode the chunk, run the graph, decode its
 /// outputs as waveforms.
 pub trait ChunkCodec: Send {
-    /// Runs the model on one chunk (`left`, `right`: `chunk_frames` each) and writes the
-    /// outputs as waveforms, `[output][channel][frame]` planar, into `outputs`.
+    /// Runs the model on one chunk (`left`, `right`: `chunk_frames` each) and hands the outputs
+    /// as waveforms, `[output][channel][frame]` planar, to `outputs`: once, as the last step of
+    /// a run that worked (a waveform model hands ONNX Runtime's output itself, uncopied).
     /// Not realtime-safe: inference.
     fn run_chunk(
         &mut self,
         runner: &mut ModelRunner,
         left: &[f32],
         right: &[f32],
-        outputs: &mut [f32],
+        outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String>;
 }
 

@@ -89,7 +89,10 @@ impl FamilyPipeline for HtDemucsPipeline {
     }
 
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
-        Box::new(HtDemucsCodec::new(description.layout.chunk_frames))
+        Box::new(HtDemucsCodec {
+            chunk_frames: description.layout.chunk_frames,
+            num_outputs: description.stems.len(),
+        })
     }
 }
 
@@ -105,20 +108,11 @@ fn window(chunk_frames: usize) -> Vec<f64> {
     w.into_iter().map(|v| v / max).collect()
 }
 
-/// Feeds the waveform chunk to the graph and copies the stems out.
+/// Feeds the waveform chunk to the graph (`[1, 2, T]`) and hands its stems (`[1, S, 2, T]`) on
+/// where ONNX Runtime put them.
 struct HtDemucsCodec {
     chunk_frames: usize,
-    /// The graph's input `[1, 2, T]`, reused.
-    model_input: Vec<f32>,
-}
-
-impl HtDemucsCodec {
-    fn new(chunk_frames: usize) -> Self {
-        Self {
-            chunk_frames,
-            model_input: vec![0.0; 2 * chunk_frames],
-        }
-    }
+    num_outputs: usize,
 }
 
 impl ChunkCodec for HtDemucsCodec {
@@ -127,14 +121,20 @@ impl ChunkCodec for HtDemucsCodec {
         runner: &mut ModelRunner,
         left: &[f32],
         right: &[f32],
-        outputs: &mut [f32],
+        outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let chunk = self.chunk_frames;
-        self.model_input[..chunk].copy_from_slice(left);
-        self.model_input[chunk..].copy_from_slice(right);
-        let output = runner.run(&self.model_input)?;
-        check_output_len(output.len(), outputs.len())?;
-        outputs.copy_from_slice(&output);
-        Ok(())
+        runner.run_with(
+            |input| {
+                input[..chunk].copy_from_slice(left);
+                input[chunk..].copy_from_slice(right);
+                Ok(())
+            },
+            |stems| {
+                check_output_len(stems.len(), self.num_outputs * 2 * chunk)?;
+                outputs(stems);
+                Ok(())
+            },
+        )
     }
 }

@@ -247,10 +247,12 @@ mod tests {
         let mut got = Vec::new();
         for block in x.chunks(hop) {
             ola.push_hop(block, block);
-            while let Some((_, [left, _])) = ola.ready_chunk() {
+            while let Some(mut ready) = ola.ready_chunk() {
+                let [left, _] = ready.input;
                 outputs[..chunk].copy_from_slice(left);
                 outputs[chunk..].copy_from_slice(left);
-                ola.accumulate(&outputs, &window);
+                ready.sums.add(&outputs, &window);
+                ready.sums.finish(&window);
             }
             ola.emit_hop(|_, view| got.push(view.map_or(0.0, |v| v.value(0, 0) as f32)));
         }

@@ -198,11 +198,12 @@ struct MdxCodec {
     params: MdxParams,
     chunk_frames: usize,
     stft: Stft,
-    model_input: Vec<f32>,
     /// Spectra `[channel][bin][frame]`, reused.
     spectra: [Vec<Complex64>; 2],
     inverse_spectrum: Vec<Complex64>,
     inverse_output: Vec<f64>,
+    /// The chunk's waveforms `[channel][frame]`, reused.
+    decoded: Vec<f32>,
 }
 
 impl MdxCodec {
@@ -210,7 +211,7 @@ impl MdxCodec {
         let stft = Stft::new(params.n_fft, params.hop_frames);
         let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
         Self {
-            model_input: vec![0.0; 4 * params.dim_f * params.dim_t],
+            decoded: vec![0.0; 2 * chunk_frames],
             spectra: [
                 vec![Complex64::default(); spectrum_len],
                 vec![Complex64::default(); spectrum_len],
@@ -230,7 +231,7 @@ impl ChunkCodec for MdxCodec {
         runner: &mut ModelRunner,
         left: &[f32],
         right: &[f32],
-        outputs: &mut [f32],
+        outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let (dim_f, dim_t) = (self.params.dim_f, self.params.dim_t);
         let chunk = self.chunk_frames;
@@ -240,22 +241,30 @@ impl ChunkCodec for MdxCodec {
         for (channel, signal) in [left, right].into_iter().enumerate() {
             self.stft.forward(signal, &mut self.spectra[channel]);
         }
-        // [1, 4, dim_f, dim_t]: L re, L im, R re, R im; bins 0–2 zeroed as the reference does.
-        for channel in 0..2 {
-            for f in 0..dim_f {
-                for t in 0..dim_t {
-                    let value = if f < 3 {
-                        Complex64::default()
-                    } else {
-                        self.spectra[channel][f * frames + t]
-                    };
-                    self.model_input[((2 * channel) * dim_f + f) * dim_t + t] = value.re as f32;
-                    self.model_input[((2 * channel + 1) * dim_f + f) * dim_t + t] = value.im as f32;
+        let spectra = &self.spectra;
+        let mut output = Vec::new();
+        runner.run_with(
+            |input| {
+                // [1, 4, dim_f, dim_t]: L re, L im, R re, R im; bins 0–2 zeroed as the
+                // reference does.
+                for channel in 0..2 {
+                    for f in 3..dim_f {
+                        for t in 0..dim_t {
+                            let value = spectra[channel][f * frames + t];
+                            input[((2 * channel) * dim_f + f) * dim_t + t] = value.re as f32;
+                            input[((2 * channel + 1) * dim_f + f) * dim_t + t] = value.im as f32;
+                        }
+                    }
                 }
-            }
-        }
-        let output = runner.run(&self.model_input)?;
-        check_output_len(output.len(), 4 * dim_f * dim_t)?;
+                Ok(())
+            },
+            // Copied out so the decoding does not hold a session other instances share.
+            |values| {
+                check_output_len(values.len(), 4 * dim_f * dim_t)?;
+                output = values.to_vec();
+                Ok(())
+            },
+        )?;
         for channel in 0..2 {
             self.inverse_spectrum.fill(Complex64::default());
             for f in 0..dim_f.min(bins) {
@@ -268,13 +277,14 @@ impl ChunkCodec for MdxCodec {
             }
             self.stft
                 .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-            for (out, &v) in outputs[channel * chunk..][..chunk]
+            for (out, &v) in self.decoded[channel * chunk..][..chunk]
                 .iter_mut()
                 .zip(&self.inverse_output)
             {
                 *out = v as f32;
             }
         }
+        outputs(&self.decoded);
         Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::description::{ChunkCodec, ModelDescription};
 use super::look_ahead::look_ahead_schedule;
-use super::overlap_add::OverlapAdd;
+use super::overlap_add::{OverlapAdd, ReadyChunk};
 use super::recognise::describe_model;
 use super::routes::StemRoute;
 use crate::look_ahead::LookAhead;
@@ -31,10 +31,6 @@ pub struct ModelSeparator {
     first_window: Option<Vec<f32>>,
     /// Every chunk's overlap-add weights (float32, as they are added).
     window: Vec<f32>,
-    /// One chunk's outputs `[output][channel][frame]`, reused.
-    chunk_outputs: Vec<f32>,
-    /// The chunk being run, copied out of the overlap-add state, reused.
-    chunk_input: [Vec<f32>; 2],
     name: String,
     /// Chunks run through the model so far.
     model_runs: u64,
@@ -115,8 +111,6 @@ impl ModelSeparator {
             compute_factor,
             margin_frames,
             overlap_add: OverlapAdd::new(description.layout, num_outputs),
-            chunk_outputs: vec![0.0; num_outputs * 2 * chunk],
-            chunk_input: [vec![0.0; chunk], vec![0.0; chunk]],
             codec: description.pipeline.codec(&description),
             first_window: (first_window != window).then(|| as_f32(&first_window)),
             window: as_f32(&window),
@@ -141,12 +135,7 @@ impl ModelSeparator {
         for _ in 0..2 {
             let start = std::time::Instant::now();
             self.codec
-                .run_chunk(
-                    &mut self.runner,
-                    &silence,
-                    &silence,
-                    &mut self.chunk_outputs,
-                )
+                .run_chunk(&mut self.runner, &silence, &silence, &mut |_| {})
                 .ok()?;
             fastest_s = fastest_s.min(start.elapsed().as_secs_f64());
         }
@@ -200,37 +189,40 @@ impl Separator for ModelSeparator {
         self.overlap_add
             .push_hop(input.channel(0), input.channel(1));
         let mut first_error = None;
-        while let Some((index, [left, right])) = self.overlap_add.ready_chunk() {
-            // Copied out so the overlap-add state can be borrowed again below.
-            self.chunk_input[0].copy_from_slice(left);
-            self.chunk_input[1].copy_from_slice(right);
-            let result = self.codec.run_chunk(
-                &mut self.runner,
-                &self.chunk_input[0],
-                &self.chunk_input[1],
-                &mut self.chunk_outputs,
-            );
+        while let Some(ready) = self.overlap_add.ready_chunk() {
+            let ReadyChunk {
+                index,
+                input: [left, right],
+                mut sums,
+            } = ready;
+            let window = match &self.first_window {
+                Some(first_window) if index == 0 => first_window,
+                _ => &self.window,
+            };
+            // The outputs go straight from the model's output into the sums, unless they hold
+            // NaN or infinite values: then its stems stay silent and Other carries the mix (the
+            // worker reports it).
+            let mut num_non_finite = 0;
+            let result = self
+                .codec
+                .run_chunk(&mut self.runner, left, right, &mut |outputs| {
+                    num_non_finite = outputs.iter().filter(|x| !x.is_finite()).count();
+                    if num_non_finite == 0 {
+                        sums.add(outputs, window);
+                    }
+                });
+            sums.finish(window);
             self.model_runs += 1;
-            let result = result.and_then(|()| {
-                let num_non_finite = self.chunk_outputs.iter().filter(|x| !x.is_finite()).count();
-                match num_non_finite {
-                    0 => Ok(()),
-                    n => Err(format!("its output held {n} NaN or infinite values")),
-                }
+            let result = result.and_then(|()| match num_non_finite {
+                0 => Ok(()),
+                n => Err(format!("its output held {n} NaN or infinite values")),
             });
             if let Err(reason) = result {
-                // Its stems stay silent and Other carries the mix; the worker reports it.
-                self.chunk_outputs.fill(0.0);
                 first_error.get_or_insert(SeparatorError {
                     separator: self.name.clone(),
                     reason,
                 });
             }
-            let window = match &self.first_window {
-                Some(first_window) if index == 0 => first_window,
-                _ => &self.window,
-            };
-            self.overlap_add.accumulate(&self.chunk_outputs, window);
         }
         let routes = self.description.routes;
         self.overlap_add.emit_hop(|frame, view| {

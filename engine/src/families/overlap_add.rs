@@ -242,38 +242,23 @@ impl OverlapAdd {
         }
     }
 
-    /// The next chunk that can run, as planar stereo slices of `chunk_frames`, with its index;
-    /// `None` until enough input has arrived. Realtime-safe.
-    pub fn ready_chunk(&self) -> Option<(usize, [&[f32]; 2])> {
+    /// The next chunk that can run: its index, its input as planar stereo slices of
+    /// `chunk_frames`, and the sums its outputs go into; `None` until enough input has arrived.
+    /// Realtime-safe.
+    pub fn ready_chunk(&mut self) -> Option<ReadyChunk<'_>> {
         if !self.has_prefix {
             return None;
         }
+        let chunk = self.layout.chunk_frames;
         let start = self.next_chunk * self.layout.step_frames;
-        let end = start + self.layout.chunk_frames;
+        let end = start + chunk;
         if end > self.input_base + self.input_len {
             return None;
         }
-        let from = start - self.input_base;
-        let to = from + self.layout.chunk_frames;
-        Some((
-            self.next_chunk,
-            [&self.input[0][from..to], &self.input[1][from..to]],
-        ))
-    }
-
-    /// Adds the outputs of the chunk returned by [`OverlapAdd::ready_chunk`]:
-    /// `outputs[(output · 2 + channel) · chunk_frames + frame]`, weighted by `window`.
-    /// Realtime-safe.
-    pub fn accumulate(&mut self, outputs: &[f32], window: &[f32]) {
-        let chunk = self.layout.chunk_frames;
-        let chunk_start = self.next_chunk * self.layout.step_frames;
-        let chunk_end = chunk_start + chunk;
         // Slots the chunk reaches for the first time still hold frames `sum_capacity` older.
-        if chunk_end > self.written_end {
-            let fresh_from = self
-                .written_end
-                .max(chunk_end.saturating_sub(self.sum_capacity));
-            for (from, to) in self.slot_ranges(fresh_from, chunk_end) {
+        if end > self.written_end {
+            let fresh_from = self.written_end.max(end.saturating_sub(self.sum_capacity));
+            for (from, to) in slot_ranges(self.sum_capacity, fresh_from, end) {
                 for sums in &mut self.sums {
                     for sum in sums.iter_mut() {
                         sum[from..to].fill(0.0);
@@ -281,39 +266,24 @@ impl OverlapAdd {
                 }
                 self.weights[from..to].fill(0.0);
             }
-            self.written_end = chunk_end;
+            self.written_end = end;
         }
-        // The window is zero before `window_start_frames`: those frames add nothing.
-        let skip = self.layout.window_start_frames;
-        let mut offset = skip;
-        for (from, to) in self.slot_ranges(chunk_start + skip, chunk_end) {
-            let len = to - from;
-            let window = &window[offset..offset + len];
-            for (output, sums) in self.sums.iter_mut().enumerate() {
-                for (channel, sum) in sums.iter_mut().enumerate() {
-                    let source = &outputs[(output * 2 + channel) * chunk + offset..][..len];
-                    for ((acc, &y), &w) in sum[from..to].iter_mut().zip(source).zip(window) {
-                        *acc += w * y;
-                    }
-                }
-            }
-            for (acc, &w) in self.weights[from..to].iter_mut().zip(window) {
-                *acc += w;
-            }
-            offset += len;
-        }
-        self.next_chunk += 1;
-    }
-
-    /// The slot ranges of padded frames `[start, end)` (at most `sum_capacity` of them) in the
-    /// circular sums: one range, or two where they wrap.
-    fn slot_ranges(&self, start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> {
-        debug_assert!(end - start <= self.sum_capacity);
-        let capacity = self.sum_capacity;
-        let from = start % capacity;
-        let first_end = (from + (end - start)).min(capacity);
-        let wrapped = end - start - (first_end - from);
-        std::iter::once((from, first_end)).chain((wrapped > 0).then_some((0, wrapped)))
+        let from = start - self.input_base;
+        Some(ReadyChunk {
+            index: self.next_chunk,
+            input: [
+                &self.input[0][from..from + chunk],
+                &self.input[1][from..from + chunk],
+            ],
+            sums: ChunkSums {
+                sums: &mut self.sums,
+                weights: &mut self.weights,
+                chunk_start: start,
+                chunk_frames: chunk,
+                window_start_frames: self.layout.window_start_frames,
+                next_chunk: &mut self.next_chunk,
+            },
+        })
     }
 
     /// Emits one hop of output: for each of the hop's frames, the stitched outputs (`None` before
@@ -369,6 +339,83 @@ impl OverlapAdd {
         self.input_len -= drop;
         self.input_base = keep_from;
     }
+}
+
+/// A chunk ready to run, from [`OverlapAdd::ready_chunk`].
+pub struct ReadyChunk<'a> {
+    /// Its index in the stream (0: the first chunk).
+    pub index: usize,
+    /// Its input, planar stereo.
+    pub input: [&'a [f32]; 2],
+    /// Where its outputs go.
+    pub sums: ChunkSums<'a>,
+}
+
+/// The weighted sums one chunk's outputs are added to.
+pub struct ChunkSums<'a> {
+    sums: &'a mut [[Vec<f32>; 2]],
+    weights: &'a mut [f32],
+    chunk_start: usize,
+    chunk_frames: usize,
+    window_start_frames: usize,
+    next_chunk: &'a mut usize,
+}
+
+impl ChunkSums<'_> {
+    /// Adds the chunk's outputs, `outputs[(output · 2 + channel) · chunk_frames + frame]`,
+    /// weighted by `window`. Realtime-safe.
+    pub fn add(&mut self, outputs: &[f32], window: &[f32]) {
+        let chunk = self.chunk_frames;
+        // The window is zero before `window_start_frames`: those frames add nothing.
+        let mut offset = self.window_start_frames;
+        let capacity = self.weights.len();
+        for (from, to) in slot_ranges(
+            capacity,
+            self.chunk_start + offset,
+            self.chunk_start + chunk,
+        ) {
+            let len = to - from;
+            let window = &window[offset..offset + len];
+            for (output, sums) in self.sums.iter_mut().enumerate() {
+                for (channel, sum) in sums.iter_mut().enumerate() {
+                    let source = &outputs[(output * 2 + channel) * chunk + offset..][..len];
+                    for ((acc, &y), &w) in sum[from..to].iter_mut().zip(source).zip(window) {
+                        *acc += w * y;
+                    }
+                }
+            }
+            offset += len;
+        }
+    }
+
+    /// Adds the chunk's weights — whether its outputs were added or not: a chunk the model could
+    /// not separate counts as silence — and moves on to the next chunk. Realtime-safe.
+    pub fn finish(self, window: &[f32]) {
+        let skip = self.window_start_frames;
+        let capacity = self.weights.len();
+        let mut offset = skip;
+        for (from, to) in slot_ranges(
+            capacity,
+            self.chunk_start + skip,
+            self.chunk_start + self.chunk_frames,
+        ) {
+            for (acc, &w) in self.weights[from..to].iter_mut().zip(&window[offset..]) {
+                *acc += w;
+            }
+            offset += to - from;
+        }
+        *self.next_chunk += 1;
+    }
+}
+
+/// The slot ranges of padded frames `[start, end)` (at most `capacity` of them) in circular
+/// sums of `capacity` slots: one range, or two where they wrap.
+fn slot_ranges(capacity: usize, start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> {
+    debug_assert!(end - start <= capacity);
+    let from = start % capacity;
+    let first_end = (from + (end - start)).min(capacity);
+    let wrapped = end - start - (first_end - from);
+    std::iter::once((from, first_end)).chain((wrapped > 0).then_some((0, wrapped)))
 }
 
 /// One stitched output frame.
@@ -450,13 +497,15 @@ mod tests {
         while position + hop <= padded_x.len() {
             let block = &padded_x[position..position + hop];
             ola.push_hop(block, block);
-            while let Some((_, [left, _])) = ola.ready_chunk() {
+            while let Some(mut chunk) = ola.ready_chunk() {
+                let [left, _] = chunk.input;
                 for c in 0..2 {
                     for j in 0..layout.chunk_frames {
                         outputs[c * layout.chunk_frames + j] = f(left[j], j);
                     }
                 }
-                ola.accumulate(&outputs, &window32);
+                chunk.sums.add(&outputs, &window32);
+                chunk.sums.finish(&window32);
             }
             ola.emit_hop(|i, view| {
                 if let Some(view) = view {

@@ -212,11 +212,12 @@ struct RoFormerCodec {
     num_stems: usize,
     chunk_frames: usize,
     stft: Stft,
-    model_input: Vec<f32>,
     /// Spectra `[channel][bin][frame]`, reused.
     spectra: [Vec<Complex64>; 2],
     inverse_spectrum: Vec<Complex64>,
     inverse_output: Vec<f64>,
+    /// The chunk's waveforms `[stem][channel][frame]`, reused.
+    decoded: Vec<f32>,
 }
 
 impl RoFormerCodec {
@@ -224,7 +225,7 @@ impl RoFormerCodec {
         let stft = Stft::new(params.n_fft, params.hop_frames);
         let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
         Self {
-            model_input: vec![0.0; stft.num_bins() * 2 * params.frames * 2],
+            decoded: vec![0.0; num_stems * 2 * chunk_frames],
             spectra: [
                 vec![Complex64::default(); spectrum_len],
                 vec![Complex64::default(); spectrum_len],
@@ -245,7 +246,7 @@ impl ChunkCodec for RoFormerCodec {
         runner: &mut ModelRunner,
         left: &[f32],
         right: &[f32],
-        outputs: &mut [f32],
+        outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let frames = self.params.frames;
         let chunk = self.chunk_frames;
@@ -253,19 +254,31 @@ impl ChunkCodec for RoFormerCodec {
         for (channel, signal) in [left, right].into_iter().enumerate() {
             self.stft.forward(signal, &mut self.spectra[channel]);
         }
-        // [1, (f s), t, c]: stereo interleaved per bin.
-        for f in 0..bins {
-            for s in 0..2 {
-                for t in 0..frames {
-                    let value = self.spectra[s][f * frames + t];
-                    let index = ((f * 2 + s) * frames + t) * 2;
-                    self.model_input[index] = value.re as f32;
-                    self.model_input[index + 1] = value.im as f32;
+        let spectra = &self.spectra;
+        let mask_len = self.num_stems * bins * 2 * frames * 2;
+        let mut mask = Vec::new();
+        runner.run_with(
+            |input| {
+                // [1, (f s), t, c]: stereo interleaved per bin.
+                for f in 0..bins {
+                    for s in 0..2 {
+                        for t in 0..frames {
+                            let value = spectra[s][f * frames + t];
+                            let index = ((f * 2 + s) * frames + t) * 2;
+                            input[index] = value.re as f32;
+                            input[index + 1] = value.im as f32;
+                        }
+                    }
                 }
-            }
-        }
-        let mask = runner.run(&self.model_input)?;
-        check_output_len(mask.len(), self.num_stems * bins * 2 * frames * 2)?;
+                Ok(())
+            },
+            // Copied out so the decoding does not hold a session other instances share.
+            |values| {
+                check_output_len(values.len(), mask_len)?;
+                mask = values.to_vec();
+                Ok(())
+            },
+        )?;
         for n in 0..self.num_stems {
             for s in 0..2 {
                 for f in 0..bins {
@@ -282,7 +295,7 @@ impl ChunkCodec for RoFormerCodec {
                 }
                 self.stft
                     .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-                for (out, &v) in outputs[(n * 2 + s) * chunk..][..chunk]
+                for (out, &v) in self.decoded[(n * 2 + s) * chunk..][..chunk]
                     .iter_mut()
                     .zip(&self.inverse_output)
                 {
@@ -290,6 +303,7 @@ impl ChunkCodec for RoFormerCodec {
                 }
             }
         }
+        outputs(&self.decoded);
         Ok(())
     }
 }

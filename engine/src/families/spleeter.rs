@@ -224,9 +224,10 @@ struct SpleeterCodec {
     scratch: Vec<Complex64>,
     /// The kept bins `[channel][frame][bin]`.
     spectra: [Vec<Complex64>; 2],
-    model_input: Vec<f32>,
     /// One stem's and channel's overlap-add.
     inverse_output: Vec<f64>,
+    /// The chunk's waveforms `[stem][channel][frame]`, reused.
+    decoded: Vec<f32>,
 }
 
 impl SpleeterCodec {
@@ -241,6 +242,7 @@ impl SpleeterCodec {
             params: params.clone(),
             window: periodic_hann(SPLEETER_N_FFT),
             inverse_output: vec![0.0; envelope.len()],
+            decoded: vec![0.0; params.num_stems * 2 * envelope.len()],
             envelope,
             forward,
             inverse,
@@ -251,7 +253,6 @@ impl SpleeterCodec {
                 vec![Complex64::default(); frames * SPLEETER_BINS],
                 vec![Complex64::default(); frames * SPLEETER_BINS],
             ],
-            model_input: vec![0.0; 2 * frames * SPLEETER_BINS],
         }
     }
 }
@@ -262,11 +263,11 @@ impl ChunkCodec for SpleeterCodec {
         runner: &mut ModelRunner,
         left: &[f32],
         right: &[f32],
-        outputs: &mut [f32],
+        outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let (frames, num_stems) = (self.params.segment_frames, self.params.num_stems);
         let chunk = self.envelope.len();
-        // STFT of the segment's frames: the kept bins and their magnitudes, `[1, 2, T, F]`.
+        // STFT of the segment's frames: the kept bins.
         for (channel, signal) in [left, right].into_iter().enumerate() {
             for frame in 0..frames {
                 let start = frame * SPLEETER_HOP_FRAMES;
@@ -281,18 +282,32 @@ impl ChunkCodec for SpleeterCodec {
                 self.forward
                     .process_with_scratch(&mut self.time, &mut self.bins, &mut self.scratch)
                     .map_err(|e| e.to_string())?;
-                let kept = &mut self.spectra[channel][frame * SPLEETER_BINS..][..SPLEETER_BINS];
-                kept.copy_from_slice(&self.bins[..SPLEETER_BINS]);
-                let magnitudes = &mut self.model_input
-                    [(channel * frames + frame) * SPLEETER_BINS..][..SPLEETER_BINS];
-                for (m, value) in magnitudes.iter_mut().zip(kept.iter()) {
-                    *m = value.norm() as f32;
-                }
+                self.spectra[channel][frame * SPLEETER_BINS..][..SPLEETER_BINS]
+                    .copy_from_slice(&self.bins[..SPLEETER_BINS]);
             }
         }
-        let estimates = runner.run(&self.model_input)?;
+        let spectra = &self.spectra;
         let per_stem = 2 * frames * SPLEETER_BINS;
-        check_output_len(estimates.len(), num_stems * per_stem)?;
+        let mut estimates = Vec::new();
+        runner.run_with(
+            |input| {
+                // Their magnitudes, `[1, 2, T, F]`.
+                for (channel, spectrum) in spectra.iter().enumerate() {
+                    let magnitudes =
+                        &mut input[channel * frames * SPLEETER_BINS..][..frames * SPLEETER_BINS];
+                    for (m, value) in magnitudes.iter_mut().zip(spectrum) {
+                        *m = value.norm() as f32;
+                    }
+                }
+                Ok(())
+            },
+            // Copied out so the masking does not hold a session other instances share.
+            |values| {
+                check_output_len(values.len(), num_stems * per_stem)?;
+                estimates = values.to_vec();
+                Ok(())
+            },
+        )?;
         let mask_floor = MASK_EPSILON / num_stems as f64;
         let scale = 1.0 / SPLEETER_N_FFT as f64;
         for stem in 0..num_stems {
@@ -324,13 +339,14 @@ impl ChunkCodec for SpleeterCodec {
                         *out += t * scale * w;
                     }
                 }
-                let out = &mut outputs[(stem * 2 + channel) * chunk..][..chunk];
+                let out = &mut self.decoded[(stem * 2 + channel) * chunk..][..chunk];
                 for ((o, &y), &e) in out.iter_mut().zip(&self.inverse_output).zip(&self.envelope) {
                     // Normalised by this chunk's own envelope; the overlap-add weights by it.
                     *o = if e > 0.0 { (y / e) as f32 } else { 0.0 };
                 }
             }
         }
+        outputs(&self.decoded);
         Ok(())
     }
 }

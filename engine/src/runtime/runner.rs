@@ -85,22 +85,28 @@ impl ModelRunner {
         &self.session
     }
 
-    /// Runs the graph on `input` (laid out as the input shape). A device that fails is replaced by
-    /// the CPU and the run repeated. Not realtime-safe: runs on the worker thread.
-    pub fn run(&mut self, input: &[f32]) -> Result<Vec<f32>, String> {
-        let run =
-            |session: &AcquiredSession, shape: &[usize], input_name: &str, output_name: &str| {
-                session
-                    .session
-                    .with_session(|s| run_graph(s, input_name, output_name, shape, input))
-            };
-        match run(
-            &self.session,
-            &self.input_shape,
-            &self.input_name,
-            &self.output_name,
-        ) {
-            Ok(output) => Ok(output),
+    /// Runs the graph once: `fill` writes its input (laid out as the input shape, zeroed) straight
+    /// into the tensor handed to ONNX Runtime, and `read` gets the output where ONNX Runtime left
+    /// it — no copy of either is kept between runs. A device that fails is replaced by the CPU
+    /// and the run repeated on the same input. An error of `fill` or `read` is returned as is.
+    /// Not realtime-safe: runs on the worker thread.
+    pub fn run_with(
+        &mut self,
+        fill: impl FnOnce(&mut [f32]) -> Result<(), String>,
+        read: impl FnOnce(&[f32]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut input = vec![0.0f32; self.input_shape.iter().product()];
+        fill(&mut input)?;
+        let tensor = Tensor::from_array((self.input_shape.clone(), input.into_boxed_slice()))
+            .map_err(|e| e.to_string())?;
+        let mut read = Some(read);
+        let (input_name, output_name) = (self.input_name.as_str(), self.output_name.as_str());
+        let run = |session: &AcquiredSession, read: &mut Option<_>| {
+            session
+                .session
+                .with_session(|s| run_tensor(s, input_name, output_name, &tensor, read))
+        };
+        let result = match run(&self.session, &mut read) {
             Err(error) if self.active.actual != DeviceId::CPU => {
                 log::warn!(
                     "{}: inference failed on {}: {error}",
@@ -120,15 +126,12 @@ impl ModelRunner {
                 ));
                 self.active.actual = session.device();
                 self.session = session;
-                run(
-                    &self.session,
-                    &self.input_shape,
-                    &self.input_name,
-                    &self.output_name,
-                )
+                run(&self.session, &mut read)
             }
-            Err(error) => Err(error),
-        }
+            result => result,
+        };
+        // Outer: the inference (falls back); inner: what `read` said.
+        result?
     }
 
     /// Starts moving the model to `choice`: the session is built and warmed up on a helper
@@ -185,4 +188,26 @@ pub fn run_graph(
         .try_extract_array::<f32>()
         .map_err(|e| e.to_string())?;
     Ok(output.iter().copied().collect())
+}
+
+/// Runs `session` on `input` and hands its output to `read` (taken once, when the run
+/// worked). The outer error is the inference's, the inner one `read`'s.
+fn run_tensor(
+    session: &mut Session,
+    input_name: &str,
+    output_name: &str,
+    input: &Tensor<f32>,
+    read: &mut Option<impl FnOnce(&[f32]) -> Result<(), String>>,
+) -> Result<Result<(), String>, String> {
+    let outputs = session
+        .run(ort::inputs![input_name => input])
+        .map_err(|e| e.to_string())?;
+    let output = outputs
+        .get(output_name)
+        .ok_or_else(|| format!("the model produced no output `{output_name}`"))?;
+    let (_, values) = output
+        .try_extract_tensor::<f32>()
+        .map_err(|e| e.to_string())?;
+    let read = read.take().expect("read once, after the run that worked");
+    Ok(read(values))
 }
