@@ -44,6 +44,7 @@ pub mod render_speed;
 pub mod runtime;
 pub mod separator;
 pub mod stem;
+pub mod stem_sink;
 pub mod stream;
 
 pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ};

@@ -13,7 +13,8 @@ use rubato::{FftFixedInOut, Resampler};
 use crate::dsp::flush_subnormal;
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
-use crate::stem::{Stem, NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
+use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+use crate::stem_sink::StemSink;
 use crate::EngineError;
 
 /// The separator and the resamplers around it. Lives on the worker thread.
@@ -26,9 +27,10 @@ pub struct StemPipeline {
     to_separator: Option<Resampling>,
     /// Separator → host rate for the separated stems, `None` when the rates match.
     from_separator: Option<Resampling>,
-    /// Input at the separator rate waiting for a full hop.
+    /// Input at the separator rate waiting for a full hop (resampling only: at equal rates a
+    /// chunk is a hop).
     separator_input: [Vec<f32>; 2],
-    /// Separated stems at the separator rate waiting to be resampled back.
+    /// Separated stems at the separator rate waiting to be resampled back (resampling only).
     separator_output: Vec<Vec<f32>>,
     hop_input: PlanarBlock,
     hop_output: PlanarBlock,
@@ -140,24 +142,29 @@ impl StemPipeline {
             input_chunk_frames,
             to_separator,
             from_separator,
-            separator_input: [
-                Vec::with_capacity(separator_chunk_frames + hop_frames),
-                Vec::with_capacity(separator_chunk_frames + hop_frames),
-            ],
-            // Equal rates: one hop waits here, emitted at once. Resampling: up to a resampler
-            // chunk and a hop, and the padding.
+            separator_input: std::array::from_fn(|_| {
+                Vec::with_capacity(if is_resampling {
+                    separator_chunk_frames + hop_frames
+                } else {
+                    0
+                })
+            }),
+            // Up to a resampler chunk and a hop, and the padding.
             separator_output: (0..SEPARATED_CHANNELS)
                 .map(|_| {
                     Vec::with_capacity(if is_resampling {
                         2 * (separator_chunk_frames + hop_frames) + padding_frames
                     } else {
-                        hop_frames
+                        0
                     })
                 })
                 .collect(),
             hop_input: PlanarBlock::new(2, hop_frames),
             hop_output: PlanarBlock::new(SEPARATED_CHANNELS, hop_frames),
-            residual_delay: VecDeque::with_capacity(delay_samples + 4 * input_chunk_frames),
+            // A chunk comes in before its output goes out; resampled output comes in bursts.
+            residual_delay: VecDeque::with_capacity(
+                delay_samples + if is_resampling { 4 } else { 1 } * input_chunk_frames,
+            ),
             padding_frames,
             delay_samples,
             quantization_samples,
@@ -247,8 +254,9 @@ impl StemPipeline {
     }
 
     /// Consumes exactly [`StemPipeline::input_chunk_frames`] frames of sanitized host input and
-    /// appends the finished stem frames (interleaved, [`STEM_FRAME_SAMPLES`] per frame, stems in
-    /// [`crate::Stem::ALL`] order, left then right) to `output`.
+    /// writes the finished stem frames ([`crate::stem::STEM_FRAME_SAMPLES`] per frame, stems in
+    /// [`crate::Stem::ALL`] order, left then right) to `output`, which has room for
+    /// [`StemPipeline::max_output_frames_per_chunk`].
     ///
     /// The output is complete either way. An error reports the first hop the separator could not
     /// separate (an error of its own, or NaN/Inf in its stems): that hop's separated stems are
@@ -257,7 +265,7 @@ impl StemPipeline {
         &mut self,
         left: &[f32],
         right: &[f32],
-        output: &mut Vec<f32>,
+        output: &mut StemSink<'_>,
     ) -> Result<(), SeparatorError> {
         let mut first_error = None;
         assert_eq!(left.len(), self.input_chunk_frames);
@@ -265,20 +273,21 @@ impl StemPipeline {
         self.residual_delay
             .extend(left.iter().zip(right).map(|(&l, &r)| [l, r]));
 
-        match &mut self.to_separator {
-            Some(to) => {
-                // Lengths match the resampler's fixed chunk, so this cannot fail.
-                let _ = to
-                    .resampler
-                    .process_into_buffer(&[left, right], &mut to.output, None);
-                for (fifo, resampled) in self.separator_input.iter_mut().zip(&to.output) {
-                    fifo.extend_from_slice(resampled);
-                }
-            }
-            None => {
-                self.separator_input[0].extend_from_slice(left);
-                self.separator_input[1].extend_from_slice(right);
-            }
+        let Some(to) = &mut self.to_separator else {
+            // Equal rates: the chunk is one hop, and its stems go out as they are.
+            self.hop_input.channel_mut(0).copy_from_slice(left);
+            self.hop_input.channel_mut(1).copy_from_slice(right);
+            let result = self.separate_hop();
+            let stems = std::array::from_fn(|channel| self.hop_output.channel(channel));
+            Self::emit(stems, &mut self.residual_delay, output);
+            return result;
+        };
+        // Lengths match the resampler's fixed chunk, so this cannot fail.
+        let _ = to
+            .resampler
+            .process_into_buffer(&[left, right], &mut to.output, None);
+        for (fifo, resampled) in self.separator_input.iter_mut().zip(&to.output) {
+            fifo.extend_from_slice(resampled);
         }
 
         let hop = self.hop_input.num_frames();
@@ -289,24 +298,7 @@ impl StemPipeline {
                     .copy_from_slice(&fifo[..hop]);
                 fifo.drain(..hop);
             }
-            let mut result = self
-                .separator
-                .process_hop(&self.hop_input, &mut self.hop_output);
-            if result.is_ok() {
-                // A misbehaving separator never gets NaN into the stems, nor passes silently.
-                let num_non_finite = (0..SEPARATED_CHANNELS)
-                    .flat_map(|c| self.hop_output.channel(c))
-                    .filter(|x| !x.is_finite())
-                    .count();
-                if num_non_finite > 0 {
-                    result = Err(SeparatorError {
-                        separator: self.separator.name().to_owned(),
-                        reason: format!("its output held {num_non_finite} NaN or infinite samples"),
-                    });
-                }
-            }
-            if let Err(error) = result {
-                self.hop_output.clear();
+            if let Err(error) = self.separate_hop() {
                 first_error.get_or_insert(error);
             }
             for (channel, fifo) in self.separator_output.iter_mut().enumerate() {
@@ -314,57 +306,71 @@ impl StemPipeline {
             }
         }
 
-        match &mut self.from_separator {
-            Some(from) => {
-                let chunk = from.resampler.input_frames_next();
-                while self.separator_output[0].len() >= chunk {
-                    let inputs: Vec<&[f32]> =
-                        self.separator_output.iter().map(|c| &c[..chunk]).collect();
-                    let _ = from.resampler.process_into_buffer(
-                        &inputs,
-                        &mut from.output,
-                        Some(&from.active_channels),
-                    );
-                    for fifo in &mut self.separator_output {
-                        fifo.drain(..chunk);
-                    }
-                    for (host, resampled) in self.host_stems.iter_mut().zip(&from.output) {
-                        host.clear();
-                        host.extend_from_slice(resampled);
-                    }
-                    Self::emit(&self.host_stems, &mut self.residual_delay, output);
-                }
-            }
-            None => {
-                Self::emit(&self.separator_output, &mut self.residual_delay, output);
+        if let Some(from) = &mut self.from_separator {
+            let chunk = from.resampler.input_frames_next();
+            while self.separator_output[0].len() >= chunk {
+                let inputs: Vec<&[f32]> =
+                    self.separator_output.iter().map(|c| &c[..chunk]).collect();
+                let _ = from.resampler.process_into_buffer(
+                    &inputs,
+                    &mut from.output,
+                    Some(&from.active_channels),
+                );
                 for fifo in &mut self.separator_output {
-                    fifo.clear();
+                    fifo.drain(..chunk);
                 }
+                for (host, resampled) in self.host_stems.iter_mut().zip(&from.output) {
+                    host.clear();
+                    host.extend_from_slice(resampled);
+                }
+                let stems = std::array::from_fn(|channel| self.host_stems[channel].as_slice());
+                Self::emit(stems, &mut self.residual_delay, output);
             }
         }
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Interleaves separated stems with the residual and appends them to `output`.
-    fn emit(stems: &[Vec<f32>], residual_delay: &mut VecDeque<[f32; 2]>, output: &mut Vec<f32>) {
+    /// Separates `hop_input` into `hop_output`. A hop the separator could not separate (an
+    /// error, or NaN/Inf in its stems) is silenced and reported.
+    fn separate_hop(&mut self) -> Result<(), SeparatorError> {
+        let mut result = self
+            .separator
+            .process_hop(&self.hop_input, &mut self.hop_output);
+        if result.is_ok() {
+            // A misbehaving separator never gets NaN into the stems, nor passes silently.
+            let num_non_finite = (0..SEPARATED_CHANNELS)
+                .flat_map(|c| self.hop_output.channel(c))
+                .filter(|x| !x.is_finite())
+                .count();
+            if num_non_finite > 0 {
+                result = Err(SeparatorError {
+                    separator: self.separator.name().to_owned(),
+                    reason: format!("its output held {num_non_finite} NaN or infinite samples"),
+                });
+            }
+        }
+        if result.is_err() {
+            self.hop_output.clear();
+        }
+        result
+    }
+
+    /// Interleaves separated stems with the residual and writes them to `output`.
+    fn emit(
+        stems: [&[f32]; SEPARATED_CHANNELS],
+        residual_delay: &mut VecDeque<[f32; 2]>,
+        output: &mut StemSink<'_>,
+    ) {
         let num_frames = stems[0].len();
-        let start = output.len();
-        output.resize(start + num_frames * STEM_FRAME_SAMPLES, 0.0);
-        let channels: [&[f32]; SEPARATED_CHANNELS] =
-            std::array::from_fn(|channel| &stems[channel][..num_frames]);
         let num_delayed = residual_delay.len().min(num_frames);
         let inputs = residual_delay
             .drain(..num_delayed)
             .chain(std::iter::repeat([0.0; 2]));
-        for (frame, (out, input)) in output[start..]
-            .chunks_exact_mut(STEM_FRAME_SAMPLES)
-            .zip(inputs)
-            .enumerate()
-        {
+        for (frame, (out, input)) in output.next_frames(num_frames).zip(inputs).enumerate() {
             let mut separated_sum = [0.0f32; 2];
             for stem in 0..NUM_SEPARATED_STEMS {
                 for channel in 0..2 {
-                    let sample = flush_subnormal(channels[stem_channel(stem, channel)][frame]);
+                    let sample = flush_subnormal(stems[stem_channel(stem, channel)][frame]);
                     out[stem * 2 + channel] = sample;
                     separated_sum[channel] += sample;
                 }
@@ -381,17 +387,29 @@ impl StemPipeline {
 mod tests {
     use super::*;
     use crate::passthrough::PassthroughSeparator;
-    use crate::stem::NUM_STEMS;
+    use crate::stem::{NUM_STEMS, STEM_FRAME_SAMPLES};
+
+    /// One chunk through the pipeline, its frames appended to `out` (a sink holds no more than
+    /// `max_output_frames_per_chunk`, so a chunk that made more would panic).
+    fn process_chunk(
+        pipeline: &mut StemPipeline,
+        left: &[f32],
+        right: &[f32],
+        out: &mut Vec<f32>,
+    ) -> Result<(), SeparatorError> {
+        let mut room = vec![0.0; pipeline.max_output_frames_per_chunk() * STEM_FRAME_SAMPLES];
+        let mut sink = StemSink::new(&mut room, &mut []);
+        let result = pipeline.process_chunk(left, right, &mut sink);
+        let num_frames = sink.written_frames();
+        out.extend_from_slice(&room[..num_frames * STEM_FRAME_SAMPLES]);
+        result
+    }
 
     fn run_pipeline(pipeline: &mut StemPipeline, left: &[f32], right: &[f32]) -> Vec<f32> {
         let chunk = pipeline.input_chunk_frames();
         let mut out = Vec::new();
         for (l, r) in left.chunks_exact(chunk).zip(right.chunks_exact(chunk)) {
-            let before = out.len();
-            pipeline.process_chunk(l, r, &mut out).unwrap();
-            assert!(
-                (out.len() - before) / STEM_FRAME_SAMPLES <= pipeline.max_output_frames_per_chunk()
-            );
+            process_chunk(pipeline, l, r, &mut out).unwrap();
         }
         out
     }
@@ -491,9 +509,7 @@ mod tests {
         let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 44_100).unwrap();
         let input = vec![0.25; 256];
         let mut out = Vec::new();
-        let error = pipeline
-            .process_chunk(&input, &input, &mut out)
-            .unwrap_err();
+        let error = process_chunk(&mut pipeline, &input, &input, &mut out).unwrap_err();
         assert_eq!(error.separator, "nan");
         assert!(error.reason.contains("2560 NaN"), "{error}");
         assert!(out.iter().all(|x| x.is_finite()));

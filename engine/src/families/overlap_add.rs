@@ -136,15 +136,14 @@ impl OverlapAdd {
         let hop_frames = layout.hop_frames();
         let latency_frames = layout.latency_frames();
         // The input starts where `compact` keeps from: the next chunk's start, which trails
-        // the newest padded input by less than a chunk, or the next output, which trails it by
-        // the latency. Writes land at most `compact_slack_frames` further than they would with
-        // a shift after every hop (see `compact`), so it holds that much more; a step, the lead
-        // and two hops are margin.
+        // the newest padded input by less than a chunk once the ready chunks ran, or the next
+        // output, which trails it by the latency. `compact` leaves at most
+        // `compact_slack_frames` more before it, and a hop arrives before the next compaction;
+        // until a reflected lead is known nothing is dropped, which the lead covers.
         let compact_slack_frames = (layout.step_frames / 4).max(hop_frames);
         let input_capacity = layout.chunk_frames.max(latency_frames)
-            + layout.step_frames
             + layout.lead.frames()
-            + 2 * hop_frames
+            + hop_frames
             + compact_slack_frames;
         // A frame is read (emitted) while the newest chunk ends at most the latency and a hop
         // past it: the chunk ends at the newest padded input, the frames emitted after that

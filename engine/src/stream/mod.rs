@@ -74,9 +74,11 @@ pub fn spawn_stream(
     let max_output_per_chunk = pipeline.max_output_frames_per_chunk();
     let chunk_frames = pipeline.input_chunk_frames();
 
-    // At least a second of input, so a worker stall has to be long before input is dropped.
+    // The latency, a block and a chunk, and at least a second: a worker stalled that long has
+    // been late for a while (its output is due a latency after its input), so input is dropped
+    // (and the pipeline restarted) only after the stems have already fallen back to dry audio.
     let input_capacity_frames =
-        (2 * (latency_samples + config.max_block_frames + chunk_frames)).max(host_rate_hz as usize);
+        (latency_samples + config.max_block_frames + chunk_frames).max(host_rate_hz as usize);
     // The ring never holds more than the pre-fill, a block and a chunk's output: output frames
     // pushed are the pre-fill plus the input frames processed, and the handle reads a block for
     // each block it writes; the worker writes a chunk only when it fits, and after a reset
@@ -111,7 +113,6 @@ pub fn spawn_stream(
         prefill_remaining: 0,
         chunk: [vec![0.0; chunk_frames], vec![0.0; chunk_frames]],
         chunk_fill: 0,
-        chunk_output: Vec::with_capacity(max_output_per_chunk * STEM_FRAME_SAMPLES),
         max_output_per_chunk,
         is_before_signal: true,
         silent_kept_frames: 0,

@@ -14,6 +14,7 @@ use super::shared::Shared;
 use crate::pipeline::StemPipeline;
 use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem::STEM_FRAME_SAMPLES;
+use crate::stem_sink::StemSink;
 
 /// How long the worker sleeps when it has nothing to do and nobody wakes it.
 const WORKER_IDLE_PARK: Duration = Duration::from_millis(2);
@@ -43,7 +44,6 @@ pub(super) struct StemStreamWorker {
     /// `input_frames_popped - chunk_fill .. input_frames_popped`.
     pub chunk: [Vec<f32>; 2],
     pub chunk_fill: usize,
-    pub chunk_output: Vec<f32>,
     pub max_output_per_chunk: usize,
     /// True from the start of a generation until its first non-silent frame: leading digital
     /// silence passes straight through as silent stems, so the separator's framing starts at
@@ -159,17 +159,23 @@ impl StemStreamWorker {
         if self.shared.reset_generation.load(Ordering::Acquire) != self.generation {
             return true;
         }
-        if self.output_free_frames() < self.max_output_per_chunk {
+        // The stems are written straight into the ring, where the audio side reads them.
+        let Ok(mut write) = self
+            .output
+            .write_chunk(self.max_output_per_chunk * STEM_FRAME_SAMPLES)
+        else {
             // The audio side is behind; wait for it to read.
             return available > 0;
-        }
-        self.chunk_output.clear();
+        };
         let started = Instant::now();
         let pipeline = &mut self.pipeline;
-        let (left, right, output) = (&self.chunk[0], &self.chunk[1], &mut self.chunk_output);
+        let (left, right) = (&self.chunk[0], &self.chunk[1]);
+        let (first, second) = write.as_mut_slices();
+        let mut sink = StemSink::new(first, second);
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            pipeline.process_chunk(left, right, output)
+            pipeline.process_chunk(left, right, &mut sink)
         }));
+        let num_frames = sink.written_frames();
         let stats = &self.shared.stats;
         stats.add_work(started.elapsed().as_nanos() as u64, chunk_frames as u64);
         match result {
@@ -190,14 +196,7 @@ impl StemStreamWorker {
             }
         }
         self.chunk_fill = 0;
-        let num_frames = self.chunk_output.len() / STEM_FRAME_SAMPLES;
-        if let Ok(mut write) = self.output.write_chunk(self.chunk_output.len()) {
-            let (first, second) = write.as_mut_slices();
-            let split = first.len();
-            first.copy_from_slice(&self.chunk_output[..split]);
-            second.copy_from_slice(&self.chunk_output[split..]);
-            write.commit_all();
-        }
+        write.commit(num_frames * STEM_FRAME_SAMPLES);
         self.output_frames_pushed += num_frames as u64;
         true
     }

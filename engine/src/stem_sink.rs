@@ -1,0 +1,95 @@
+//! [`StemSink`]: where the pipeline writes finished stem frames — the free space of the
+//! worker's output ring (two slices where it wraps), or a plain buffer — so each frame is
+//! written once, where the audio thread reads it.
+
+use crate::stem::STEM_FRAME_SAMPLES;
+
+/// Room for interleaved stem frames ([`STEM_FRAME_SAMPLES`] samples each) in up to two slices,
+/// filled in order. Realtime-safe: never allocates.
+pub struct StemSink<'a> {
+    parts: [&'a mut [f32]; 2],
+    written_frames: usize,
+}
+
+impl<'a> StemSink<'a> {
+    /// Room in `first`, then `second`; each holds whole frames.
+    pub fn new(first: &'a mut [f32], second: &'a mut [f32]) -> Self {
+        assert!(
+            first.len() % STEM_FRAME_SAMPLES == 0 && second.len() % STEM_FRAME_SAMPLES == 0,
+            "a stem sink holds whole frames"
+        );
+        Self {
+            parts: [first, second],
+            written_frames: 0,
+        }
+    }
+
+    /// Frames written so far.
+    pub fn written_frames(&self) -> usize {
+        self.written_frames
+    }
+
+    /// Frames that still fit.
+    pub fn free_frames(&self) -> usize {
+        (self.parts[0].len() + self.parts[1].len()) / STEM_FRAME_SAMPLES - self.written_frames
+    }
+
+    /// The slots of the next `num_frames` frames, which count as written.
+    ///
+    /// # Panics
+    /// If fewer than `num_frames` frames fit (the caller sizes the room from the pipeline's
+    /// [`crate::pipeline::StemPipeline::max_output_frames_per_chunk`]).
+    pub fn next_frames(&mut self, num_frames: usize) -> impl Iterator<Item = &mut [f32]> {
+        assert!(
+            num_frames <= self.free_frames(),
+            "{num_frames} stem frames do not fit in {}",
+            self.free_frames()
+        );
+        let start = self.written_frames;
+        self.written_frames += num_frames;
+        let [first, second] = &mut self.parts;
+        first
+            .chunks_exact_mut(STEM_FRAME_SAMPLES)
+            .chain(second.chunks_exact_mut(STEM_FRAME_SAMPLES))
+            .skip(start)
+            .take(num_frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_fill_the_first_part_then_the_second_in_order() {
+        let mut first = vec![0.0; 2 * STEM_FRAME_SAMPLES];
+        let mut second = vec![0.0; 3 * STEM_FRAME_SAMPLES];
+        let mut sink = StemSink::new(&mut first, &mut second);
+        assert_eq!(sink.free_frames(), 5);
+        for (value, frame) in [1.0, 2.0, 3.0].into_iter().zip(sink.next_frames(3)) {
+            frame.fill(value);
+        }
+        for frame in sink.next_frames(1) {
+            frame.fill(4.0);
+        }
+        assert_eq!((sink.written_frames(), sink.free_frames()), (4, 1));
+        let frame_values = |part: &[f32]| -> Vec<f32> {
+            part.chunks_exact(STEM_FRAME_SAMPLES)
+                .map(|frame| {
+                    assert!(frame.iter().all(|&x| x == frame[0]));
+                    frame[0]
+                })
+                .collect()
+        };
+        assert_eq!(frame_values(&first), [1.0, 2.0]);
+        assert_eq!(frame_values(&second), [3.0, 4.0, 0.0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "do not fit")]
+    fn more_frames_than_fit_is_refused() {
+        let mut first = vec![0.0; STEM_FRAME_SAMPLES];
+        let mut sink = StemSink::new(&mut first, &mut []);
+        let _ = sink.next_frames(2);
+    }
+}
