@@ -165,7 +165,19 @@ fn a_tiny_checkpoint_converts_to_a_graph_that_matches_the_numpy_unet() {
         vec![1, 2, frames, 1024],
     )
     .unwrap();
-    let output = runner.run(&input).unwrap();
+    let mut output = Vec::new();
+    runner
+        .run_with(
+            |tensor| {
+                tensor.copy_from_slice(&input);
+                Ok(())
+            },
+            |values| {
+                output = values.to_vec();
+                Ok(())
+            },
+        )
+        .unwrap();
     let per_stem = input.len();
     assert_eq!(output.len(), stems.len() * per_stem);
     for (index, stem) in stems.iter().enumerate() {
