@@ -1078,6 +1078,13 @@ fn quantize_writes_int8_and_float16_models_with_their_parameters_that_list_and_s
             Some(&runtime),
         );
         assert!(separated.status.success(), "{}", text(&separated.stderr));
+        // A float16 model on the CPU says it is slower there; the others say nothing.
+        let stderr = text(&separated.stderr);
+        assert_eq!(
+            stderr.contains("is a float16 model, made for GPUs"),
+            name.ends_with(".fp16"),
+            "{name}: {stderr}"
+        );
         outputs.push(read_stems(&out, "in"));
     }
     // Every stem's samples, one after another.

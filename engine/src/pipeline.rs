@@ -309,8 +309,8 @@ impl StemPipeline {
         if let Some(from) = &mut self.from_separator {
             let chunk = from.resampler.input_frames_next();
             while self.separator_output[0].len() >= chunk {
-                let inputs: Vec<&[f32]> =
-                    self.separator_output.iter().map(|c| &c[..chunk]).collect();
+                let inputs: [&[f32]; SEPARATED_CHANNELS] =
+                    std::array::from_fn(|channel| &self.separator_output[channel][..chunk]);
                 let _ = from.resampler.process_into_buffer(
                     &inputs,
                     &mut from.output,

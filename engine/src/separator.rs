@@ -141,4 +141,10 @@ pub trait Separator: Send {
     fn predicted_real_time_factor(&self) -> Option<f64> {
         None
     }
+
+    /// Whether a neural separator's model computes in float16 (made for GPUs: on the CPU it
+    /// runs slower than its float32 original, which the user should hear about).
+    fn is_float16(&self) -> bool {
+        false
+    }
 }

@@ -53,6 +53,12 @@ impl<'a> SeparatorSlot<'a> {
                         crate::output::say_err!("stemflow: warning: {reason}");
                     }
                 }
+                if is_first && separator.is_float16() && active.actual == DeviceId::CPU {
+                    crate::output::say_err!(
+                        "stemflow: warning: {} is a float16 model, made for GPUs: on the CPU it runs slower than its float32 original",
+                        separator.name()
+                    );
+                }
                 if is_first && !options.is_quiet() {
                     crate::output::say!("Running {} on {}", separator.name(), active.actual);
                     if options.look_ahead != LookAhead::Full {

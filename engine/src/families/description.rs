@@ -76,6 +76,9 @@ pub struct ModelDescription {
     pub input_shape: Vec<usize>,
     /// Where the parameters came from.
     pub params_source: String,
+    /// Whether the graph computes in float16 (`stemflow quantize --fp16` marks it): made for
+    /// GPUs, slower than its float32 original on the CPU.
+    pub is_float16: bool,
 }
 
 impl std::fmt::Debug for ModelDescription {
@@ -89,6 +92,7 @@ impl std::fmt::Debug for ModelDescription {
             .field("sample_rate_hz", &self.sample_rate_hz)
             .field("input_shape", &self.input_shape)
             .field("params_source", &self.params_source)
+            .field("is_float16", &self.is_float16)
             .finish()
     }
 }

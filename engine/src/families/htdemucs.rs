@@ -75,6 +75,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             .as_ref()
             .and_then(|p| p.source.clone())
             .unwrap_or_else(|| "demucs defaults".into()),
+        is_float16: false,
     })
 }
 

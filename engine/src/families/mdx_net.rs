@@ -159,6 +159,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         output_name: output.name.clone(),
         input_shape: vec![1, 4, dim_f as usize, dim_t as usize],
         params_source: source,
+        is_float16: false,
     })
 }
 

@@ -264,6 +264,10 @@ impl Separator for ModelSeparator {
         Some(self.runner.active_device())
     }
 
+    fn is_float16(&self) -> bool {
+        self.description.is_float16
+    }
+
     fn model_sha256(&self) -> Option<String> {
         Some(self.runner.model_sha256().to_owned())
     }

@@ -31,6 +31,9 @@ pub fn describe_model(path: &Path, model: &ModelBytes) -> Result<ModelDescriptio
     describe_signature(&signature, path, &model.name, &model.bytes)
 }
 
+/// The metadata entry `stemflow quantize --fp16` writes into the models it converts.
+pub const FLOAT16_METADATA_KEY: &str = "stemflow.float16";
+
 /// Signatures that needed a session, by model SHA-256: a second plugin instance of the model
 /// builds no session (and leaves no freed gigabyte behind in the allocator) to recognise it.
 static SESSION_SIGNATURES: Mutex<BTreeMap<String, GraphSignature>> = Mutex::new(BTreeMap::new());
@@ -98,4 +101,8 @@ pub fn describe_signature(
     .iter()
     .find_map(|recognise| recognise(&recognition))
     .unwrap_or_else(|| Err(mismatch()))
+    .map(|description| ModelDescription {
+        is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
+        ..description
+    })
 }

@@ -170,6 +170,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         output_name: output.name.clone(),
         input_shape: vec![1, bins2 as usize, frames as usize, 2],
         params_source: source,
+        is_float16: false,
     })
 }
 

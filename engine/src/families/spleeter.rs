@@ -112,6 +112,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         output_name: output.name.clone(),
         input_shape: vec![1, 2, segment_frames, SPLEETER_BINS],
         params_source: source,
+        is_float16: false,
     })
 }
 
