@@ -15,7 +15,8 @@ impl<'a> StemSink<'a> {
     /// Room in `first`, then `second`; each holds whole frames.
     pub fn new(first: &'a mut [f32], second: &'a mut [f32]) -> Self {
         assert!(
-            first.len() % STEM_FRAME_SAMPLES == 0 && second.len() % STEM_FRAME_SAMPLES == 0,
+            first.len().is_multiple_of(STEM_FRAME_SAMPLES)
+                && second.len().is_multiple_of(STEM_FRAME_SAMPLES),
             "a stem sink holds whole frames"
         );
         Self {

@@ -429,6 +429,7 @@ impl<V: Variant> StemflowPlugin<V> {
             };
         let separator_name = separator.name().to_owned();
         let is_model = separator.device().is_some();
+        let is_float16 = separator.is_float16();
         let compute_factor = separator.compute_factor();
         let predicted_rtf = separator.predicted_real_time_factor();
         match spawn_stream(separator, &config) {
@@ -444,6 +445,7 @@ impl<V: Variant> StemflowPlugin<V> {
                     predicted_rtf,
                     separator_name,
                     is_model,
+                    is_float16,
                     swap: swap_sender,
                     retiring: Default::default(),
                 },

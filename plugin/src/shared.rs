@@ -72,6 +72,8 @@ pub struct RunningStream {
     pub separator_name: String,
     /// Whether the separator runs a model (and so a device matters).
     pub is_model: bool,
+    /// Whether that model computes in float16 (made for GPUs).
+    pub is_float16: bool,
     /// The GUI end of the audio thread's swap mailbox.
     pub swap: StreamSwapSender,
     /// Controllers of streams sent away by a swap whose handles the audio thread has not handed
@@ -136,6 +138,8 @@ pub struct StreamSnapshot {
     pub separator_name: String,
     /// Whether the separator runs a model.
     pub is_model: bool,
+    /// Whether that model computes in float16 (made for GPUs).
+    pub is_float16: bool,
     /// Counters and device state.
     pub stats: Arc<StreamStats>,
 }
@@ -203,6 +207,7 @@ impl PluginShared {
                     retired.extend(running.take_retired());
                     let separator_name = separator.name().to_owned();
                     let is_model = separator.device().is_some();
+                    let is_float16 = separator.is_float16();
                     let compute_factor = separator.compute_factor();
                     let predicted_rtf = separator.predicted_real_time_factor();
                     match spawn_stream(separator, &running.config) {
@@ -223,6 +228,7 @@ impl PluginShared {
                                 running.predicted_rtf = predicted_rtf;
                                 running.separator_name = separator_name;
                                 running.is_model = is_model;
+                                running.is_float16 = is_float16;
                                 Ok(())
                             }
                         },
@@ -261,6 +267,7 @@ impl PluginShared {
             sample_rate_hz: stream.config.host_sample_rate_hz,
             separator_name: stream.separator_name.clone(),
             is_model: stream.is_model,
+            is_float16: stream.is_float16,
             stats: stream.controller.stats().clone(),
         })
     }

@@ -268,6 +268,7 @@ impl EditorBackend for PluginBackend {
             StreamStatus {
                 separator_name: snapshot.separator_name,
                 is_model: snapshot.is_model,
+                is_float16: snapshot.is_float16,
                 latency_samples: snapshot.latency_samples,
                 compute_factor: snapshot.compute_factor,
                 predicted_rtf: snapshot.predicted_rtf,
@@ -437,6 +438,7 @@ mod tests {
             predicted_rtf: None,
             separator_name: "model".into(),
             is_model: true,
+            is_float16: false,
             swap: swap_sender,
             retiring: Default::default(),
         }));

@@ -56,6 +56,8 @@ pub struct StreamStatus {
     pub separator_name: String,
     /// Whether it runs a model (so the device matters).
     pub is_model: bool,
+    /// Whether that model computes in float16 (made for GPUs: slower on the CPU).
+    pub is_float16: bool,
     /// Reported latency.
     pub latency_samples: usize,
     /// How many times as often as at Full Look-ahead the model runs.

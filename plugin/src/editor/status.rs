@@ -2,6 +2,7 @@
 //! warning, each with its full text on hover.
 
 use egui::{Color32, RichText, Ui};
+use stemflow_engine::runtime::devices::DeviceId;
 
 use super::model::{
     choice_short_name, device_short_name, EditorModel, ModelTask, RuntimeStatus, StreamStatus,
@@ -38,6 +39,18 @@ pub fn warnings(model: &EditorModel) -> Vec<(String, Color32)> {
                     theme::WARNING,
                 ));
             }
+        }
+        let is_on_cpu = stream
+            .active_device
+            .as_ref()
+            .is_some_and(|active| active.actual == DeviceId::CPU);
+        if stream.is_model && stream.is_float16 && is_on_cpu {
+            warnings.push((
+                "Float16 model on the CPU: it is made for GPUs and runs slower here than its \
+                 float32 original; choose a GPU device or the float32 model"
+                    .to_owned(),
+                theme::WARNING,
+            ));
         }
         if let Some(rtf) = stream.predicted_rtf.filter(|&rtf| rtf > RTF_WARNING) {
             let verdict = if rtf >= 1.0 {

@@ -240,6 +240,7 @@ fn builtin_model() -> EditorModel {
         stream: Some(StreamStatus {
             separator_name: "Built-in (DSP)".into(),
             is_model: false,
+            is_float16: false,
             latency_samples: 7_296,
             compute_factor: 1.0,
             predicted_rtf: None,
@@ -274,6 +275,7 @@ fn model_running(choice: DeviceChoice) -> EditorModel {
     model.stream = Some(StreamStatus {
         separator_name: "htdemucs_ft".into(),
         is_model: true,
+        is_float16: false,
         latency_samples: 154_350,
         compute_factor: 1.0,
         predicted_rtf: None,
@@ -492,6 +494,45 @@ fn a_device_fallback_shows_the_warning() {
         ))
         .is_some());
     snapshot(&mut harness, "editor_device_fallback");
+}
+
+#[test]
+fn a_float16_model_warns_on_the_cpu_and_not_on_a_gpu() {
+    let has_float16_warning = |model: &EditorModel| {
+        super::status::warnings(model)
+            .iter()
+            .any(|(text, _)| text.starts_with("Float16 model on the CPU"))
+    };
+    let cuda = DeviceChoice::Device("cuda:0".parse().unwrap());
+    let mut model = model_running(cuda);
+    let active = model
+        .stream
+        .as_mut()
+        .unwrap()
+        .active_device
+        .as_mut()
+        .unwrap();
+    active.actual = "cuda:0".parse().unwrap();
+    assert!(!has_float16_warning(&model));
+    model.stream.as_mut().unwrap().is_float16 = true;
+    assert!(
+        !has_float16_warning(&model),
+        "float16 on CUDA is what it is for"
+    );
+    let active = model
+        .stream
+        .as_mut()
+        .unwrap()
+        .active_device
+        .as_mut()
+        .unwrap();
+    active.actual = DeviceId::CPU;
+    assert!(has_float16_warning(&model));
+    let mut harness = harness(model);
+    harness.run();
+    assert!(harness
+        .query_by_label_contains("Float16 model on the CPU")
+        .is_some());
 }
 
 #[test]
