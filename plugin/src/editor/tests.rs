@@ -498,35 +498,26 @@ fn a_device_fallback_shows_the_warning() {
 
 #[test]
 fn a_float16_model_warns_on_the_cpu_and_not_on_a_gpu() {
+    let with = |actual: DeviceId, is_float16: bool| {
+        let mut model = model_running(DeviceChoice::Device("cuda:0".parse().unwrap()));
+        let stream = model.stream.as_mut().unwrap();
+        stream.is_float16 = is_float16;
+        stream.active_device.as_mut().unwrap().actual = actual;
+        model
+    };
     let has_float16_warning = |model: &EditorModel| {
         super::status::warnings(model)
             .iter()
             .any(|(text, _)| text.starts_with("Float16 model on the CPU"))
     };
-    let cuda = DeviceChoice::Device("cuda:0".parse().unwrap());
-    let mut model = model_running(cuda);
-    let active = model
-        .stream
-        .as_mut()
-        .unwrap()
-        .active_device
-        .as_mut()
-        .unwrap();
-    active.actual = "cuda:0".parse().unwrap();
-    assert!(!has_float16_warning(&model));
-    model.stream.as_mut().unwrap().is_float16 = true;
+    let cuda: DeviceId = "cuda:0".parse().unwrap();
+    assert!(!has_float16_warning(&with(cuda, false)));
     assert!(
-        !has_float16_warning(&model),
+        !has_float16_warning(&with(cuda, true)),
         "float16 on CUDA is what it is for"
     );
-    let active = model
-        .stream
-        .as_mut()
-        .unwrap()
-        .active_device
-        .as_mut()
-        .unwrap();
-    active.actual = DeviceId::CPU;
+    assert!(!has_float16_warning(&with(DeviceId::CPU, false)));
+    let model = with(DeviceId::CPU, true);
     assert!(has_float16_warning(&model));
     let mut harness = harness(model);
     harness.run();
