@@ -18,9 +18,10 @@ figure. Writes into OUT_DIR:
   hash of the last 10,240,000 bytes) and Inst_HQ_3's parameters, so that
   `audio-separator --model_file_dir OUT_DIR -m UVR-MDX-NET-Inst_HQ_3.onnx` runs offline.
 
-Usage: python build_mdx.py OUT_DIR   (needs torch, onnx, onnxruntime)
+Usage: python build_mdx.py OUT_DIR   (needs torch and onnxruntime)
 """
 import hashlib
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -106,11 +107,13 @@ def main() -> None:
     print(f"ConvTDFNet: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters")
 
     onnx_path = out / f"{NAME}.onnx"
+    # The legacy (TorchScript) exporter, as build_htdemucs.py; torch >= 2.9 defaults to dynamo.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     with torch.no_grad():
         torch.onnx.export(
             model, torch.zeros(1, DIM_C, DIM_F, DIM_T), str(onnx_path), opset_version=17,
             input_names=["input"], output_names=["output"], do_constant_folding=True,
-            dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}},
+            dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}}, **legacy,
         )
     print(f"wrote {onnx_path} ({onnx_path.stat().st_size / 2**20:.1f} MiB)")
 
