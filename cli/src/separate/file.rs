@@ -105,12 +105,15 @@ pub(super) fn separate_file(
                 .write(frames.channel(*stem, 0), frames.channel(*stem, 1))
                 .map_err(Failure::Input)?;
         }
+        // Progress follows the stems written, not the input read: a model's stems trail its
+        // input by the latency (seconds for HTDemucs or MDX-Net), and a long model run would
+        // otherwise sit at 90 % while the stems of the file's end are still to come.
+        progress.update(frames.first_frame() + frames.num_frames() as u64);
         Ok(())
     };
     let result = (|| {
         while let Some([left, right]) = decoder.next_block().map_err(Failure::Input)? {
             stream.push(left, right, &mut write)?;
-            progress.update(decoder.frames_decoded());
             if let Some(signal) = crate::interrupt::received() {
                 return Err(Failure::Interrupted(signal));
             }
