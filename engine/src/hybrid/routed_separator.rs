@@ -313,6 +313,10 @@ impl Separator for RoutedSeparator {
     fn model_sha256(&self) -> Option<String> {
         None
     }
+
+    fn is_float16(&self) -> bool {
+        self.stages.iter().any(|s| s.separator.is_float16())
+    }
 }
 
 #[cfg(test)]
@@ -326,6 +330,8 @@ mod tests {
         hop: usize,
         latency: usize,
         delay: PlanarDelay,
+        /// What it says of its model's precision.
+        is_float16: bool,
     }
 
     impl HalfVocals {
@@ -334,6 +340,7 @@ mod tests {
                 hop,
                 latency,
                 delay: PlanarDelay::new(2, latency),
+                is_float16: false,
             }
         }
     }
@@ -375,6 +382,9 @@ mod tests {
             }
             self.delay.advance(self.hop);
             Ok(())
+        }
+        fn is_float16(&self) -> bool {
+            self.is_float16
         }
     }
 
@@ -474,6 +484,21 @@ mod tests {
             drums[latency..].iter().any(|&x| x.abs() > 1e-4),
             "silent drums"
         );
+    }
+
+    #[test]
+    fn a_route_is_float16_when_one_of_its_models_is() {
+        let route = |is_float16: bool| {
+            let mut first = HalfVocals::new(256, 700);
+            first.is_float16 = is_float16;
+            let stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = vec![
+                (Box::new(BuiltinSeparator::new()), vec![Stem::Drums]),
+                (Box::new(first), vec![Stem::Vocals]),
+            ];
+            RoutedSeparator::new("route".into(), stages).unwrap()
+        };
+        assert!(!route(false).is_float16());
+        assert!(route(true).is_float16());
     }
 
     #[test]
