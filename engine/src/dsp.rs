@@ -64,7 +64,15 @@ pub fn periodic_hann(len: usize, exponent: f64) -> Vec<f32> {
 #[inline]
 pub fn raised_cosine_step(x: f32, start: f32, end: f32) -> f32 {
     let t = ((x - start) / (end - start)).clamp(0.0, 1.0);
-    0.5 - 0.5 * (std::f32::consts::PI * t).cos()
+    // Outside the ramp without a cosine (the built-in separator's masks are mostly there); the
+    // same values the cosine gives at 0 and π.
+    if t == 0.0 {
+        0.0
+    } else if t == 1.0 {
+        1.0
+    } else {
+        0.5 - 0.5 * (std::f32::consts::PI * t).cos()
+    }
 }
 
 #[cfg(test)]

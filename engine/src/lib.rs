@@ -32,6 +32,7 @@ pub mod families;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod hybrid;
+pub mod interleave;
 pub mod look_ahead;
 pub mod model_error;
 pub mod models;

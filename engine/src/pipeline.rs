@@ -13,7 +13,7 @@ use rubato::{FftFixedInOut, Resampler};
 use crate::dsp::flush_subnormal;
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
-use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+use crate::stem::{Stem, NUM_SEPARATED_STEMS, STEM_FRAME_SAMPLES};
 use crate::stem_sink::StemSink;
 use crate::EngineError;
 
@@ -338,10 +338,12 @@ impl StemPipeline {
             .process_hop(&self.hop_input, &mut self.hop_output);
         if result.is_ok() {
             // A misbehaving separator never gets NaN into the stems, nor passes silently.
-            let num_non_finite = (0..SEPARATED_CHANNELS)
-                .flat_map(|c| self.hop_output.channel(c))
-                .filter(|x| !x.is_finite())
-                .count();
+            let num_non_finite: usize = (0..SEPARATED_CHANNELS)
+                .map(|c| {
+                    let channel = self.hop_output.channel(c);
+                    channel.iter().filter(|x| !x.is_finite()).count()
+                })
+                .sum();
             if num_non_finite > 0 {
                 result = Err(SeparatorError {
                     separator: self.separator.name().to_owned(),
@@ -363,22 +365,71 @@ impl StemPipeline {
     ) {
         let num_frames = stems[0].len();
         let num_delayed = residual_delay.len().min(num_frames);
-        let inputs = residual_delay
-            .drain(..num_delayed)
-            .chain(std::iter::repeat([0.0; 2]));
-        for (frame, (out, input)) in output.next_frames(num_frames).zip(inputs).enumerate() {
-            let mut separated_sum = [0.0f32; 2];
-            for stem in 0..NUM_SEPARATED_STEMS {
-                for channel in 0..2 {
-                    let sample = flush_subnormal(stems[stem_channel(stem, channel)][frame]);
-                    out[stem * 2 + channel] = sample;
-                    separated_sum[channel] += sample;
+        {
+            let (delayed_first, delayed_second) = residual_delay.as_slices();
+            let first_len = delayed_first.len().min(num_delayed);
+            // The input each output frame's residual is taken from: the delayed input (in up to two
+            // runs), then silence.
+            let mut inputs = [
+                &delayed_first[..first_len],
+                &delayed_second[..num_delayed - first_len],
+            ]
+            .into_iter()
+            .filter(|run| !run.is_empty());
+            let mut input = inputs.next().unwrap_or(&[]);
+            let mut frame = 0;
+            for mut run in output.next_runs(num_frames) {
+                while !run.is_empty() {
+                    let run_frames = run.len() / STEM_FRAME_SAMPLES;
+                    // A stretch where the output run and the input run (or the silence) go on.
+                    let stretch = if input.is_empty() {
+                        run_frames
+                    } else {
+                        run_frames.min(input.len())
+                    };
+                    let (head, tail) =
+                        std::mem::take(&mut run).split_at_mut(stretch * STEM_FRAME_SAMPLES);
+                    let separated = stems.map(|channel| &channel[frame..frame + stretch]);
+                    let (used, rest) = input.split_at(stretch.min(input.len()));
+                    emit_stretch(&separated, used, head);
+                    input = if rest.is_empty() {
+                        inputs.next().unwrap_or(&[])
+                    } else {
+                        rest
+                    };
+                    frame += stretch;
+                    run = tail;
                 }
             }
+        }
+        residual_delay.drain(..num_delayed);
+    }
+}
+
+/// Interleaves one stretch of separated stems (every slice as long as `output` has frames) with
+/// the residual of `input` (the delayed host input; shorter or empty: silence) into `output`.
+#[inline]
+fn emit_stretch(separated: &[&[f32]; SEPARATED_CHANNELS], input: &[[f32; 2]], output: &mut [f32]) {
+    let num_frames = output.len() / STEM_FRAME_SAMPLES;
+    debug_assert!(separated.iter().all(|channel| channel.len() == num_frames));
+    let inputs = input.iter().copied().chain(std::iter::repeat([0.0; 2]));
+    for ((frame, out), input) in output
+        .chunks_exact_mut(STEM_FRAME_SAMPLES)
+        .enumerate()
+        .zip(inputs)
+    {
+        let out: &mut [f32; STEM_FRAME_SAMPLES] = out.try_into().expect("whole frames");
+        let mut separated_sum = [0.0f32; 2];
+        for stem in 0..NUM_SEPARATED_STEMS {
             for channel in 0..2 {
-                out[NUM_SEPARATED_STEMS * 2 + channel] =
-                    flush_subnormal(input[channel] - separated_sum[channel]);
+                let sample = flush_subnormal(separated[stem_channel(stem, channel)][frame]);
+                out[stem * 2 + channel] = sample;
+                separated_sum[channel] += sample;
             }
+        }
+        for channel in 0..2 {
+            out[NUM_SEPARATED_STEMS * 2 + channel] =
+                flush_subnormal(input[channel] - separated_sum[channel]);
         }
     }
 }

@@ -35,25 +35,33 @@ impl<'a> StemSink<'a> {
         (self.parts[0].len() + self.parts[1].len()) / STEM_FRAME_SAMPLES - self.written_frames
     }
 
-    /// The slots of the next `num_frames` frames, which count as written.
+    /// The slots of the next `num_frames` frames, which count as written, as at most two runs
+    /// of consecutive frames (the second where the room wraps), in order.
     ///
     /// # Panics
     /// If fewer than `num_frames` frames fit (the caller sizes the room from the pipeline's
     /// [`crate::pipeline::StemPipeline::max_output_frames_per_chunk`]).
-    pub fn next_frames(&mut self, num_frames: usize) -> impl Iterator<Item = &mut [f32]> {
+    pub fn next_runs(&mut self, num_frames: usize) -> [&mut [f32]; 2] {
         assert!(
             num_frames <= self.free_frames(),
             "{num_frames} stem frames do not fit in {}",
             self.free_frames()
         );
-        let start = self.written_frames;
+        let start = self.written_frames * STEM_FRAME_SAMPLES;
+        let end = start + num_frames * STEM_FRAME_SAMPLES;
         self.written_frames += num_frames;
         let [first, second] = &mut self.parts;
-        first
-            .chunks_exact_mut(STEM_FRAME_SAMPLES)
-            .chain(second.chunks_exact_mut(STEM_FRAME_SAMPLES))
-            .skip(start)
-            .take(num_frames)
+        let first_len = first.len();
+        let in_first = &mut first[start.min(first_len)..end.min(first_len)];
+        let in_second = &mut second[start.saturating_sub(first_len)..end.saturating_sub(first_len)];
+        [in_first, in_second]
+    }
+
+    /// The slots of the next `num_frames` frames one by one (see [`StemSink::next_runs`]).
+    pub fn next_frames(&mut self, num_frames: usize) -> impl Iterator<Item = &mut [f32]> {
+        self.next_runs(num_frames)
+            .into_iter()
+            .flat_map(|run| run.chunks_exact_mut(STEM_FRAME_SAMPLES))
     }
 }
 
@@ -84,6 +92,19 @@ mod tests {
         };
         assert_eq!(frame_values(&first), [1.0, 2.0]);
         assert_eq!(frame_values(&second), [3.0, 4.0, 0.0]);
+    }
+
+    #[test]
+    fn runs_split_where_the_room_wraps() {
+        let mut first = vec![0.0; 3 * STEM_FRAME_SAMPLES];
+        let mut second = vec![0.0; 3 * STEM_FRAME_SAMPLES];
+        let mut sink = StemSink::new(&mut first, &mut second);
+        let run_frames = |runs: [&mut [f32]; 2]| runs.map(|run| run.len() / STEM_FRAME_SAMPLES);
+        assert_eq!(run_frames(sink.next_runs(2)), [2, 0]);
+        assert_eq!(run_frames(sink.next_runs(3)), [1, 2]);
+        assert_eq!(run_frames(sink.next_runs(1)), [0, 1]);
+        assert_eq!(run_frames(sink.next_runs(0)), [0, 0]);
+        assert_eq!(sink.free_frames(), 0);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::config::{ProcessingMode, OFFLINE_WAIT_TIMEOUT};
 use super::shared::Shared;
 use super::stats::StreamStats;
 use crate::dsp::sanitize_sample;
+use crate::interleave::interleave_stereo;
 use crate::stem::{ExtraStems, Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
 
 /// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
@@ -261,13 +262,7 @@ impl StemStreamHandle {
         };
         let (first, second) = chunk.as_mut_slices();
         let [left, right] = &self.input_scratch;
-        let mut frames = left.iter().zip(right.iter()).take(num_frames);
-        for pair in first.chunks_exact_mut(2).chain(second.chunks_exact_mut(2)) {
-            if let Some((&l, &r)) = frames.next() {
-                pair[0] = l;
-                pair[1] = r;
-            }
-        }
+        interleave_stereo(&left[..num_frames], &right[..num_frames], first, second);
         chunk.commit_all();
         self.input_frames_pushed += num_frames as u64;
         true
@@ -383,16 +378,22 @@ impl StemStreamHandle {
             self.available_frames().min(num_frames)
         };
         if let Ok(chunk) = self.output.read_chunk(ready_frames * STEM_FRAME_SAMPLES) {
+            // One output channel at a time: each loop is a plain strided copy.
             let (first, second) = chunk.as_slices();
-            for (i, frame) in first
-                .chunks_exact(STEM_FRAME_SAMPLES)
-                .chain(second.chunks_exact(STEM_FRAME_SAMPLES))
-                .enumerate()
-            {
+            let mut offset = start;
+            for part in [first, second] {
+                let (frames, _) = part.as_chunks::<STEM_FRAME_SAMPLES>();
                 for (stem, outputs) in self.stem_outputs.iter_mut().enumerate() {
-                    outputs[0][start + i] = frame[stem * 2];
-                    outputs[1][start + i] = frame[stem * 2 + 1];
+                    for (channel, output) in outputs.iter_mut().enumerate() {
+                        let sample = stem * 2 + channel;
+                        for (dest, frame) in
+                            output[offset..offset + frames.len()].iter_mut().zip(frames)
+                        {
+                            *dest = frame[sample];
+                        }
+                    }
                 }
+                offset += frames.len();
             }
             chunk.commit_all();
         }

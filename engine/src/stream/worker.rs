@@ -11,6 +11,7 @@ use crossbeam_channel::Receiver;
 use rtrb::{Consumer, Producer};
 
 use super::shared::Shared;
+use crate::interleave::deinterleave_stereo;
 use crate::pipeline::StemPipeline;
 use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem::STEM_FRAME_SAMPLES;
@@ -139,14 +140,9 @@ impl StemStreamWorker {
         if available > 0 {
             if let Ok(read) = self.input.read_chunk(available * 2) {
                 let (first, second) = read.as_slices();
-                for (i, pair) in first
-                    .chunks_exact(2)
-                    .chain(second.chunks_exact(2))
-                    .enumerate()
-                {
-                    self.chunk[0][self.chunk_fill + i] = pair[0];
-                    self.chunk[1][self.chunk_fill + i] = pair[1];
-                }
+                let [left, right] = &mut self.chunk;
+                let frames = self.chunk_fill..self.chunk_fill + available;
+                deinterleave_stereo(first, second, &mut left[frames.clone()], &mut right[frames]);
                 read.commit_all();
             }
             self.chunk_fill += available;
