@@ -1,9 +1,11 @@
 //! `stemflow bench`: speed and memory of every requested model on every requested device.
 //!
 //! Per row (model × device):
-//! - per-chunk inference time: each of the separator's hops over the test signal, timed alone at
-//!   the separator's own rate (min / median / max);
-//! - pure inference time: the sum of those;
+//! - per-run inference time: the separator's hops over the test signal, timed alone at the
+//!   separator's own rate (min / median / max) — of a model, only the hops that ran it (a model
+//!   separator streams in hops shorter than the model's chunk, and most hops only stitch); of a
+//!   DSP separator, every hop;
+//! - pure inference time: the sum of every hop's time;
 //! - total time: the same signal through the whole offline path ([`OfflineStream`]: resampling,
 //!   the stream and its worker thread, the residual), as `stemflow separate` runs it;
 //! - real-time factor: total time over audio time (below 1 is faster than real time);
@@ -45,7 +47,7 @@ Examples:
   stemflow bench --model builtin,models/htdemucs.onnx --device cpu,cuda:0
   stemflow bench --lookahead-curve --model spleeter-2stems --plot curve.png
 
-For each model × device: per-chunk inference time (min/median/max), the real-time factor of the
+For each model × device: the time of one model run (min/median/max), the real-time factor of the
 whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
 pure inference time), the model runs of the whole path and the process's peak RSS (Linux; n/a elsewhere). By default models run
 on the CPU and, if there is one, on the GPU Auto picks, side by side.";
@@ -125,11 +127,15 @@ struct Row {
 struct Measurement {
     device: String,
     fallback: Option<String>,
-    chunk_frames: usize,
+    hop_frames: usize,
     separator_rate_hz: u32,
-    chunk_ms_min: f64,
-    chunk_ms_median: f64,
-    chunk_ms_max: f64,
+    /// The separator's hops over the test signal, and how many of them were timed (those that ran
+    /// the model; every hop of a DSP separator).
+    hops: usize,
+    timed_hops: usize,
+    run_ms_min: f64,
+    run_ms_median: f64,
+    run_ms_max: f64,
     inference_s: f64,
     total_s: f64,
     audio_s: f64,
@@ -267,22 +273,34 @@ fn measure(
     let mix = mix.as_ref().unwrap_or(host_mix);
     let mut input = PlanarBlock::new(2, hop);
     let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
-    let mut chunk_ms = Vec::new();
+    let mut hop_ms = Vec::new();
+    let mut run_ms = Vec::new();
     for start in (0..mix[0].len()).step_by(hop) {
         let end = (start + hop).min(mix[0].len());
         input.clear();
         for (channel, samples) in mix.iter().enumerate() {
             input.channel_mut(channel)[..end - start].copy_from_slice(&samples[start..end]);
         }
+        let runs_before = separator.model_runs();
         let t = Instant::now();
         separator
             .process_hop(&input, &mut stems)
             .map_err(|e| e.to_string())?;
-        chunk_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        hop_ms.push(ms);
+        if separator.model_runs() > runs_before {
+            run_ms.push(ms);
+        }
     }
     drop(separator);
-    let inference_s = chunk_ms.iter().sum::<f64>() / 1000.0;
-    chunk_ms.sort_by(f64::total_cmp);
+    let inference_s = hop_ms.iter().sum::<f64>() / 1000.0;
+    // A DSP separator runs no model: each of its hops is a run.
+    let mut run_ms = if run_ms.is_empty() {
+        hop_ms.clone()
+    } else {
+        run_ms
+    };
+    run_ms.sort_by(f64::total_cmp);
 
     // 2. The whole offline path at the host rate.
     let separator = model.build(choice).map_err(|e| e.to_string())?;
@@ -326,11 +344,13 @@ fn measure(
     Ok(Measurement {
         device,
         fallback,
-        chunk_frames: hop,
+        hop_frames: hop,
         separator_rate_hz,
-        chunk_ms_min: chunk_ms[0],
-        chunk_ms_median: chunk_ms[chunk_ms.len() / 2],
-        chunk_ms_max: chunk_ms[chunk_ms.len() - 1],
+        hops: hop_ms.len(),
+        timed_hops: run_ms.len(),
+        run_ms_min: run_ms[0],
+        run_ms_median: run_ms[run_ms.len() / 2],
+        run_ms_max: run_ms[run_ms.len() - 1],
         inference_s,
         total_s,
         audio_s: host_mix[0].len() as f64 / f64::from(BENCH_HOST_RATE_HZ),
@@ -343,13 +363,13 @@ fn measure(
 
 fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
     crate::output::say!(
-        "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference"
+        "{seconds:.1} s of the demo song at {BENCH_HOST_RATE_HZ} Hz; RTF = processing time / audio time (lower is faster); overhead = whole path / pure inference; ms = one model run (one hop of a DSP separator)"
     );
     crate::output::say!(
         "{:<24} {:<14} {:>13} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9} {:>5} {:>9}",
         "MODEL",
         "DEVICE",
-        "CHUNK",
+        "HOP",
         "MIN ms",
         "MEDIAN ms",
         "MAX ms",
@@ -371,12 +391,12 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
                 },
                 format!(
                     "{} @{}k",
-                    m.chunk_frames,
+                    m.hop_frames,
                     m.separator_rate_hz as f64 / 1000.0
                 ),
-                m.chunk_ms_min,
-                m.chunk_ms_median,
-                m.chunk_ms_max,
+                m.run_ms_min,
+                m.run_ms_median,
+                m.run_ms_max,
                 m.real_time_factor(),
                 1.0 / m.real_time_factor().max(1e-12),
                 m.overhead(),
@@ -420,12 +440,14 @@ fn print_json(
                 "requested_device": row.requested_device,
                 "device": m.device,
                 "fallback_reason": m.fallback,
-                "chunk_frames": m.chunk_frames,
+                "hop_frames": m.hop_frames,
                 "separator_sample_rate_hz": m.separator_rate_hz,
-                "chunk_ms": {
-                    "min": m.chunk_ms_min,
-                    "median": m.chunk_ms_median,
-                    "max": m.chunk_ms_max,
+                "hops": m.hops,
+                "timed_hops": m.timed_hops,
+                "run_ms": {
+                    "min": m.run_ms_min,
+                    "median": m.run_ms_median,
+                    "max": m.run_ms_max,
                 },
                 "inference_s": m.inference_s,
                 "total_s": m.total_s,
