@@ -20,7 +20,8 @@
 //! - [`hybrid`]: routes — separators chained stem by stem (e.g. Spleeter's vocals + built-in).
 //! - [`runtime`]: ONNX Runtime — loading it, devices, sessions, model files, running graphs.
 //! - [`models`]: the models folder; [`model_error::ModelError`]: why a model cannot be used.
-//! - [`stem`], [`dsp`], [`paths`]: the stems, sample-level helpers, the user's folders.
+//! - [`stem`], [`dsp`], [`interleave`], [`paths`]: the stems, sample-level helpers, stereo frames
+//!   in and out of the ring buffers, the user's folders.
 //!
 //! The synthetic demo song, metrics and WAV helpers live in the `stemflow-kit` crate.
 

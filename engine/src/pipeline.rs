@@ -465,6 +465,62 @@ mod tests {
         out
     }
 
+    #[test]
+    fn emit_interleaves_stems_and_residual_across_every_wrap_of_ring_and_delay() {
+        let num_frames = 7;
+        let stems: Vec<Vec<f32>> = (0..SEPARATED_CHANNELS)
+            .map(|c| {
+                (0..num_frames)
+                    .map(|i| (c * 10 + i) as f32 * 0.01)
+                    .collect()
+            })
+            .collect();
+        let stem_slices: [&[f32]; SEPARATED_CHANNELS] = std::array::from_fn(|c| &stems[c][..]);
+        // Every split of the ring's room, every wrap of the delay, and delays shorter than the
+        // output (the rest of the residual is taken against silence).
+        for room_split in 0..=num_frames + 1 {
+            for rotation in 0..6 {
+                for num_delayed in [0, 3, num_frames, num_frames + 2] {
+                    let mut delay: VecDeque<[f32; 2]> = VecDeque::with_capacity(6);
+                    for _ in 0..rotation {
+                        delay.push_back([0.0; 2]);
+                        delay.pop_front();
+                    }
+                    delay.extend((0..num_delayed).map(|i| [i as f32 + 1.0, -(i as f32) - 1.0]));
+                    let expected_inputs: Vec<[f32; 2]> = delay.iter().copied().collect();
+                    let mut first = vec![f32::NAN; room_split * STEM_FRAME_SAMPLES];
+                    let mut second =
+                        vec![f32::NAN; (num_frames + 1 - room_split) * STEM_FRAME_SAMPLES];
+                    let mut sink = StemSink::new(&mut first, &mut second);
+                    StemPipeline::emit(stem_slices, &mut delay, &mut sink);
+                    assert_eq!(sink.written_frames(), num_frames);
+                    assert_eq!(delay.len(), num_delayed.saturating_sub(num_frames));
+                    let ring: Vec<f32> = first.iter().chain(&second).copied().collect();
+                    for (i, frame) in ring
+                        .chunks_exact(STEM_FRAME_SAMPLES)
+                        .take(num_frames)
+                        .enumerate()
+                    {
+                        let input = expected_inputs.get(i).copied().unwrap_or([0.0; 2]);
+                        for channel in 0..2 {
+                            let mut sum = 0.0f32;
+                            for stem in 0..NUM_SEPARATED_STEMS {
+                                let sample = stems[stem_channel(stem, channel)][i];
+                                assert_eq!(frame[stem * 2 + channel], sample);
+                                sum += sample;
+                            }
+                            assert_eq!(
+                                frame[NUM_SEPARATED_STEMS * 2 + channel],
+                                input[channel] - sum,
+                                "split {room_split}, rotation {rotation}, delay {num_delayed}, frame {i}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     fn argmax_abs(values: impl Iterator<Item = f32>) -> usize {
         values
             .enumerate()
