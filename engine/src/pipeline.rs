@@ -365,54 +365,29 @@ impl StemPipeline {
     ) {
         let num_frames = stems[0].len();
         let num_delayed = residual_delay.len().min(num_frames);
-        {
-            let (delayed_first, delayed_second) = residual_delay.as_slices();
-            let first_len = delayed_first.len().min(num_delayed);
-            // The input each output frame's residual is taken from: the delayed input (in up to two
-            // runs), then silence.
-            let mut inputs = [
-                &delayed_first[..first_len],
-                &delayed_second[..num_delayed - first_len],
-            ]
-            .into_iter()
-            .filter(|run| !run.is_empty());
-            let mut input = inputs.next().unwrap_or(&[]);
-            let mut frame = 0;
-            for mut run in output.next_runs(num_frames) {
-                while !run.is_empty() {
-                    let run_frames = run.len() / STEM_FRAME_SAMPLES;
-                    // A stretch where the output run and the input run (or the silence) go on.
-                    let stretch = if input.is_empty() {
-                        run_frames
-                    } else {
-                        run_frames.min(input.len())
-                    };
-                    let (head, tail) =
-                        std::mem::take(&mut run).split_at_mut(stretch * STEM_FRAME_SAMPLES);
-                    let separated = stems.map(|channel| &channel[frame..frame + stretch]);
-                    let (used, rest) = input.split_at(stretch.min(input.len()));
-                    emit_stretch(&separated, used, head);
-                    input = if rest.is_empty() {
-                        inputs.next().unwrap_or(&[])
-                    } else {
-                        rest
-                    };
-                    frame += stretch;
-                    run = tail;
-                }
-            }
+        let mut start = 0;
+        for run in output.next_runs(num_frames) {
+            let end = start + run.len() / STEM_FRAME_SAMPLES;
+            let separated = stems.map(|channel| &channel[start..end]);
+            let delayed = residual_delay.range(start.min(num_delayed)..end.min(num_delayed));
+            emit_run(&separated, delayed.copied(), run);
+            start = end;
         }
         residual_delay.drain(..num_delayed);
     }
 }
 
-/// Interleaves one stretch of separated stems (every slice as long as `output` has frames) with
-/// the residual of `input` (the delayed host input; shorter or empty: silence) into `output`.
+/// Interleaves a run of separated stems (every slice as long as `output` has frames) with the
+/// residual of `delayed` (the delayed host input; where it ends, silence) into `output`.
 #[inline]
-fn emit_stretch(separated: &[&[f32]; SEPARATED_CHANNELS], input: &[[f32; 2]], output: &mut [f32]) {
+fn emit_run(
+    separated: &[&[f32]; SEPARATED_CHANNELS],
+    delayed: impl Iterator<Item = [f32; 2]>,
+    output: &mut [f32],
+) {
     let num_frames = output.len() / STEM_FRAME_SAMPLES;
     debug_assert!(separated.iter().all(|channel| channel.len() == num_frames));
-    let inputs = input.iter().copied().chain(std::iter::repeat([0.0; 2]));
+    let inputs = delayed.chain(std::iter::repeat([0.0; 2]));
     for ((frame, out), input) in output
         .chunks_exact_mut(STEM_FRAME_SAMPLES)
         .enumerate()

@@ -56,18 +56,17 @@ impl<'a> StemSink<'a> {
         let in_second = &mut second[start.saturating_sub(first_len)..end.saturating_sub(first_len)];
         [in_first, in_second]
     }
-
-    /// The slots of the next `num_frames` frames one by one (see [`StemSink::next_runs`]).
-    pub fn next_frames(&mut self, num_frames: usize) -> impl Iterator<Item = &mut [f32]> {
-        self.next_runs(num_frames)
-            .into_iter()
-            .flat_map(|run| run.chunks_exact_mut(STEM_FRAME_SAMPLES))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The frames of a sink's runs, one by one.
+    fn frames<'a>(runs: [&'a mut [f32]; 2]) -> impl Iterator<Item = &'a mut [f32]> {
+        runs.into_iter()
+            .flat_map(|run| run.chunks_exact_mut(STEM_FRAME_SAMPLES))
+    }
 
     #[test]
     fn frames_fill_the_first_part_then_the_second_in_order() {
@@ -75,10 +74,10 @@ mod tests {
         let mut second = vec![0.0; 3 * STEM_FRAME_SAMPLES];
         let mut sink = StemSink::new(&mut first, &mut second);
         assert_eq!(sink.free_frames(), 5);
-        for (value, frame) in [1.0, 2.0, 3.0].into_iter().zip(sink.next_frames(3)) {
+        for (value, frame) in [1.0, 2.0, 3.0].into_iter().zip(frames(sink.next_runs(3))) {
             frame.fill(value);
         }
-        for frame in sink.next_frames(1) {
+        for frame in frames(sink.next_runs(1)) {
             frame.fill(4.0);
         }
         assert_eq!((sink.written_frames(), sink.free_frames()), (4, 1));
@@ -112,6 +111,6 @@ mod tests {
     fn more_frames_than_fit_is_refused() {
         let mut first = vec![0.0; STEM_FRAME_SAMPLES];
         let mut sink = StemSink::new(&mut first, &mut []);
-        let _ = sink.next_frames(2);
+        let _ = sink.next_runs(2);
     }
 }
