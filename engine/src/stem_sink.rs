@@ -63,7 +63,7 @@ mod tests {
     use super::*;
 
     /// The frames of a sink's runs, one by one.
-    fn frames<'a>(runs: [&'a mut [f32]; 2]) -> impl Iterator<Item = &'a mut [f32]> {
+    fn frames(runs: [&mut [f32]; 2]) -> impl Iterator<Item = &mut [f32]> {
         runs.into_iter()
             .flat_map(|run| run.chunks_exact_mut(STEM_FRAME_SAMPLES))
     }
