@@ -427,11 +427,7 @@ impl<V: Variant> StemflowPlugin<V> {
                 Some(separator) => separator,
                 None => self.build_separator(&choice, device, look_ahead),
             };
-        let separator_name = separator.name().to_owned();
-        let is_model = separator.device().is_some();
-        let is_float16 = separator.is_float16();
-        let compute_factor = separator.compute_factor();
-        let predicted_rtf = separator.predicted_real_time_factor();
+        let facts = shared::SeparatorFacts::of(separator.as_ref());
         match spawn_stream(separator, &config) {
             Ok((handle, controller)) => Some((
                 Box::new(handle),
@@ -441,11 +437,7 @@ impl<V: Variant> StemflowPlugin<V> {
                     choice,
                     device,
                     look_ahead,
-                    compute_factor,
-                    predicted_rtf,
-                    separator_name,
-                    is_model,
-                    is_float16,
+                    facts,
                     swap: swap_sender,
                     retiring: Default::default(),
                 },

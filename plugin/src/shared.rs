@@ -50,6 +50,34 @@ impl StemMeters {
     }
 }
 
+/// What the editor shows of a stream's separator, read from it before the stream takes it.
+#[derive(Debug, Clone)]
+pub struct SeparatorFacts {
+    /// The separator's display name.
+    pub name: String,
+    /// Whether the separator runs a model (and so a device matters).
+    pub is_model: bool,
+    /// Whether that model computes in float16 (made for GPUs).
+    pub is_float16: bool,
+    /// How many times as often as at Full its model runs.
+    pub compute_factor: f64,
+    /// The real-time factor measured when a shortened look-ahead was built.
+    pub predicted_rtf: Option<f64>,
+}
+
+impl SeparatorFacts {
+    /// Reads them from `separator`.
+    pub fn of(separator: &dyn Separator) -> Self {
+        Self {
+            name: separator.name().to_owned(),
+            is_model: separator.device().is_some(),
+            is_float16: separator.is_float16(),
+            compute_factor: separator.compute_factor(),
+            predicted_rtf: separator.predicted_real_time_factor(),
+        }
+    }
+}
+
 /// The stream that runs while the plugin is active (and stays, idle, while it is inactive, so a
 /// reactivation with the same settings reuses it).
 pub struct RunningStream {
@@ -64,16 +92,8 @@ pub struct RunningStream {
     pub device: DeviceChoice,
     /// The look-ahead its separator was built with.
     pub look_ahead: LookAhead,
-    /// How many times as often as at Full its model runs.
-    pub compute_factor: f64,
-    /// The real-time factor measured when a shortened look-ahead was built.
-    pub predicted_rtf: Option<f64>,
-    /// The separator's display name.
-    pub separator_name: String,
-    /// Whether the separator runs a model (and so a device matters).
-    pub is_model: bool,
-    /// Whether that model computes in float16 (made for GPUs).
-    pub is_float16: bool,
+    /// What the editor shows of its separator.
+    pub facts: SeparatorFacts,
     /// The GUI end of the audio thread's swap mailbox.
     pub swap: StreamSwapSender,
     /// Controllers of streams sent away by a swap whose handles the audio thread has not handed
@@ -128,18 +148,10 @@ pub struct PreparedSeparator {
 pub struct StreamSnapshot {
     /// The stream's fixed latency.
     pub latency_samples: usize,
-    /// How many times as often as at Full its model runs.
-    pub compute_factor: f64,
-    /// The real-time factor measured when a shortened look-ahead was built.
-    pub predicted_rtf: Option<f64>,
     /// The host's sample rate.
     pub sample_rate_hz: f32,
-    /// The separator's display name.
-    pub separator_name: String,
-    /// Whether the separator runs a model.
-    pub is_model: bool,
-    /// Whether that model computes in float16 (made for GPUs).
-    pub is_float16: bool,
+    /// What the editor shows of its separator.
+    pub facts: SeparatorFacts,
     /// Counters and device state.
     pub stats: Arc<StreamStats>,
 }
@@ -205,11 +217,7 @@ impl PluginShared {
                 None => Err(SwapRefused::NotActive(separator)),
                 Some(running) => {
                     retired.extend(running.take_retired());
-                    let separator_name = separator.name().to_owned();
-                    let is_model = separator.device().is_some();
-                    let is_float16 = separator.is_float16();
-                    let compute_factor = separator.compute_factor();
-                    let predicted_rtf = separator.predicted_real_time_factor();
+                    let facts = SeparatorFacts::of(separator.as_ref());
                     match spawn_stream(separator, &running.config) {
                         Err(error) => Err(SwapRefused::Failed(error.to_string())),
                         Ok((handle, controller)) => match running.swap.send(Box::new(handle)) {
@@ -224,11 +232,7 @@ impl PluginShared {
                                 running.choice = choice;
                                 running.device = device;
                                 running.look_ahead = look_ahead;
-                                running.compute_factor = compute_factor;
-                                running.predicted_rtf = predicted_rtf;
-                                running.separator_name = separator_name;
-                                running.is_model = is_model;
-                                running.is_float16 = is_float16;
+                                running.facts = facts;
                                 Ok(())
                             }
                         },
@@ -262,12 +266,8 @@ impl PluginShared {
     pub fn stream_snapshot(&self) -> Option<StreamSnapshot> {
         self.stream.lock().as_ref().map(|stream| StreamSnapshot {
             latency_samples: stream.controller.latency_samples(),
-            compute_factor: stream.compute_factor,
-            predicted_rtf: stream.predicted_rtf,
             sample_rate_hz: stream.config.host_sample_rate_hz,
-            separator_name: stream.separator_name.clone(),
-            is_model: stream.is_model,
-            is_float16: stream.is_float16,
+            facts: stream.facts.clone(),
             stats: stream.controller.stats().clone(),
         })
     }

@@ -266,12 +266,12 @@ impl EditorBackend for PluginBackend {
         let stream = self.shared.stream_snapshot().map(|snapshot| {
             let stats = &snapshot.stats;
             StreamStatus {
-                separator_name: snapshot.separator_name,
-                is_model: snapshot.is_model,
-                is_float16: snapshot.is_float16,
+                separator_name: snapshot.facts.name,
+                is_model: snapshot.facts.is_model,
+                is_float16: snapshot.facts.is_float16,
                 latency_samples: snapshot.latency_samples,
-                compute_factor: snapshot.compute_factor,
-                predicted_rtf: snapshot.predicted_rtf,
+                compute_factor: snapshot.facts.compute_factor,
+                predicted_rtf: snapshot.facts.predicted_rtf,
                 sample_rate_hz: snapshot.sample_rate_hz,
                 active_device: stats.active_device(),
                 device_warning: stats.device_warning(),
@@ -411,7 +411,7 @@ mod tests {
 
     #[test]
     fn choosing_a_separator_while_playing_swaps_the_stream_in_without_a_restart() {
-        use crate::shared::RunningStream;
+        use crate::shared::{RunningStream, SeparatorFacts};
         use crate::swap::stream_swap_channel;
         use stemflow_engine::builtin::BuiltinSeparator;
         use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
@@ -434,11 +434,13 @@ mod tests {
             choice: SeparatorChoice::Model("/running/model.onnx".into()),
             device: DeviceChoice::Auto,
             look_ahead: LookAhead::Full,
-            compute_factor: 1.0,
-            predicted_rtf: None,
-            separator_name: "model".into(),
-            is_model: true,
-            is_float16: false,
+            facts: SeparatorFacts {
+                name: "model".into(),
+                is_model: true,
+                is_float16: false,
+                compute_factor: 1.0,
+                predicted_rtf: None,
+            },
             swap: swap_sender,
             retiring: Default::default(),
         }));
@@ -460,8 +462,8 @@ mod tests {
             "a running plugin gets the stream, not a separator for later"
         );
         let snapshot = shared.stream_snapshot().unwrap();
-        assert_eq!(snapshot.separator_name, BuiltinSeparator::new().name());
-        assert!(!snapshot.is_model);
+        assert_eq!(snapshot.facts.name, BuiltinSeparator::new().name());
+        assert!(!snapshot.facts.is_model);
 
         // The audio thread: a block of fade-out, then the swap at the next block.
         let block = vec![0.25f32; 512];
