@@ -11,7 +11,7 @@
 //! 4. Vocals = the harmonic part above the bass, inside the voice band, weighted by the
 //!    centre-channel similarity `2·Re(L·R*) / (|L|² + |R|²)` (Avendano & Jot), which is 1 for a
 //!    source panned dead centre and falls for panned or decorrelated sources.
-//! 5. Other = everything left, computed exactly as a residual by [`crate::pipeline`].
+//! 5. Other = everything left, computed exactly as a residual by [`crate::stream`].
 //!
 //! The time median looks [`TIME_MEDIAN_LOOKAHEAD_HOPS`] hops ahead, which with the STFT framing
 //! gives the separator's latency.

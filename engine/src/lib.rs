@@ -9,8 +9,8 @@
 //!   default; [`passthrough::PassthroughSeparator`] exists to test timing.
 //! - [`choice::SeparatorChoice`]: which separator runs, parsed and named in one place;
 //!   [`opening`] builds it.
-//! - [`pipeline::StemPipeline`]: resamples host audio to the separator's rate and back, runs the
-//!   separator and computes `Other` as the exact residual at the host rate.
+//! - [`pipeline::StemPipeline`]: resamples host audio to the separator's rate and back and runs the
+//!   separator; the stream's handle computes `Other` as the exact residual at the host rate.
 //! - [`stream`]: the real-time boundary. [`stream::StemStreamHandle`] lives on the audio thread and
 //!   talks through lock-free `rtrb` ring buffers to the worker thread, which a
 //!   [`stream::StemStreamController`] owns on the main thread.

@@ -92,7 +92,7 @@ pub trait Separator: Send {
 
     /// Separates one hop. `input` holds 2 channels (left, right) of `hop_frames()` frames;
     /// `stems` holds `2 × NUM_SEPARATED_STEMS` channels laid out by [`stem_channel`] for the
-    /// separated stems. The residual `Other` stem is computed by the pipeline.
+    /// separated stems. The residual `Other` stem is computed by the stream.
     ///
     /// An error means this hop's stems are unusable (a model failed or produced NaN): the
     /// pipeline silences them, so `Other` carries the whole input, and the worker reports it.

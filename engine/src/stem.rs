@@ -4,12 +4,9 @@
 pub const NUM_STEMS: usize = 6;
 
 /// Number of stems a separator computes itself; the last stem, [`Stem::Other`], is always the
-/// residual `input − (vocals + drums + bass + guitar + piano)` computed by the pipeline, so the
-/// stems sum to the input exactly.
+/// residual `input − (vocals + drums + bass + guitar + piano)`, computed by the stream's audio
+/// side from its delayed input ([`crate::stream`]), so the stems sum to the input exactly.
 pub const NUM_SEPARATED_STEMS: usize = NUM_STEMS - 1;
-
-/// Samples per frame in the engine's interleaved stem frames: every stem in stereo.
-pub const STEM_FRAME_SAMPLES: usize = NUM_STEMS * 2;
 
 /// One stem of the separation. The discriminant is the engine's order ([`Stem::ALL`]: the
 /// separated stems, then the residual `Other`); ports, strips and files use

@@ -1,26 +1,60 @@
 //! [`StemSink`]: where the pipeline writes finished stem frames — the free space of the
 //! worker's output ring (two slices where it wraps), or a plain buffer — so each frame is
-//! written once, where the audio thread reads it.
+//! written once, where the audio thread reads it; [`StemFrameLayout`]: what a frame holds.
 
-use crate::stem::STEM_FRAME_SAMPLES;
+use crate::separator::SEPARATED_CHANNELS;
 
-/// Room for interleaved stem frames ([`STEM_FRAME_SAMPLES`] samples each) in up to two slices,
-/// filled in order. Realtime-safe: never allocates.
+/// What one interleaved stem frame holds: the separated stems a separator delivers, left and
+/// right, in [`crate::Stem::ALL`] order. `Other` is not in it: the audio side computes it as the
+/// exact residual of its own delayed input, so the ring carries no channel it can work out,
+/// and a separator without guitar and piano sends three stems instead of five.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StemFrameLayout {
+    /// Vocals, drums, bass: 6 samples a frame (guitar and piano are silent).
+    ThreeStems,
+    /// Vocals, drums, bass, guitar, piano: 10 samples a frame (six-stem models).
+    FiveStems,
+}
+
+impl StemFrameLayout {
+    /// The layout for a separator that does or does not deliver guitar and piano.
+    pub const fn for_separator(has_extra_stems: bool) -> Self {
+        if has_extra_stems {
+            Self::FiveStems
+        } else {
+            Self::ThreeStems
+        }
+    }
+
+    /// Samples per frame: the carried stems × 2 channels. Each is the separator's channel of
+    /// the same index ([`crate::separator::stem_channel`]).
+    pub const fn frame_samples(self) -> usize {
+        match self {
+            Self::ThreeStems => 6,
+            Self::FiveStems => SEPARATED_CHANNELS,
+        }
+    }
+}
+
+/// Room for interleaved stem frames (of one [`StemFrameLayout`]) in up to two slices, filled in
+/// order. Realtime-safe: never allocates.
 pub struct StemSink<'a> {
     parts: [&'a mut [f32]; 2],
+    frame_samples: usize,
     written_frames: usize,
 }
 
 impl<'a> StemSink<'a> {
-    /// Room in `first`, then `second`; each holds whole frames.
-    pub fn new(first: &'a mut [f32], second: &'a mut [f32]) -> Self {
+    /// Room in `first`, then `second`, for frames of `layout`; each holds whole frames.
+    pub fn new(first: &'a mut [f32], second: &'a mut [f32], layout: StemFrameLayout) -> Self {
+        let frame_samples = layout.frame_samples();
         assert!(
-            first.len().is_multiple_of(STEM_FRAME_SAMPLES)
-                && second.len().is_multiple_of(STEM_FRAME_SAMPLES),
+            first.len().is_multiple_of(frame_samples) && second.len().is_multiple_of(frame_samples),
             "a stem sink holds whole frames"
         );
         Self {
             parts: [first, second],
+            frame_samples,
             written_frames: 0,
         }
     }
@@ -32,7 +66,7 @@ impl<'a> StemSink<'a> {
 
     /// Frames that still fit.
     pub fn free_frames(&self) -> usize {
-        (self.parts[0].len() + self.parts[1].len()) / STEM_FRAME_SAMPLES - self.written_frames
+        (self.parts[0].len() + self.parts[1].len()) / self.frame_samples - self.written_frames
     }
 
     /// The slots of the next `num_frames` frames, which count as written, as at most two runs
@@ -47,8 +81,8 @@ impl<'a> StemSink<'a> {
             "{num_frames} stem frames do not fit in {}",
             self.free_frames()
         );
-        let start = self.written_frames * STEM_FRAME_SAMPLES;
-        let end = start + num_frames * STEM_FRAME_SAMPLES;
+        let start = self.written_frames * self.frame_samples;
+        let end = start + num_frames * self.frame_samples;
         self.written_frames += num_frames;
         let [first, second] = &mut self.parts;
         let first_len = first.len();
@@ -62,17 +96,20 @@ impl<'a> StemSink<'a> {
 mod tests {
     use super::*;
 
+    /// The layout the tests use, and its frame width.
+    const LAYOUT: StemFrameLayout = StemFrameLayout::ThreeStems;
+    const FRAME: usize = LAYOUT.frame_samples();
+
     /// The frames of a sink's runs, one by one.
     fn frames(runs: [&mut [f32]; 2]) -> impl Iterator<Item = &mut [f32]> {
-        runs.into_iter()
-            .flat_map(|run| run.chunks_exact_mut(STEM_FRAME_SAMPLES))
+        runs.into_iter().flat_map(|run| run.chunks_exact_mut(FRAME))
     }
 
     #[test]
     fn frames_fill_the_first_part_then_the_second_in_order() {
-        let mut first = vec![0.0; 2 * STEM_FRAME_SAMPLES];
-        let mut second = vec![0.0; 3 * STEM_FRAME_SAMPLES];
-        let mut sink = StemSink::new(&mut first, &mut second);
+        let mut first = vec![0.0; 2 * FRAME];
+        let mut second = vec![0.0; 3 * FRAME];
+        let mut sink = StemSink::new(&mut first, &mut second, LAYOUT);
         assert_eq!(sink.free_frames(), 5);
         for (value, frame) in [1.0, 2.0, 3.0].into_iter().zip(frames(sink.next_runs(3))) {
             frame.fill(value);
@@ -82,7 +119,7 @@ mod tests {
         }
         assert_eq!((sink.written_frames(), sink.free_frames()), (4, 1));
         let frame_values = |part: &[f32]| -> Vec<f32> {
-            part.chunks_exact(STEM_FRAME_SAMPLES)
+            part.chunks_exact(FRAME)
                 .map(|frame| {
                     assert!(frame.iter().all(|&x| x == frame[0]));
                     frame[0]
@@ -95,10 +132,10 @@ mod tests {
 
     #[test]
     fn runs_split_where_the_room_wraps() {
-        let mut first = vec![0.0; 3 * STEM_FRAME_SAMPLES];
-        let mut second = vec![0.0; 3 * STEM_FRAME_SAMPLES];
-        let mut sink = StemSink::new(&mut first, &mut second);
-        let run_frames = |runs: [&mut [f32]; 2]| runs.map(|run| run.len() / STEM_FRAME_SAMPLES);
+        let mut first = vec![0.0; 3 * FRAME];
+        let mut second = vec![0.0; 3 * FRAME];
+        let mut sink = StemSink::new(&mut first, &mut second, LAYOUT);
+        let run_frames = |runs: [&mut [f32]; 2]| runs.map(|run| run.len() / FRAME);
         assert_eq!(run_frames(sink.next_runs(2)), [2, 0]);
         assert_eq!(run_frames(sink.next_runs(3)), [1, 2]);
         assert_eq!(run_frames(sink.next_runs(1)), [0, 1]);
@@ -109,8 +146,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "do not fit")]
     fn more_frames_than_fit_is_refused() {
-        let mut first = vec![0.0; STEM_FRAME_SAMPLES];
-        let mut sink = StemSink::new(&mut first, &mut []);
+        let mut first = vec![0.0; FRAME];
+        let mut sink = StemSink::new(&mut first, &mut [], LAYOUT);
         let _ = sink.next_runs(2);
     }
 }

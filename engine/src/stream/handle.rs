@@ -11,16 +11,20 @@ use rtrb::{Consumer, Producer};
 use super::config::{ProcessingMode, OFFLINE_WAIT_TIMEOUT};
 use super::shared::Shared;
 use super::stats::StreamStats;
-use crate::dsp::sanitize_sample;
+use crate::dsp::{flush_subnormal, sanitize_sample};
 use crate::interleave::interleave_stereo;
-use crate::stem::{ExtraStems, Stem, NUM_STEMS, STEM_FRAME_SAMPLES};
+use crate::separator::SEPARATED_CHANNELS;
+use crate::stem::{ExtraStems, Stem, NUM_STEMS};
+use crate::stem_sink::StemFrameLayout;
 
 /// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
 pub struct StemStreamHandle {
     /// Sanitized stereo input, interleaved, to the worker.
     input: Producer<f32>,
-    /// Finished stem frames ([`STEM_FRAME_SAMPLES`] each) from the worker.
+    /// Finished frames of separated stems from the worker (`Other` is computed here).
     output: Consumer<f32>,
+    /// What each of those frames carries.
+    frame_layout: StemFrameLayout,
     shared: Arc<Shared>,
     /// To wake the worker after pushing input.
     worker_thread: Thread,
@@ -63,6 +67,7 @@ pub(super) struct HandleParts {
     pub mode: ProcessingMode,
     pub latency_samples: usize,
     pub max_block_frames: usize,
+    pub frame_layout: StemFrameLayout,
 }
 
 impl StemStreamHandle {
@@ -76,11 +81,13 @@ impl StemStreamHandle {
             mode,
             latency_samples,
             max_block_frames,
+            frame_layout,
         } = parts;
         let max_block = max_block_frames;
         Self {
             input,
             output,
+            frame_layout,
             shared,
             worker_thread,
             mode,
@@ -320,12 +327,15 @@ impl StemStreamHandle {
     }
 
     fn available_frames(&self) -> usize {
-        self.output.slots() / STEM_FRAME_SAMPLES
+        self.output.slots() / self.frame_layout.frame_samples()
     }
 
     fn drop_frames(&mut self, num_frames: usize) -> usize {
         let num_frames = num_frames.min(self.available_frames());
-        if let Ok(chunk) = self.output.read_chunk(num_frames * STEM_FRAME_SAMPLES) {
+        if let Ok(chunk) = self
+            .output
+            .read_chunk(num_frames * self.frame_layout.frame_samples())
+        {
             chunk.commit_all();
         }
         self.output_frames_popped += num_frames as u64;
@@ -343,8 +353,9 @@ impl StemStreamHandle {
             Ordering::Release,
         );
         let output = &self.output;
+        let frame_samples = self.frame_layout.frame_samples();
         self.shared.wait_until(self.offline_wait_timeout, true, || {
-            output.slots() / STEM_FRAME_SAMPLES >= num_frames
+            output.slots() / frame_samples >= num_frames
         })
     }
 
@@ -377,32 +388,54 @@ impl StemStreamHandle {
         } else {
             self.available_frames().min(num_frames)
         };
-        if let Ok(chunk) = self.output.read_chunk(ready_frames * STEM_FRAME_SAMPLES) {
-            // One output channel at a time: each loop is a plain strided copy.
+        let layout = self.frame_layout;
+        if let Ok(chunk) = self
+            .output
+            .read_chunk(ready_frames * layout.frame_samples())
+        {
             let (first, second) = chunk.as_slices();
             let mut offset = start;
             for part in [first, second] {
-                let (frames, _) = part.as_chunks::<STEM_FRAME_SAMPLES>();
-                for (stem, outputs) in self.stem_outputs.iter_mut().enumerate() {
-                    for (channel, output) in outputs.iter_mut().enumerate() {
-                        let sample = stem * 2 + channel;
-                        for (dest, frame) in
-                            output[offset..offset + frames.len()].iter_mut().zip(frames)
-                        {
-                            *dest = frame[sample];
-                        }
+                offset += match layout {
+                    StemFrameLayout::ThreeStems => {
+                        copy_stem_frames::<6>(part, &mut self.stem_outputs, offset)
                     }
-                }
-                offset += frames.len();
+                    StemFrameLayout::FiveStems => {
+                        copy_stem_frames::<SEPARATED_CHANNELS>(part, &mut self.stem_outputs, offset)
+                    }
+                };
             }
             chunk.commit_all();
         }
         self.output_frames_popped += ready_frames as u64;
+        self.write_residual(start, start + ready_frames);
         if ready_frames < num_frames {
             let missing = num_frames - ready_frames;
             self.output_fallback(start + ready_frames, end);
             self.owed_output_frames += missing as u64;
             self.shared.stats.add_underrun(missing as u64);
+        }
+    }
+
+    /// `Other` for frames `start..end`, whose separated stems were read: the dry input (delayed
+    /// by the latency, as the stems are) less their sum, summed in [`Stem::ALL`] order from
+    /// zero, so the six stems add up to the input exactly. (Stems a layout does not carry are
+    /// silent.)
+    fn write_residual(&mut self, start: usize, end: usize) {
+        let [vocals, drums, bass, guitar, piano, other] = &mut self.stem_outputs;
+        for channel in 0..2 {
+            let range = start..end;
+            let residuals = other[channel][range.clone()]
+                .iter_mut()
+                .zip(&self.dry_output[channel][range.clone()])
+                .zip(&vocals[channel][range.clone()])
+                .zip(&drums[channel][range.clone()])
+                .zip(&bass[channel][range.clone()])
+                .zip(&guitar[channel][range.clone()])
+                .zip(&piano[channel][range]);
+            for ((((((out, &input), &v), &d), &b), &g), &p) in residuals {
+                *out = flush_subnormal(input - (0.0 + v + d + b + g + p));
+            }
         }
     }
 
@@ -427,4 +460,23 @@ impl Drop for StemStreamHandle {
         self.shared.should_stop.store(true, Ordering::Release);
         self.worker_thread.unpark();
     }
+}
+
+/// Copies the interleaved frames of `WIDTH` separated samples in `ring` into `stem_outputs` from
+/// frame `offset` on, one output channel at a time (a plain strided copy each). Returns the
+/// frames copied.
+#[inline]
+fn copy_stem_frames<const WIDTH: usize>(
+    ring: &[f32],
+    stem_outputs: &mut [[Vec<f32>; 2]; NUM_STEMS],
+    offset: usize,
+) -> usize {
+    let (frames, _) = ring.as_chunks::<WIDTH>();
+    for sample in 0..WIDTH {
+        let output = &mut stem_outputs[sample / 2][sample % 2][offset..offset + frames.len()];
+        for (dest, frame) in output.iter_mut().zip(frames) {
+            *dest = frame[sample];
+        }
+    }
+    frames.len()
 }

@@ -11,7 +11,10 @@
 //! Timeline: the handle reports a fixed latency `L`. Output frame `t` of every stem is the stem of
 //! input frame `t − L`. The worker's [`StemPipeline`] delays by `D ≤ L`; the output ring is
 //! pre-filled with `L − D` silent frames, so each frame the audio thread reads lines up without
-//! any bookkeeping. When a frame is not ready in time (an underrun, real-time mode only), the
+//! any bookkeeping. The ring carries the separated stems only ([`crate::stem_sink::StemFrameLayout`]):
+//! the handle already keeps its input delayed by `L` for fallback and bypass, and computes
+//! `Other` from it as the exact residual, `input(t − L) − (vocals + drums + bass + guitar +
+//! piano)`, so the stems sum to the input. When a frame is not ready in time (an underrun, real-time mode only), the
 //! handle outputs the dry input delayed by `L` on `Other` and silence on the other stems, keeps
 //! the mix complete, and later drops the late frame so the timeline never shifts.
 //!
@@ -47,7 +50,6 @@ pub use stats::{StreamStats, StreamStatus};
 
 use crate::pipeline::StemPipeline;
 use crate::separator::Separator;
-use crate::stem::STEM_FRAME_SAMPLES;
 use crate::EngineError;
 use handle::HandleParts;
 use shared::Shared;
@@ -72,6 +74,8 @@ pub fn spawn_stream(
     );
     let prefill_frames = latency_samples - pipeline.delay_samples();
     let max_output_per_chunk = pipeline.max_output_frames_per_chunk();
+    let frame_layout = pipeline.frame_layout();
+    let frame_samples = frame_layout.frame_samples();
     let chunk_frames = pipeline.input_chunk_frames();
 
     // The latency, a block and a chunk, and at least a second: a worker stalled that long has
@@ -87,11 +91,11 @@ pub fn spawn_stream(
     let output_capacity_frames = prefill_frames + config.max_block_frames + max_output_per_chunk;
     let (input_producer, input_consumer) = RingBuffer::new(input_capacity_frames * 2);
     let (mut output_producer, output_consumer) =
-        RingBuffer::new(output_capacity_frames * STEM_FRAME_SAMPLES);
+        RingBuffer::new(output_capacity_frames * frame_samples);
 
     // The initial pre-fill goes in before the thread starts, so real-time playback starts
     // without underruns however slowly the worker wakes up.
-    for _ in 0..prefill_frames * STEM_FRAME_SAMPLES {
+    for _ in 0..prefill_frames * frame_samples {
         let _ = output_producer.push(0.0);
     }
 
@@ -148,6 +152,7 @@ pub fn spawn_stream(
         mode: config.mode,
         latency_samples,
         max_block_frames: config.max_block_frames,
+        frame_layout,
     });
     let controller = StemStreamController {
         shared,

@@ -8,7 +8,7 @@ use crate::builtin::BuiltinSeparator;
 use crate::passthrough::PassthroughSeparator;
 use crate::planar::PlanarBlock;
 use crate::separator::SeparatorError;
-use crate::stem::{Stem, NUM_STEMS};
+use crate::stem::{ExtraStems, Stem, NUM_STEMS};
 
 /// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
 fn render(
@@ -382,4 +382,88 @@ fn bad_configurations_are_clear_errors() {
         &offline_config(48_000.0, 0),
     );
     assert!(matches!(bad_block, Err(EngineError::InvalidBlockSize(0))));
+}
+
+/// A six-stem separator whose stems are different fixed weights of its input, so each stem's
+/// channel is non-silent and their sum is not the input.
+struct WeightedSixStems;
+
+impl Separator for WeightedSixStems {
+    fn name(&self) -> &str {
+        "weighted six stems"
+    }
+    fn sample_rate_hz(&self) -> u32 {
+        44_100
+    }
+    fn hop_frames(&self) -> usize {
+        256
+    }
+    fn latency_frames(&self) -> usize {
+        0
+    }
+    fn has_extra_stems(&self) -> bool {
+        true
+    }
+    fn reset(&mut self) {}
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        for stem in 0..crate::stem::NUM_SEPARATED_STEMS {
+            for channel in 0..2 {
+                let weight = 0.1 + 0.07 * (stem * 2 + channel) as f32;
+                let output = stems.channel_mut(crate::separator::stem_channel(stem, channel));
+                for (out, &x) in output.iter_mut().zip(input.channel(channel)) {
+                    *out = weight * x;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn other_is_the_exact_residual_of_the_input_delayed_by_the_latency() {
+    let separators: [(fn() -> Box<dyn Separator>, bool); 2] = [
+        (|| Box::new(WeightedSixStems), true),
+        (|| Box::new(BuiltinSeparator::new()), false),
+    ];
+    for (make, has_extra_stems) in separators {
+        for rate_hz in [44_100.0, 48_000.0] {
+            let (mut handle, _worker) =
+                spawn_stream(make(), &offline_config(rate_hz, 4096)).unwrap();
+            handle.set_extra_stems(ExtraStems::Separate);
+            let latency = handle.latency_samples();
+            let input = test_signal(latency + 20_000, 7);
+            let out = render(&mut handle, &input, &[333, 4096, 1]);
+            let case = format!(
+                "{} at {rate_hz} Hz",
+                if has_extra_stems { "six" } else { "four" }
+            );
+            for channel in 0..2 {
+                for stem in Stem::EXTRA {
+                    let is_silent = out[stem.index()][channel].iter().all(|&x| x == 0.0);
+                    assert_eq!(is_silent, !has_extra_stems, "{case}: {stem:?}");
+                }
+                for t in 0..input[0].len() {
+                    let dry = if t >= latency {
+                        input[channel][t - latency]
+                    } else {
+                        0.0
+                    };
+                    let [v, d, b, g, p, other] = std::array::from_fn(|s| out[s][channel][t]);
+                    let expected = crate::dsp::flush_subnormal(dry - (0.0 + v + d + b + g + p));
+                    assert_eq!(other.to_bits(), expected.to_bits(), "{case}, frame {t}");
+                    assert!(
+                        (v + d + b + g + p + other - dry).abs() < 1e-6,
+                        "{case}, frame {t}"
+                    );
+                }
+                // The stems are separated, not silent: the residual is not the whole input.
+                let separated = &out[Stem::Vocals.index()][channel][latency..];
+                assert!(separated.iter().any(|&x| x != 0.0), "{case}");
+            }
+        }
+    }
 }

@@ -14,7 +14,6 @@ use super::shared::Shared;
 use crate::interleave::deinterleave_stereo;
 use crate::pipeline::StemPipeline;
 use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
-use crate::stem::STEM_FRAME_SAMPLES;
 use crate::stem_sink::StemSink;
 
 /// How long the worker sleeps when it has nothing to do and nobody wakes it.
@@ -102,7 +101,7 @@ impl StemStreamWorker {
     }
 
     fn output_free_frames(&self) -> usize {
-        self.output.slots() / STEM_FRAME_SAMPLES
+        self.output.slots() / self.pipeline.frame_layout().frame_samples()
     }
 
     /// Does one unit of work. Returns whether anything happened.
@@ -118,7 +117,8 @@ impl StemStreamWorker {
         }
         if self.prefill_remaining > 0 {
             let num_frames = self.prefill_remaining.min(self.output_free_frames());
-            if let Ok(mut write) = self.output.write_chunk(num_frames * STEM_FRAME_SAMPLES) {
+            let frame_samples = self.pipeline.frame_layout().frame_samples();
+            if let Ok(mut write) = self.output.write_chunk(num_frames * frame_samples) {
                 let (first, second) = write.as_mut_slices();
                 first.fill(0.0);
                 second.fill(0.0);
@@ -156,9 +156,10 @@ impl StemStreamWorker {
             return true;
         }
         // The stems are written straight into the ring, where the audio side reads them.
+        let layout = self.pipeline.frame_layout();
         let Ok(mut write) = self
             .output
-            .write_chunk(self.max_output_per_chunk * STEM_FRAME_SAMPLES)
+            .write_chunk(self.max_output_per_chunk * layout.frame_samples())
         else {
             // The audio side is behind; wait for it to read.
             return available > 0;
@@ -167,7 +168,7 @@ impl StemStreamWorker {
         let pipeline = &mut self.pipeline;
         let (left, right) = (&self.chunk[0], &self.chunk[1]);
         let (first, second) = write.as_mut_slices();
-        let mut sink = StemSink::new(first, second);
+        let mut sink = StemSink::new(first, second, layout);
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             pipeline.process_chunk(left, right, &mut sink)
         }));
@@ -192,7 +193,7 @@ impl StemStreamWorker {
             }
         }
         self.chunk_fill = 0;
-        write.commit(num_frames * STEM_FRAME_SAMPLES);
+        write.commit(num_frames * layout.frame_samples());
         self.output_frames_pushed += num_frames as u64;
         true
     }
