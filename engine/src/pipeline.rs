@@ -11,7 +11,7 @@ use crate::dsp::gcd;
 
 use rubato::{FftFixedInOut, Resampler};
 
-use crate::dsp::flush_subnormal;
+use crate::dsp::{flush_subnormal, has_non_finite};
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
 use crate::stem::Stem;
@@ -338,13 +338,11 @@ impl StemPipeline {
         if result.is_ok() {
             // A misbehaving separator never gets NaN into the stems, nor passes silently. (The
             // channels the layout leaves out are not used.)
-            let num_non_finite: usize = (0..self.layout.frame_samples())
-                .map(|c| {
-                    let channel = self.hop_output.channel(c);
-                    channel.iter().filter(|x| !x.is_finite()).count()
-                })
-                .sum();
-            if num_non_finite > 0 {
+            let channels = (0..self.layout.frame_samples()).map(|c| self.hop_output.channel(c));
+            if channels.clone().any(has_non_finite) {
+                let num_non_finite: usize = channels
+                    .map(|channel| channel.iter().filter(|x| !x.is_finite()).count())
+                    .sum();
                 result = Err(SeparatorError {
                     separator: self.separator.name().to_owned(),
                     reason: format!("its output held {num_non_finite} NaN or infinite samples"),

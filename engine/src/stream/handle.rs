@@ -11,7 +11,7 @@ use rtrb::{Consumer, Producer};
 use super::config::{ProcessingMode, OFFLINE_WAIT_TIMEOUT};
 use super::shared::Shared;
 use super::stats::StreamStats;
-use crate::dsp::{flush_subnormal, sanitize_sample};
+use crate::dsp::{flush_subnormal, sanitize_into};
 use crate::interleave::interleave_stereo;
 use crate::separator::SEPARATED_CHANNELS;
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
@@ -193,13 +193,8 @@ impl StemStreamHandle {
         // 1. Sanitize the input: NaN/Inf and subnormals become silence.
         let mut num_non_finite = 0u64;
         for (channel, source) in [left, right].into_iter().enumerate() {
-            for (dest, &sample) in self.input_scratch[channel][..num_frames]
-                .iter_mut()
-                .zip(source)
-            {
-                num_non_finite += u64::from(!sample.is_finite());
-                *dest = sanitize_sample(sample);
-            }
+            let dest = &mut self.input_scratch[channel][..num_frames];
+            num_non_finite += sanitize_into(&source[..num_frames], dest) as u64;
         }
         if num_non_finite > 0 {
             self.shared.stats.add_non_finite_input(num_non_finite);
@@ -246,8 +241,11 @@ impl StemStreamHandle {
             }
             self.read_stems(forced, num_frames);
         }
-        self.extra_stems
-            .apply(&mut self.stem_outputs, 0..num_frames);
+        if self.frame_layout == StemFrameLayout::FiveStems {
+            // (Without guitar and piano, both choices are the same.)
+            self.extra_stems
+                .apply(&mut self.stem_outputs, 0..num_frames);
+        }
         self.frames_since_reset += num_frames as u64;
         num_frames
     }

@@ -68,10 +68,14 @@ impl Shared {
         // before this call, or this call sees that it waits.
         fence(Ordering::SeqCst);
         if self.is_handle_waiting.load(Ordering::Relaxed) {
-            let _guard = self
-                .wake_lock
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            // Taking the lock orders this wake-up after the handle's last look under it (it
+            // either saw what was published or is asleep); notifying after releasing it lets
+            // the woken handle take the lock at once instead of waiting for it.
+            drop(
+                self.wake_lock
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
             self.wake.notify_all();
         }
     }
