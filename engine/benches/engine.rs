@@ -48,6 +48,7 @@ fn handle_process(c: &mut Criterion) {
         host_sample_rate_hz: SAMPLE_RATE_HZ as f32,
         max_block_frames: BLOCK_FRAMES,
         mode: ProcessingMode::Realtime,
+        is_offline_only: false,
     };
     let (mut handle, _worker) = spawn_stream(Box::new(BuiltinSeparator::new()), &config).unwrap();
     let num_blocks = mix[0].len() / BLOCK_FRAMES;

@@ -57,6 +57,7 @@ fn main() {
             host_sample_rate_hz: 44_100.0,
             max_block_frames: 1024,
             mode: ProcessingMode::Realtime,
+            is_offline_only: false,
         };
         streams.push(spawn_stream(Box::new(separator), &config).expect("a stream"));
         // Let the stream's worker settle before reading.

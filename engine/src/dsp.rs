@@ -116,7 +116,11 @@ mod tests {
         let expected = [0.0, 0.0, 0.0, 0.0, -0.5, 0.25, 0.0, 0.0];
         // In the eight lanes, in the tail after them, and both.
         for repeat in [1, 2, 3] {
-            let source: Vec<f32> = samples.repeat(repeat).into_iter().chain([f32::NAN]).collect();
+            let source: Vec<f32> = samples
+                .repeat(repeat)
+                .into_iter()
+                .chain([f32::NAN])
+                .collect();
             let mut dest = vec![1.0; source.len() + 1];
             assert_eq!(sanitize_into(&source, &mut dest), 3 * repeat + 1);
             let mut want = expected.repeat(repeat);

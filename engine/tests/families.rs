@@ -104,6 +104,7 @@ fn stream_at(
         host_sample_rate_hz,
         max_block_frames: block_frames,
         mode: ProcessingMode::Offline,
+        is_offline_only: false,
     };
     let (mut handle, _worker) = spawn_stream(separator, &config).unwrap();
     handle.set_extra_stems(extra_stems);

@@ -72,6 +72,7 @@ fn offline(rate_hz: f32) -> StreamConfig {
         host_sample_rate_hz: rate_hz,
         max_block_frames: 512,
         mode: ProcessingMode::Offline,
+        is_offline_only: false,
     }
 }
 

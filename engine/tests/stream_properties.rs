@@ -35,6 +35,7 @@ fn offline(rate_hz: f32) -> StreamConfig {
         host_sample_rate_hz: rate_hz,
         max_block_frames: MAX_BLOCK,
         mode: ProcessingMode::Offline,
+        is_offline_only: false,
     }
 }
 

@@ -173,6 +173,8 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
                 ProcessMode::Offline => ProcessingMode::Offline,
                 ProcessMode::Realtime | ProcessMode::Buffered => ProcessingMode::Realtime,
             },
+            // A host may switch to live playback at any time.
+            is_offline_only: false,
         };
 
         let (choice, device) = self.saved_choice();

@@ -25,17 +25,29 @@ pub struct StreamConfig {
     pub max_block_frames: usize,
     /// Real-time or offline at the start; [`super::StemStreamHandle::set_mode`] changes it.
     pub mode: ProcessingMode,
+    /// The stream is never played live (whole-file separation, [`crate::offline`]): its
+    /// latency leaves out the scheduling margin, which only real-time blocks need — an offline
+    /// block waits for its frames. The stems are the same either way (a latency only shifts
+    /// them); a shorter one means less silence separated after the end.
+    pub is_offline_only: bool,
 }
 
-/// The latency a stream reports: the pipeline's delay and chunk quantization plus the
-/// scheduling margin, which is at least one host block. A pure function of its inputs.
+/// The latency a stream reports: the pipeline's delay and chunk quantization plus, unless it is
+/// never played live, the scheduling margin, which is at least one host block. A pure function
+/// of its inputs.
 pub fn stream_latency_samples(
     pipeline_delay_samples: usize,
     pipeline_quantization_samples: usize,
     host_sample_rate_hz: u32,
     max_block_frames: usize,
+    is_offline_only: bool,
 ) -> usize {
     let margin_samples =
         ((SCHEDULING_MARGIN_MS / 1000.0) * host_sample_rate_hz as f64).ceil() as usize;
-    pipeline_delay_samples + pipeline_quantization_samples + margin_samples.max(max_block_frames)
+    let margin_samples = if is_offline_only {
+        0
+    } else {
+        margin_samples.max(max_block_frames)
+    };
+    pipeline_delay_samples + pipeline_quantization_samples + margin_samples
 }

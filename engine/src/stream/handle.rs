@@ -158,6 +158,15 @@ impl StemStreamHandle {
         self.extra_stems = extra_stems;
     }
 
+    /// Says that the input has ended: the blocks that follow are silence flushing the latency
+    /// (whole-file separation), so the worker separates only the frames this handle waits for
+    /// from now on — no model run wholly in the silence after the end. Offline mode only;
+    /// later input is still separated, but only on demand. Realtime-safe.
+    pub fn end_input(&mut self) {
+        self.shared.is_input_ended.store(true, Ordering::Release);
+        self.worker_thread.unpark();
+    }
+
     /// Clears the pipeline, for transport jumps: the next `latency_samples()` output frames are
     /// silent, then the stems of the input after the reset follow. Realtime-safe: publishes a
     /// generation and wakes the worker; nothing is allocated or freed.
@@ -350,6 +359,8 @@ impl StemStreamHandle {
             self.output_frames_popped + num_frames as u64,
             Ordering::Release,
         );
+        // After the input ended, the worker waits for this.
+        self.worker_thread.unpark();
         let output = &self.output;
         let frame_samples = self.frame_layout.frame_samples();
         self.shared.wait_until(self.offline_wait_timeout, true, || {

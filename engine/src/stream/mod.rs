@@ -71,6 +71,7 @@ pub fn spawn_stream(
         pipeline.quantization_samples(),
         host_rate_hz,
         config.max_block_frames,
+        config.is_offline_only,
     );
     let prefill_frames = latency_samples - pipeline.delay_samples();
     let max_output_per_chunk = pipeline.max_output_frames_per_chunk();

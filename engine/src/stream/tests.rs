@@ -59,6 +59,7 @@ fn offline_config(rate_hz: f32, max_block_frames: usize) -> StreamConfig {
         host_sample_rate_hz: rate_hz,
         max_block_frames,
         mode: ProcessingMode::Offline,
+        is_offline_only: false,
     }
 }
 
@@ -216,6 +217,7 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
         host_sample_rate_hz: 44_100.0,
         max_block_frames: BLOCK,
         mode: ProcessingMode::Realtime,
+        is_offline_only: false,
     };
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
     let latency = handle.latency_samples();

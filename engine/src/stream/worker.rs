@@ -155,6 +155,13 @@ impl StemStreamWorker {
         if self.shared.reset_generation.load(Ordering::Acquire) != self.generation {
             return true;
         }
+        // After the input ended, a chunk runs only when the handle waits for frames it has not
+        // got: the rest of the flush's silence is separated by nobody.
+        if self.shared.is_input_ended.load(Ordering::Acquire)
+            && self.output_frames_pushed >= self.shared.wanted_output_frames.load(Ordering::Acquire)
+        {
+            return available > 0;
+        }
         // The stems are written straight into the ring, where the audio side reads them.
         let layout = self.pipeline.frame_layout();
         let Ok(mut write) = self

@@ -423,6 +423,7 @@ mod tests {
             host_sample_rate_hz: 48_000.0,
             max_block_frames: 512,
             mode: ProcessingMode::Offline,
+            is_offline_only: false,
         };
         let (handle, controller) =
             spawn_stream(Box::new(BuiltinSeparator::new()), &config).unwrap();
