@@ -1,10 +1,11 @@
 //! `stemflow bench`: speed and memory of every requested model on every requested device.
 //!
 //! Per row (model × device):
-//! - per-run inference time: the separator's hops over the test signal, timed alone at the
-//!   separator's own rate (min / median / max) — of a model, only the hops that ran it (a model
-//!   separator streams in hops shorter than the model's chunk, and most hops only stitch); of a
-//!   DSP separator, every hop;
+//! - per-run inference time: the separator's hops over the test signal and then over its
+//!   latency's silence (the flush that brings the last frames out, which the whole path makes
+//!   too, so both make the same model runs), timed alone at the separator's own rate (min /
+//!   median / max) — of a model, only the hops that ran it (a model separator streams in hops
+//!   shorter than the model's chunk, and most hops only stitch); of a DSP separator, every hop;
 //! - pure inference time: the sum of every hop's time;
 //! - total time: the same signal through the whole offline path ([`OfflineStream`]: resampling,
 //!   the stream and its worker thread, the residual), as `stemflow separate` runs it;
@@ -275,11 +276,13 @@ fn measure(
     let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
     let mut hop_ms = Vec::new();
     let mut run_ms = Vec::new();
-    for start in (0..mix[0].len()).step_by(hop) {
-        let end = (start + hop).min(mix[0].len());
+    // The signal, then silence until the separator has brought out its last frame.
+    let num_frames = mix[0].len() + separator.latency_frames();
+    for start in (0..num_frames).step_by(hop) {
+        let signal = start.min(mix[0].len())..(start + hop).min(mix[0].len());
         input.clear();
         for (channel, samples) in mix.iter().enumerate() {
-            input.channel_mut(channel)[..end - start].copy_from_slice(&samples[start..end]);
+            input.channel_mut(channel)[..signal.len()].copy_from_slice(&samples[signal.clone()]);
         }
         let runs_before = separator.model_runs();
         let t = Instant::now();
