@@ -14,7 +14,7 @@ use super::stats::StreamStats;
 use crate::dsp::{flush_subnormal, sanitize_into};
 use crate::interleave::interleave_stereo;
 use crate::separator::SEPARATED_CHANNELS;
-use crate::stem::{ExtraStems, Stem, NUM_STEMS};
+use crate::stem::{ExtraStems, Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
 use crate::stem_sink::StemFrameLayout;
 
 /// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
@@ -428,22 +428,31 @@ impl StemStreamHandle {
 
     /// `Other` for frames `start..end`, whose separated stems were read: the dry input (delayed
     /// by the latency, as the stems are) less their sum, summed in [`Stem::ALL`] order from
-    /// zero, so the six stems add up to the input exactly. (Stems a layout does not carry are
-    /// silent.)
+    /// zero, so the six stems add up to the input exactly. (The stems a layout does not carry
+    /// are silent, and a sum from zero is unchanged by adding zeros: it is never −0.)
     fn write_residual(&mut self, start: usize, end: usize) {
-        let [vocals, drums, bass, guitar, piano, other] = &mut self.stem_outputs;
-        for channel in 0..2 {
+        match self.frame_layout {
+            StemFrameLayout::ThreeStems => self.write_residual_of::<3>(start, end),
+            StemFrameLayout::FiveStems => self.write_residual_of::<NUM_SEPARATED_STEMS>(start, end),
+        }
+    }
+
+    /// [`Self::write_residual`] of the first `STEMS` stems.
+    #[inline]
+    fn write_residual_of<const STEMS: usize>(&mut self, start: usize, end: usize) {
+        let [separated @ .., other] = &mut self.stem_outputs;
+        for (channel, other) in other.iter_mut().enumerate() {
             let range = start..end;
-            let residuals = other[channel][range.clone()]
-                .iter_mut()
-                .zip(&self.dry_output[channel][range.clone()])
-                .zip(&vocals[channel][range.clone()])
-                .zip(&drums[channel][range.clone()])
-                .zip(&bass[channel][range.clone()])
-                .zip(&guitar[channel][range.clone()])
-                .zip(&piano[channel][range]);
-            for ((((((out, &input), &v), &d), &b), &g), &p) in residuals {
-                *out = flush_subnormal(input - (0.0 + v + d + b + g + p));
+            let stems: [&[f32]; STEMS] =
+                std::array::from_fn(|stem| &separated[stem][channel][range.clone()]);
+            let input = &self.dry_output[channel][range.clone()];
+            let other = &mut other[range];
+            for (frame, out) in other.iter_mut().enumerate() {
+                let mut sum = 0.0;
+                for stem in stems {
+                    sum += stem[frame];
+                }
+                *out = flush_subnormal(input[frame] - sum);
             }
         }
     }
