@@ -368,8 +368,8 @@ fn emit(stems: &[&[f32]; SEPARATED_CHANNELS], layout: StemFrameLayout, output: &
     }
 }
 
-/// Interleaves frames `start..` of the first `WIDTH` separated channels into `output`, one
-/// channel at a time (a plain strided copy each). Returns the frames written.
+/// Interleaves frames `start..` of the first `WIDTH` separated channels into `output`, frame by
+/// frame (each frame's samples are written together). Returns the frames written.
 #[inline]
 fn emit_run<const WIDTH: usize>(
     stems: &[&[f32]; SEPARATED_CHANNELS],
@@ -378,10 +378,11 @@ fn emit_run<const WIDTH: usize>(
 ) -> usize {
     let (frames, rest) = output.as_chunks_mut::<WIDTH>();
     debug_assert!(rest.is_empty());
-    for (sample, stem) in stems[..WIDTH].iter().enumerate() {
-        let channel = &stem[start..start + frames.len()];
-        for (frame, &x) in frames.iter_mut().zip(channel) {
-            frame[sample] = flush_subnormal(x);
+    let channels: [&[f32]; WIDTH] =
+        std::array::from_fn(|sample| &stems[sample][start..start + frames.len()]);
+    for (i, frame) in frames.iter_mut().enumerate() {
+        for (out, channel) in frame.iter_mut().zip(channels) {
+            *out = flush_subnormal(channel[i]);
         }
     }
     frames.len()
