@@ -1,5 +1,6 @@
 //! [`PassthroughSeparator`]: puts its whole input on Vocals after a fixed delay, so the
-//! streaming machinery's timing can be checked exactly.
+//! streaming machinery's timing can be checked exactly; and, for tests, `WeightedSixStems`, a
+//! six-stem separator whose every stem carries something.
 
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError};
@@ -63,6 +64,47 @@ impl Separator for PassthroughSeparator {
                 .channel_mut(stem_channel(0, channel))
                 .copy_from_slice(&delay[..self.hop_frames]);
             delay.copy_within(self.hop_frames.., 0);
+        }
+        Ok(())
+    }
+}
+
+/// A six-stem separator whose stems are different fixed weights of its input, so each stem's
+/// channel is non-silent and their sum is not the input.
+#[cfg(test)]
+pub(crate) struct WeightedSixStems;
+
+#[cfg(test)]
+impl Separator for WeightedSixStems {
+    fn name(&self) -> &str {
+        "weighted six stems"
+    }
+    fn sample_rate_hz(&self) -> u32 {
+        44_100
+    }
+    fn hop_frames(&self) -> usize {
+        256
+    }
+    fn latency_frames(&self) -> usize {
+        0
+    }
+    fn has_extra_stems(&self) -> bool {
+        true
+    }
+    fn reset(&mut self) {}
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        for stem in 0..crate::stem::NUM_SEPARATED_STEMS {
+            for channel in 0..2 {
+                let weight = 0.1 + 0.07 * (stem * 2 + channel) as f32;
+                let output = stems.channel_mut(stem_channel(stem, channel));
+                for (out, &x) in output.iter_mut().zip(input.channel(channel)) {
+                    *out = weight * x;
+                }
+            }
         }
         Ok(())
     }

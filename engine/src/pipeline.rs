@@ -391,7 +391,7 @@ fn emit_run<const WIDTH: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::passthrough::PassthroughSeparator;
+    use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 
     /// One chunk through the pipeline, its frames appended to `out` (a sink holds no more than
     /// `max_output_frames_per_chunk`, so a chunk that made more would panic).
@@ -459,53 +459,32 @@ mod tests {
             StemPipeline::new(Box::new(PassthroughSeparator::new(44_100, 256, 0)), 44_100).unwrap();
         assert_eq!(three.frame_layout(), StemFrameLayout::ThreeStems);
         assert_eq!(three.frame_layout().frame_samples(), 6);
-        let five = StemPipeline::new(Box::new(SixStemSeparator), 44_100).unwrap();
+        let five = StemPipeline::new(Box::new(WeightedSixStems), 44_100).unwrap();
         assert_eq!(five.frame_layout(), StemFrameLayout::FiveStems);
         assert_eq!(five.frame_layout().frame_samples(), SEPARATED_CHANNELS);
     }
 
-    /// Writes each channel's index into it, guitar and piano included.
-    struct SixStemSeparator;
-    impl Separator for SixStemSeparator {
-        fn name(&self) -> &str {
-            "six"
-        }
-        fn sample_rate_hz(&self) -> u32 {
-            44_100
-        }
-        fn hop_frames(&self) -> usize {
-            256
-        }
-        fn latency_frames(&self) -> usize {
-            0
-        }
-        fn has_extra_stems(&self) -> bool {
-            true
-        }
-        fn reset(&mut self) {}
-        fn process_hop(
-            &mut self,
-            _input: &PlanarBlock,
-            stems: &mut PlanarBlock,
-        ) -> Result<(), SeparatorError> {
-            for c in 0..stems.num_channels() {
-                stems.channel_mut(c).fill(c as f32 + 1.0);
-            }
-            Ok(())
-        }
-    }
-
     #[test]
     fn six_stem_frames_carry_guitar_and_piano() {
-        let mut pipeline = StemPipeline::new(Box::new(SixStemSeparator), 44_100).unwrap();
-        let input = vec![0.25; 256];
+        let mut pipeline = StemPipeline::new(Box::new(WeightedSixStems), 44_100).unwrap();
+        let hop = pipeline.input_chunk_frames();
+        let input = vec![0.25; hop];
         let mut out = Vec::new();
         process_chunk(&mut pipeline, &input, &input, &mut out).unwrap();
-        assert_eq!(out.len(), 256 * SEPARATED_CHANNELS);
-        let expected: Vec<f32> = (0..SEPARATED_CHANNELS).map(|c| c as f32 + 1.0).collect();
-        assert!(out
-            .chunks_exact(SEPARATED_CHANNELS)
-            .all(|frame| frame == expected));
+        let mut hop_input = PlanarBlock::new(2, hop);
+        hop_input.channel_mut(0).fill(0.25);
+        hop_input.channel_mut(1).fill(0.25);
+        let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
+        WeightedSixStems
+            .process_hop(&hop_input, &mut stems)
+            .unwrap();
+        assert_eq!(out.len(), hop * SEPARATED_CHANNELS);
+        for (i, frame) in out.chunks_exact(SEPARATED_CHANNELS).enumerate() {
+            for (channel, &sample) in frame.iter().enumerate() {
+                assert_eq!(sample, stems.channel(channel)[i]);
+                assert_ne!(sample, 0.0, "channel {channel}");
+            }
+        }
     }
 
     fn argmax_abs(values: impl Iterator<Item = f32>) -> usize {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::builtin::BuiltinSeparator;
-use crate::passthrough::PassthroughSeparator;
+use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 use crate::planar::PlanarBlock;
 use crate::separator::SeparatorError;
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
@@ -384,45 +384,6 @@ fn bad_configurations_are_clear_errors() {
         &offline_config(48_000.0, 0),
     );
     assert!(matches!(bad_block, Err(EngineError::InvalidBlockSize(0))));
-}
-
-/// A six-stem separator whose stems are different fixed weights of its input, so each stem's
-/// channel is non-silent and their sum is not the input.
-struct WeightedSixStems;
-
-impl Separator for WeightedSixStems {
-    fn name(&self) -> &str {
-        "weighted six stems"
-    }
-    fn sample_rate_hz(&self) -> u32 {
-        44_100
-    }
-    fn hop_frames(&self) -> usize {
-        256
-    }
-    fn latency_frames(&self) -> usize {
-        0
-    }
-    fn has_extra_stems(&self) -> bool {
-        true
-    }
-    fn reset(&mut self) {}
-    fn process_hop(
-        &mut self,
-        input: &PlanarBlock,
-        stems: &mut PlanarBlock,
-    ) -> Result<(), SeparatorError> {
-        for stem in 0..crate::stem::NUM_SEPARATED_STEMS {
-            for channel in 0..2 {
-                let weight = 0.1 + 0.07 * (stem * 2 + channel) as f32;
-                let output = stems.channel_mut(crate::separator::stem_channel(stem, channel));
-                for (out, &x) in output.iter_mut().zip(input.channel(channel)) {
-                    *out = weight * x;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 #[test]
