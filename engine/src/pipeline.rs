@@ -362,8 +362,12 @@ fn emit(stems: &[&[f32]; SEPARATED_CHANNELS], layout: StemFrameLayout, output: &
     let mut start = 0;
     for run in output.next_runs(stems[0].len()) {
         start += match layout {
-            StemFrameLayout::ThreeStems => emit_run::<6>(stems, start, run),
-            StemFrameLayout::FiveStems => emit_run::<SEPARATED_CHANNELS>(stems, start, run),
+            StemFrameLayout::ThreeStems => {
+                emit_run::<{ StemFrameLayout::ThreeStems.frame_samples() }>(stems, start, run)
+            }
+            StemFrameLayout::FiveStems => {
+                emit_run::<{ StemFrameLayout::FiveStems.frame_samples() }>(stems, start, run)
+            }
         };
     }
 }

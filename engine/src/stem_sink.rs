@@ -2,7 +2,7 @@
 //! worker's output ring (two slices where it wraps), or a plain buffer — so each frame is
 //! written once, where the audio thread reads it; [`StemFrameLayout`]: what a frame holds.
 
-use crate::separator::SEPARATED_CHANNELS;
+use crate::stem::NUM_SEPARATED_STEMS;
 
 /// What one interleaved stem frame holds: the separated stems a separator delivers, left and
 /// right, in [`crate::Stem::ALL`] order. `Other` is not in it: the audio side computes it as the
@@ -26,13 +26,18 @@ impl StemFrameLayout {
         }
     }
 
+    /// The stems a frame carries: the first of [`crate::Stem::ALL`].
+    pub const fn num_stems(self) -> usize {
+        match self {
+            Self::ThreeStems => 3,
+            Self::FiveStems => NUM_SEPARATED_STEMS,
+        }
+    }
+
     /// Samples per frame: the carried stems × 2 channels. Each is the separator's channel of
     /// the same index ([`crate::separator::stem_channel`]).
     pub const fn frame_samples(self) -> usize {
-        match self {
-            Self::ThreeStems => 6,
-            Self::FiveStems => SEPARATED_CHANNELS,
-        }
+        self.num_stems() * 2
     }
 }
 

@@ -13,8 +13,7 @@ use super::shared::Shared;
 use super::stats::StreamStats;
 use crate::dsp::{flush_subnormal, sanitize_into};
 use crate::interleave::interleave_stereo;
-use crate::separator::SEPARATED_CHANNELS;
-use crate::stem::{ExtraStems, Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
+use crate::stem::{ExtraStems, Stem, NUM_STEMS};
 use crate::stem_sink::StemFrameLayout;
 
 /// The audio-thread side of a stream. Owns every buffer it touches; nothing in it allocates.
@@ -406,12 +405,16 @@ impl StemStreamHandle {
             let mut offset = start;
             for part in [first, second] {
                 offset += match layout {
-                    StemFrameLayout::ThreeStems => {
-                        copy_stem_frames::<6>(part, &mut self.stem_outputs, offset)
-                    }
-                    StemFrameLayout::FiveStems => {
-                        copy_stem_frames::<SEPARATED_CHANNELS>(part, &mut self.stem_outputs, offset)
-                    }
+                    StemFrameLayout::ThreeStems => copy_stem_frames::<
+                        { StemFrameLayout::ThreeStems.frame_samples() },
+                    >(
+                        part, &mut self.stem_outputs, offset
+                    ),
+                    StemFrameLayout::FiveStems => copy_stem_frames::<
+                        { StemFrameLayout::FiveStems.frame_samples() },
+                    >(
+                        part, &mut self.stem_outputs, offset
+                    ),
                 };
             }
             chunk.commit_all();
@@ -432,8 +435,12 @@ impl StemStreamHandle {
     /// are silent, and a sum from zero is unchanged by adding zeros: it is never −0.)
     fn write_residual(&mut self, start: usize, end: usize) {
         match self.frame_layout {
-            StemFrameLayout::ThreeStems => self.write_residual_of::<3>(start, end),
-            StemFrameLayout::FiveStems => self.write_residual_of::<NUM_SEPARATED_STEMS>(start, end),
+            StemFrameLayout::ThreeStems => {
+                self.write_residual_of::<{ StemFrameLayout::ThreeStems.num_stems() }>(start, end)
+            }
+            StemFrameLayout::FiveStems => {
+                self.write_residual_of::<{ StemFrameLayout::FiveStems.num_stems() }>(start, end)
+            }
         }
     }
 
