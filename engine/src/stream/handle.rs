@@ -401,20 +401,15 @@ impl StemStreamHandle {
             .output
             .read_chunk(ready_frames * layout.frame_samples())
         {
+            const THREE: usize = StemFrameLayout::ThreeStems.frame_samples();
+            const FIVE: usize = StemFrameLayout::FiveStems.frame_samples();
             let (first, second) = chunk.as_slices();
             let mut offset = start;
             for part in [first, second] {
+                let outputs = &mut self.stem_outputs;
                 offset += match layout {
-                    StemFrameLayout::ThreeStems => copy_stem_frames::<
-                        { StemFrameLayout::ThreeStems.frame_samples() },
-                    >(
-                        part, &mut self.stem_outputs, offset
-                    ),
-                    StemFrameLayout::FiveStems => copy_stem_frames::<
-                        { StemFrameLayout::FiveStems.frame_samples() },
-                    >(
-                        part, &mut self.stem_outputs, offset
-                    ),
+                    StemFrameLayout::ThreeStems => copy_stem_frames::<THREE>(part, outputs, offset),
+                    StemFrameLayout::FiveStems => copy_stem_frames::<FIVE>(part, outputs, offset),
                 };
             }
             chunk.commit_all();

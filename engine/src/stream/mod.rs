@@ -11,12 +11,14 @@
 //! Timeline: the handle reports a fixed latency `L`. Output frame `t` of every stem is the stem of
 //! input frame `t − L`. The worker's [`StemPipeline`] delays by `D ≤ L`; the output ring is
 //! pre-filled with `L − D` silent frames, so each frame the audio thread reads lines up without
-//! any bookkeeping. The ring carries the separated stems only ([`crate::stem_sink::StemFrameLayout`]):
-//! the handle already keeps its input delayed by `L` for fallback and bypass, and computes
-//! `Other` from it as the exact residual, `input(t − L) − (vocals + drums + bass + guitar +
-//! piano)`, so the stems sum to the input. When a frame is not ready in time (an underrun, real-time mode only), the
-//! handle outputs the dry input delayed by `L` on `Other` and silence on the other stems, keeps
-//! the mix complete, and later drops the late frame so the timeline never shifts.
+//! any bookkeeping. The ring carries the separated stems only
+//! ([`crate::stem_sink::StemFrameLayout`]): the handle already keeps its input delayed by `L`
+//! for fallback and bypass, and computes `Other` from it as the exact residual,
+//! `input(t − L) − (vocals + drums + bass + guitar + piano)`, so the stems sum to the input.
+//!
+//! When a frame is not ready in time (an underrun, real-time mode only), the handle outputs the
+//! dry input delayed by `L` on `Other` and silence on the other stems, keeps the mix complete,
+//! and later drops the late frame so the timeline never shifts.
 //!
 //! In offline mode the handle waits for the worker instead (sleeping on a condition variable),
 //! so every frame is separated and the result is bit-identical whatever the host's block size.
