@@ -660,3 +660,79 @@ fn a_float16_graph_runs_close_to_the_float_one_and_keeps_shape_arithmetic_float3
     let again = convert_model(&half).unwrap_err().to_string();
     assert!(again.contains("already float16"), "{again}");
 }
+
+/// Frames of the envelope graph below: its constants are larger than what ONNX Runtime folds in
+/// the first step (`SMALL_FOLD_BYTES`), so the second step computes them.
+const ENVELOPE_LEN: usize = 32_768;
+const ENVELOPE_WINDOW: usize = 4096;
+const ENVELOPE_HOP: usize = 1024;
+const ENVELOPE_STEPS: usize = 8;
+
+/// `y = x · envelope`, where the envelope is an overlap-add of a window built the way exported
+/// ISTFTs build it: zeros as long as the input (`Shape` → `ConstantOfShape`), then one
+/// `GatherND → Add → ScatterND` step per frame. Constant, but only once the input's shape is known.
+fn graph_with_an_envelope_chain(window: &[f32]) -> Vec<u8> {
+    use stemflow_convert::onnx_writer::{Dim, OnnxGraph};
+    let mut graph = OnnxGraph::new("envelope");
+    graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
+    graph
+        .add_initializer_f32("window", &[ENVELOPE_WINDOW], window.to_vec())
+        .unwrap();
+    graph.add_initializer_i64("one", &[1], vec![1]).unwrap();
+    graph.add_initializer_i64("two", &[1], vec![2]).unwrap();
+    graph.add_node("Shape", "shape", &["x"], &["shape"], vec![]);
+    graph.add_node("Slice", "len", &["shape", "one", "two"], &["len"], vec![]);
+    graph.add_node("ConstantOfShape", "zeros", &["len"], &["env0"], vec![]);
+    for k in 0..ENVELOPE_STEPS {
+        let indices: Vec<i64> = (0..ENVELOPE_WINDOW)
+            .map(|j| (k * ENVELOPE_HOP + j) as i64)
+            .collect();
+        let (idx, cur, sum) = (format!("idx{k}"), format!("cur{k}"), format!("sum{k}"));
+        let (env, next) = (format!("env{k}"), format!("env{}", k + 1));
+        graph
+            .add_initializer_i64(&idx, &[ENVELOPE_WINDOW, 1], indices)
+            .unwrap();
+        graph.add_node("GatherND", &cur, &[&env, &idx], &[&cur], vec![]);
+        graph.add_node("Add", &sum, &[&cur, "window"], &[&sum], vec![]);
+        graph.add_node("ScatterND", &next, &[&env, &idx, &sum], &[&next], vec![]);
+    }
+    let last = format!("env{ENVELOPE_STEPS}");
+    graph.add_node("Mul", "y", &["x", &last], &["y"], vec![]);
+    graph.add_output("y", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
+    graph.to_model_bytes()
+}
+
+#[test]
+fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
+    use stemflow_engine::runtime::constant_fold::try_fold;
+    use stemflow_engine::runtime::fold_plan::plan;
+    require_runtime();
+    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
+        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
+        .collect();
+    let bytes = graph_with_an_envelope_chain(&window);
+    // The same sums, in the same order, in Rust.
+    let mut envelope = vec![0.0f32; ENVELOPE_LEN];
+    for k in 0..ENVELOPE_STEPS {
+        for (j, w) in window.iter().enumerate() {
+            envelope[k * ENVELOPE_HOP + j] += w;
+        }
+    }
+    let signal: Vec<f32> = (0..ENVELOPE_LEN).map(|i| noise(i, 3)).collect();
+    let expected: Vec<f32> = signal.iter().zip(&envelope).map(|(x, e)| x * e).collect();
+
+    let (folded, report) = try_fold(&bytes, 1).unwrap().expect("nothing was folded");
+    assert_eq!(report.num_folded, 1 + 3 * ENVELOPE_STEPS, "{report:?}");
+    assert_eq!(report.num_values, 1, "only the last envelope is read");
+    assert!(
+        plan(&folded).unwrap().is_none(),
+        "constants left in the graph"
+    );
+    let shape = [1, ENVELOPE_LEN];
+    assert_eq!(run_bytes(&folded, &shape, &signal), expected);
+    // Sessions fold on their own (`build_session`), and compute the same.
+    assert_eq!(run_bytes(&bytes, &shape, &signal), expected);
+    // A model without constants to compute is given back as it is.
+    let plain = graph_with_conv_only();
+    assert!(try_fold(&plain, 1).unwrap().is_none());
+}

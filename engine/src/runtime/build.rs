@@ -8,6 +8,7 @@ use ort::ep;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
+use super::constant_fold::fold_constants;
 use super::device_id::DeviceId;
 use super::graph_cache::partial_path;
 use super::runtime;
@@ -103,6 +104,10 @@ pub fn default_intra_threads() -> usize {
 /// that cannot be used (a full disk, a refused entry) costs only the time, never the session.
 /// Requires a loaded runtime. Not realtime-safe.
 ///
+/// A graph built from `model_bytes` (not from the cache) has its constant subgraphs computed
+/// first ([`fold_constants`]): ONNX Runtime's own folding can need several times the model's
+/// size while the session is created.
+///
 /// Every session runs with ONNX Runtime's CPU memory arena and without memory patterns. The arena
 /// keeps the blocks of one run for the next (without it, a model's large activations are mapped
 /// and faulted in afresh at every run: MDX-Net 2.7 M page faults and 20 % of its time on a 30 s
@@ -123,11 +128,12 @@ pub fn build_session(
             }
         }
     }
+    let model_bytes = fold_constants(model_bytes, intra_threads);
     commit(
         device,
         intra_threads,
         GraphOptimizationLevel::Level3,
-        GraphSource::Bytes(model_bytes),
+        GraphSource::Bytes(&model_bytes),
         None,
     )
 }
@@ -153,13 +159,15 @@ fn session_through_cache(
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let partial = partial_path(entry);
+        let model_bytes = fold_constants(model_bytes, intra_threads);
         let written = commit(
             device,
             intra_threads,
             GraphOptimizationLevel::Level2,
-            GraphSource::Bytes(model_bytes),
+            GraphSource::Bytes(&model_bytes),
             Some(&partial),
         );
+        drop(model_bytes);
         let renamed = match written {
             Ok(session) => {
                 drop(session);

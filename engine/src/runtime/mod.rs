@@ -16,9 +16,11 @@
 //! two are explicit: when set, only they are tried.
 
 pub mod build;
+pub mod constant_fold;
 pub mod device_id;
 pub mod device_switch;
 pub mod devices;
+pub mod fold_plan;
 pub mod graph_cache;
 pub mod model_file;
 mod protobuf;
