@@ -14,7 +14,7 @@ use crate::runtime::signature::{GraphSignature, TensorSignature};
 
 /// Checks a model file's graph against the families and reads its parameters. Reads the graph's
 /// signature from the file itself, so recognising a model costs no ONNX Runtime session (whose
-/// optimisation of HTDemucs takes ~15 s and a transient ~5 GB); only when the file leaves output
+/// optimisation of HTDemucs takes seconds); only when the file leaves output
 /// dimensions to shape inference (as `torch.onnx` exports do) does it ask a CPU session, built
 /// through the optimised-graph cache that the model's own session then loads. Not
 /// realtime-safe.

@@ -107,8 +107,7 @@ impl GraphSignature {
     /// Reads the signature from an ONNX file's bytes without ONNX Runtime: the graph's inputs
     /// that are not initializers, its outputs and the model's `metadata_props`, as
     /// [`GraphSignature::of`] reports them for a session of the same file. Recognising a model
-    /// this way costs no session: ONNX Runtime's graph optimisation of HTDemucs takes ~15 s and a
-    /// transient ~5 GB.
+    /// this way costs no session: ONNX Runtime's graph optimisation of HTDemucs takes seconds.
     pub fn read(bytes: &[u8]) -> Result<Self, String> {
         let mut graph = None;
         let mut metadata = std::collections::BTreeMap::new();
