@@ -671,8 +671,12 @@ const ENVELOPE_STEPS: usize = 8;
 /// `y = x · envelope`, where the envelope is an overlap-add of a window built the way exported
 /// ISTFTs build it: zeros as long as the input (`Shape` → `ConstantOfShape`), then one
 /// `GatherND → Add → ScatterND` step per frame. Constant, but only once the input's shape is known.
-fn graph_with_an_envelope_chain(window: &[f32]) -> Vec<u8> {
-    use stemflow_convert::onnx_writer::{Dim, OnnxGraph};
+/// With `in_float16`, `y` is instead the input and the envelope, both rounded to float16 and
+/// stacked (`Concat`, which ONNX Runtime runs in float16 on the CPU, where it would turn a
+/// float16 product back into a float32 one), so the value the rest of the graph reads from the
+/// constants is a float16 tensor.
+fn graph_with_an_envelope_chain(window: &[f32], in_float16: bool) -> Vec<u8> {
+    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
     let mut graph = OnnxGraph::new("envelope");
     graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
     graph
@@ -697,8 +701,20 @@ fn graph_with_an_envelope_chain(window: &[f32]) -> Vec<u8> {
         graph.add_node("ScatterND", &next, &[&env, &idx, &sum], &[&next], vec![]);
     }
     let last = format!("env{ENVELOPE_STEPS}");
-    graph.add_node("Mul", "y", &["x", &last], &["y"], vec![]);
-    graph.add_output("y", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
+    if in_float16 {
+        let to = |t: i64| vec![("to", Attribute::Int(t))];
+        graph.add_initializer_i64("zero", &[1], vec![0]).unwrap();
+        graph.add_node("Cast", "x16", &["x"], &["x16"], to(10));
+        graph.add_node("Cast", "env16", &[&last], &["env16"], to(10));
+        graph.add_node("Unsqueeze", "row16", &["env16", "zero"], &["row16"], vec![]);
+        let axis = vec![("axis", Attribute::Int(0))];
+        graph.add_node("Concat", "y16", &["x16", "row16"], &["y16"], axis);
+        graph.add_node("Cast", "y", &["y16"], &["y"], to(1));
+        graph.add_output("y", vec![Dim::Fixed(2), Dim::Fixed(ENVELOPE_LEN)]);
+    } else {
+        graph.add_node("Mul", "y", &["x", &last], &["y"], vec![]);
+        graph.add_output("y", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
+    }
     graph.to_model_bytes()
 }
 
@@ -710,7 +726,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
     let window: Vec<f32> = (0..ENVELOPE_WINDOW)
         .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
         .collect();
-    let bytes = graph_with_an_envelope_chain(&window);
+    let bytes = graph_with_an_envelope_chain(&window, false);
     // The same sums, in the same order, in Rust.
     let mut envelope = vec![0.0f32; ENVELOPE_LEN];
     for k in 0..ENVELOPE_STEPS {
@@ -735,4 +751,43 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
     // A model without constants to compute is given back as it is.
     let plain = graph_with_conv_only();
     assert!(try_fold(&plain, 1).unwrap().is_none());
+
+    // A float16 value read by the rest of the graph (float16 models for GPUs are built afresh
+    // at every start): folded too, and the model computes what it computed unfolded.
+    let half = graph_with_an_envelope_chain(&window, true);
+    let (half_folded, report) = try_fold(&half, 1)
+        .unwrap()
+        .expect("float16: nothing folded");
+    assert_eq!(report.num_folded, 3 + 3 * ENVELOPE_STEPS, "{report:?}");
+    assert!(plan(&half_folded).unwrap().is_none());
+    let unfolded = run_unoptimised(&half, &shape, &signal);
+    let envelope_in_half: Vec<f32> = envelope
+        .iter()
+        .map(|&e| half::f16::from_f32(e).to_f32())
+        .collect();
+    assert_eq!(unfolded[ENVELOPE_LEN..], envelope_in_half);
+    assert_eq!(run_bytes(&half_folded, &shape, &signal), unfolded);
+    assert_eq!(run_bytes(&half, &shape, &signal), unfolded);
+}
+
+/// Runs a one-input, one-output graph with every ONNX Runtime optimisation off (no folding).
+fn run_unoptimised(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
+    use ort::session::builder::GraphOptimizationLevel;
+    let signature = GraphSignature::read(bytes).unwrap();
+    let mut session = ort::session::Session::builder(runtime().unwrap().environment())
+        .unwrap()
+        .with_optimization_level(GraphOptimizationLevel::Disable)
+        .unwrap()
+        .with_intra_threads(1)
+        .unwrap()
+        .commit_from_memory(bytes)
+        .unwrap();
+    run_graph(
+        &mut session,
+        &signature.inputs[0].name,
+        &signature.outputs[0].name,
+        shape,
+        signal,
+    )
+    .unwrap()
 }

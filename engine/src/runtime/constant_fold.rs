@@ -185,6 +185,8 @@ fn folded_tensor(value: &DynValue) -> Result<FoldedTensor, String> {
         TensorElementType::Float64 => raw!(f64, 11),
         TensorElementType::Uint32 => raw!(u32, 12),
         TensorElementType::Uint64 => raw!(u64, 13),
+        TensorElementType::Float16 => raw!(half::f16, 10),
+        TensorElementType::Bfloat16 => raw!(half::bf16, 16),
         other => return Err(format!("values of type {other:?} are not folded here")),
     };
     Ok(FoldedTensor {
