@@ -404,8 +404,18 @@ fn noise(i: usize, seed: usize) -> f32 {
 
 /// Runs a one-input, one-output graph on a session built from `bytes`.
 fn run_bytes(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
+    let session = build_session(DeviceId::CPU, bytes, 1, None).unwrap();
+    run_session(session, bytes, shape, signal)
+}
+
+/// Runs `session` of the one-input, one-output graph `bytes`.
+fn run_session(
+    mut session: ort::session::Session,
+    bytes: &[u8],
+    shape: &[usize],
+    signal: &[f32],
+) -> Vec<f32> {
     let signature = GraphSignature::read(bytes).unwrap();
-    let mut session = build_session(DeviceId::CPU, bytes, 1, None).unwrap();
     run_graph(
         &mut session,
         &signature.inputs[0].name,
@@ -773,8 +783,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
 /// Runs a one-input, one-output graph with every ONNX Runtime optimisation off (no folding).
 fn run_unoptimised(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
     use ort::session::builder::GraphOptimizationLevel;
-    let signature = GraphSignature::read(bytes).unwrap();
-    let mut session = ort::session::Session::builder(runtime().unwrap().environment())
+    let session = ort::session::Session::builder(runtime().unwrap().environment())
         .unwrap()
         .with_optimization_level(GraphOptimizationLevel::Disable)
         .unwrap()
@@ -782,12 +791,5 @@ fn run_unoptimised(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
         .unwrap()
         .commit_from_memory(bytes)
         .unwrap();
-    run_graph(
-        &mut session,
-        &signature.inputs[0].name,
-        &signature.outputs[0].name,
-        shape,
-        signal,
-    )
-    .unwrap()
+    run_session(session, bytes, shape, signal)
 }

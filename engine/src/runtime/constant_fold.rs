@@ -8,7 +8,8 @@
 //!
 //! 1. ONNX Runtime optimises the graph at the basic level with constant folding limited to
 //!    outputs of [`SMALL_FOLD_BYTES`]: shapes become constants (it knows them), the large
-//!    constants stay as nodes, and the graph is written out;
+//!    constants stay as nodes, and the graph is written out (to a file in the temporary folder,
+//!    read back and removed: ONNX Runtime saves optimised graphs to files only);
 //! 2. [`fold_plan::plan`] finds the nodes whose inputs are all constants, and a small model of
 //!    them runs once, as any model runs: ONNX Runtime frees each intermediate after its last
 //!    reader, so the chain costs what one step holds;
@@ -34,8 +35,8 @@ use super::runtime;
 /// tables); larger ones are computed in step 2.
 pub const SMALL_FOLD_BYTES: usize = 64 * 1024;
 
-/// The session option that limits ONNX Runtime's constant folding (ONNX Runtime 1.21 or later;
-/// an older runtime refuses it and the model is built unfolded).
+/// The session option that limits ONNX Runtime's constant folding. A runtime that does not know
+/// it folds everything in step 1, as it always did, and leaves nothing for step 2.
 const MAX_FOLD_OUTPUT_KEY: &str = "optimization.constant_folding_max_output_size_in_bytes";
 
 /// What [`fold_constants`] did.
