@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use stemflow_engine::families::{describe_model, ModelSeparator};
 use stemflow_engine::runtime::build::build_session;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
-use stemflow_engine::runtime::graph_cache::cached_graph_path;
+use stemflow_engine::runtime::graph_cache::{cached_graph_path, partial_path};
 use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::run_graph;
 use stemflow_engine::runtime::runtime;
@@ -390,6 +390,14 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
         cached_graph_path(&blocked, "model-sha", DeviceId::CPU, version).unwrap();
     let mut uncached = build_session(DeviceId::CPU, &bytes, 1, Some(&entry_under_file)).unwrap();
     assert_eq!(run_once(&mut uncached, &bytes), expected);
+
+    // A graph that cannot be written (a full disk; here a folder where its partial file goes)
+    // costs only the cache too, though ONNX Runtime then fails the session it was saving.
+    let unwritable = cached_graph_path(&dir, "other-sha", DeviceId::CPU, version).unwrap();
+    std::fs::create_dir_all(partial_path(&unwritable)).unwrap();
+    let mut unsaved = build_session(DeviceId::CPU, &bytes, 1, Some(&unwritable)).unwrap();
+    assert!(!unwritable.exists(), "an entry was written");
+    assert_eq!(run_once(&mut unsaved, &bytes), expected);
 
     // A model ONNX Runtime refuses is an error, whatever the cache.
     assert!(build_session(DeviceId::CPU, b"not a model", 1, Some(&dir.join("x.onnx"))).is_err());

@@ -167,14 +167,32 @@ fn session_through_cache(
             GraphSource::Bytes(&model_bytes),
             Some(&partial),
         );
-        drop(model_bytes);
         let renamed = match written {
             Ok(session) => {
                 drop(session);
                 std::fs::rename(&partial, entry).map_err(io)
             }
-            Err(reason) => Err(CacheFailure::Model(reason)),
+            Err(reason) => {
+                let _ = std::fs::remove_file(&partial);
+                // ONNX Runtime fails the whole session when it cannot write the optimised graph
+                // (a full disk): build it without the cache. If that fails too, the model itself
+                // was refused.
+                return match commit(
+                    device,
+                    intra_threads,
+                    GraphOptimizationLevel::Level3,
+                    GraphSource::Bytes(&model_bytes),
+                    None,
+                ) {
+                    Ok(session) => {
+                        log::warn!("the optimised graph was not cached: {reason}");
+                        Ok(session)
+                    }
+                    Err(reason) => Err(CacheFailure::Model(reason)),
+                };
+            }
         };
+        drop(model_bytes);
         if let Err(failure) = renamed {
             let _ = std::fs::remove_file(&partial);
             return Err(failure);
