@@ -1,14 +1,22 @@
 //! Stereo frames between planar channels and the interleaved runs of the stream's ring buffers
 //! (which hand out their room as up to two slices where they wrap).
 
-/// Writes `left[i], right[i]` pairs into `first`, then `second`, until the channels end.
-/// Realtime-safe.
+use std::mem::MaybeUninit;
+
+/// Writes `left[i], right[i]` pairs into `first`, then `second`, until the channels end: every
+/// slot of the first `2 × left.len()` is initialised. The room may be uninitialised (a ring
+/// buffer's free slots, which need no clearing first). Realtime-safe.
 ///
 /// # Panics
 /// If the slices have room for fewer frames than the channels hold, or the channels differ in
 /// length.
 #[inline]
-pub fn interleave_stereo(left: &[f32], right: &[f32], first: &mut [f32], second: &mut [f32]) {
+pub fn interleave_stereo(
+    left: &[f32],
+    right: &[f32],
+    first: &mut [MaybeUninit<f32>],
+    second: &mut [MaybeUninit<f32>],
+) {
     assert_eq!(
         left.len(),
         right.len(),
@@ -24,7 +32,7 @@ pub fn interleave_stereo(left: &[f32], right: &[f32], first: &mut [f32], second:
             .zip(&left[frames.clone()])
             .zip(&right[frames])
         {
-            *pair = [l, r];
+            *pair = [MaybeUninit::new(l), MaybeUninit::new(r)];
         }
     }
 }
@@ -52,6 +60,22 @@ pub fn deinterleave_stereo(first: &[f32], second: &[f32], left: &mut [f32], righ
     }
 }
 
+/// Room of `len` slots, each initialised to `value`, for tests of writers into uninitialised
+/// room.
+#[cfg(test)]
+pub(crate) fn initialised_room(len: usize, value: f32) -> Vec<MaybeUninit<f32>> {
+    vec![MaybeUninit::new(value); len]
+}
+
+/// The values of room made by [`initialised_room`] (and written since).
+#[cfg(test)]
+pub(crate) fn room_values(room: &[MaybeUninit<f32>]) -> Vec<f32> {
+    room.iter()
+        // SAFETY: `initialised_room` initialised every slot, and writers only store values.
+        .map(|slot| unsafe { slot.assume_init() })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,9 +85,10 @@ mod tests {
         let left: Vec<f32> = (0..7).map(|i| i as f32).collect();
         let right: Vec<f32> = (0..7).map(|i| -(i as f32) - 0.5).collect();
         for split in 0..=7 {
-            let mut first = vec![9.0; split * 2];
-            let mut second = vec![9.0; (7 - split) * 2 + 2];
+            let mut first = initialised_room(split * 2, 9.0);
+            let mut second = initialised_room((7 - split) * 2 + 2, 9.0);
             interleave_stereo(&left, &right, &mut first, &mut second);
+            let (first, second) = (room_values(&first), room_values(&second));
             let mut ring = first.clone();
             ring.extend_from_slice(&second);
             let expected: Vec<f32> = (0..7)
@@ -86,6 +111,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "no room")]
     fn frames_that_do_not_fit_are_refused() {
-        interleave_stereo(&[1.0; 3], &[1.0; 3], &mut [0.0; 2], &mut [0.0; 2]);
+        let (mut first, mut second) = (initialised_room(2, 0.0), initialised_room(2, 0.0));
+        interleave_stereo(&[1.0; 3], &[1.0; 3], &mut first, &mut second);
     }
 }

@@ -7,11 +7,11 @@
 //! never on how they were split into host blocks: this is what makes offline renders
 //! bit-identical for any block size.
 
-use crate::dsp::gcd;
+use std::mem::MaybeUninit;
 
 use rubato::{FftFixedInOut, Resampler};
 
-use crate::dsp::{flush_subnormal, has_non_finite};
+use crate::dsp::{flush_subnormal, gcd, has_non_finite};
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
 use crate::stem::Stem;
@@ -24,6 +24,9 @@ pub struct StemPipeline {
     host_rate_hz: u32,
     /// Host frames consumed per [`StemPipeline::process_chunk`] call.
     input_chunk_frames: usize,
+    /// The chunk of host input [`StemPipeline::chunk_input_mut`] hands out when resampling
+    /// (empty at equal rates, where the chunk is `hop_input`).
+    host_chunk: [Vec<f32>; 2],
     /// Host → separator rate, `None` when the rates match.
     to_separator: Option<Resampling>,
     /// Separator → host rate for the separated stems, `None` when the rates match.
@@ -142,6 +145,9 @@ impl StemPipeline {
             separator,
             host_rate_hz,
             input_chunk_frames,
+            host_chunk: std::array::from_fn(|_| {
+                vec![0.0; if is_resampling { input_chunk_frames } else { 0 }]
+            }),
             to_separator,
             from_separator,
             separator_input: std::array::from_fn(|_| {
@@ -254,34 +260,44 @@ impl StemPipeline {
         }
     }
 
-    /// Consumes exactly [`StemPipeline::input_chunk_frames`] frames of sanitized host input and
-    /// writes the finished stem frames ([`StemPipeline::frame_layout`]: the separated stems in
+    /// Where the next chunk of sanitized host input is gathered, left and right,
+    /// [`StemPipeline::input_chunk_frames`] frames each, for [`StemPipeline::process_chunk`]. At
+    /// equal rates this is the separator's own hop input, so the chunk is not copied again.
+    /// What is written stays until it is overwritten (a reset does not clear it).
+    pub fn chunk_input_mut(&mut self) -> [&mut [f32]; 2] {
+        if self.to_separator.is_none() {
+            self.hop_input.stereo_mut()
+        } else {
+            let [left, right] = &mut self.host_chunk;
+            [left, right]
+        }
+    }
+
+    /// Separates the chunk gathered in [`StemPipeline::chunk_input_mut`] and writes the
+    /// finished stem frames ([`StemPipeline::frame_layout`]: the separated stems in
     /// [`crate::Stem::ALL`] order, left then right) to `output`, which has room for
     /// [`StemPipeline::max_output_frames_per_chunk`].
     ///
     /// The output is complete either way. An error reports the first hop the separator could not
     /// separate (an error of its own, or NaN/Inf in its stems): that hop's separated stems are
     /// silenced, so its residual `Other` is the whole input there.
-    pub fn process_chunk(
-        &mut self,
-        left: &[f32],
-        right: &[f32],
-        output: &mut StemSink<'_>,
-    ) -> Result<(), SeparatorError> {
+    pub fn process_chunk(&mut self, output: &mut StemSink<'_>) -> Result<(), SeparatorError> {
         let mut first_error = None;
-        assert_eq!(left.len(), self.input_chunk_frames);
-        assert_eq!(right.len(), self.input_chunk_frames);
-
         let Some(to) = &mut self.to_separator else {
-            // Equal rates: the chunk is one hop, and its stems go out as they are.
-            self.hop_input.channel_mut(0).copy_from_slice(left);
-            self.hop_input.channel_mut(1).copy_from_slice(right);
-            let result = self.separate_hop();
+            // Equal rates: the chunk is one hop, gathered in place, and its stems go out as
+            // they are.
+            // The stems are checked for NaN/Inf as they are written out (one pass over them,
+            // not two).
+            let mut result = self.run_separator();
             let stems = std::array::from_fn(|channel| self.hop_output.channel(channel));
-            emit(&stems, self.layout, output);
+            if !emit(&stems, self.layout, output) {
+                result = Err(self.non_finite_error());
+                self.hop_output.clear();
+            }
             return result;
         };
         // Lengths match the resampler's fixed chunk, so this cannot fail.
+        let [left, right] = &self.host_chunk;
         let _ = to
             .resampler
             .process_into_buffer(&[left, right], &mut to.output, None);
@@ -323,7 +339,13 @@ impl StemPipeline {
                     host.extend_from_slice(resampled);
                 }
                 let stems = std::array::from_fn(|channel| self.host_stems[channel].as_slice());
-                emit(&stems, self.layout, output);
+                if !emit(&stems, self.layout, output) {
+                    // (Resampled finite stems overflowing: silenced all the same.)
+                    first_error.get_or_insert_with(|| SeparatorError {
+                        separator: self.separator.name().to_owned(),
+                        reason: "its resampled output held NaN or infinite samples".into(),
+                    });
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -332,36 +354,56 @@ impl StemPipeline {
     /// Separates `hop_input` into `hop_output`. A hop the separator could not separate (an
     /// error, or NaN/Inf in its stems) is silenced and reported.
     fn separate_hop(&mut self) -> Result<(), SeparatorError> {
-        let mut result = self
+        let mut result = self.run_separator();
+        // A misbehaving separator never gets NaN into the stems, nor passes silently. (The
+        // channels the layout leaves out are not used.)
+        let mut channels = (0..self.layout.frame_samples()).map(|c| self.hop_output.channel(c));
+        if result.is_ok() && channels.any(has_non_finite) {
+            result = Err(self.non_finite_error());
+            self.hop_output.clear();
+        }
+        result
+    }
+
+    /// Has the separator separate `hop_input` into `hop_output`; silences the hop if it fails.
+    fn run_separator(&mut self) -> Result<(), SeparatorError> {
+        let result = self
             .separator
             .process_hop(&self.hop_input, &mut self.hop_output);
-        if result.is_ok() {
-            // A misbehaving separator never gets NaN into the stems, nor passes silently. (The
-            // channels the layout leaves out are not used.)
-            let channels = (0..self.layout.frame_samples()).map(|c| self.hop_output.channel(c));
-            if channels.clone().any(has_non_finite) {
-                let num_non_finite: usize = channels
-                    .map(|channel| channel.iter().filter(|x| !x.is_finite()).count())
-                    .sum();
-                result = Err(SeparatorError {
-                    separator: self.separator.name().to_owned(),
-                    reason: format!("its output held {num_non_finite} NaN or infinite samples"),
-                });
-            }
-        }
         if result.is_err() {
             self.hop_output.clear();
         }
         result
     }
+
+    /// The error for a hop whose stems (the channels the layout carries) hold NaN or ±Inf.
+    fn non_finite_error(&self) -> SeparatorError {
+        let num_non_finite: usize = (0..self.layout.frame_samples())
+            .map(|c| {
+                let channel = self.hop_output.channel(c);
+                channel.iter().filter(|x| !x.is_finite()).count()
+            })
+            .sum();
+        SeparatorError {
+            separator: self.separator.name().to_owned(),
+            reason: format!("its output held {num_non_finite} NaN or infinite samples"),
+        }
+    }
 }
 
 /// Interleaves the separated stems the layout carries into `output`'s next frames, flushing
-/// subnormals.
-fn emit(stems: &[&[f32]; SEPARATED_CHANNELS], layout: StemFrameLayout, output: &mut StemSink<'_>) {
+/// subnormals. Returns whether every sample was finite: if one was NaN or ±Inf, the frames are
+/// written silent instead (a misbehaving separator never gets NaN into the stems).
+fn emit(
+    stems: &[&[f32]; SEPARATED_CHANNELS],
+    layout: StemFrameLayout,
+    output: &mut StemSink<'_>,
+) -> bool {
     let mut start = 0;
-    for run in output.next_runs(stems[0].len()) {
-        start += match layout {
+    let mut carries = 0;
+    let mut runs = output.next_runs(stems[0].len());
+    for run in &mut runs {
+        let (frames, run_carries) = match layout {
             StemFrameLayout::ThreeStems => {
                 emit_run::<{ StemFrameLayout::ThreeStems.frame_samples() }>(stems, start, run)
             }
@@ -369,32 +411,51 @@ fn emit(stems: &[&[f32]; SEPARATED_CHANNELS], layout: StemFrameLayout, output: &
                 emit_run::<{ StemFrameLayout::FiveStems.frame_samples() }>(stems, start, run)
             }
         };
+        start += frames;
+        carries |= run_carries;
     }
+    let is_finite = carries & 0x8000_0000 == 0;
+    if !is_finite {
+        for run in runs {
+            run.fill(MaybeUninit::new(0.0));
+        }
+    }
+    is_finite
 }
 
 /// Interleaves frames `start..` of the first `WIDTH` separated channels into `output`, frame by
-/// frame (each frame's samples are written together). Returns the frames written.
+/// frame (each frame's samples are written together): every slot of `output` is written.
+/// Returns the frames written and the samples' exponent carries, OR-ed together: their sign
+/// bit is set if a sample was NaN or ±Inf (as in [`has_non_finite`], in the same pass).
 #[inline]
 fn emit_run<const WIDTH: usize>(
     stems: &[&[f32]; SEPARATED_CHANNELS],
     start: usize,
-    output: &mut [f32],
-) -> usize {
+    output: &mut [MaybeUninit<f32>],
+) -> (usize, u32) {
+    // The exponent's bits are all ones for ±Inf and NaN only, and only then does adding one to
+    // the exponent carry into the sign bit.
+    const EXPONENT_BITS: u32 = 0x7f80_0000;
+    const EXPONENT_ONE: u32 = 0x0080_0000;
     let (frames, rest) = output.as_chunks_mut::<WIDTH>();
     debug_assert!(rest.is_empty());
     let channels: [&[f32]; WIDTH] =
         std::array::from_fn(|sample| &stems[sample][start..start + frames.len()]);
+    let mut carries = 0u32;
     for (i, frame) in frames.iter_mut().enumerate() {
         for (out, channel) in frame.iter_mut().zip(channels) {
-            *out = flush_subnormal(channel[i]);
+            let sample = channel[i];
+            carries |= (sample.to_bits() & EXPONENT_BITS).wrapping_add(EXPONENT_ONE);
+            *out = MaybeUninit::new(flush_subnormal(sample));
         }
     }
-    frames.len()
+    (frames.len(), carries)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interleave::{initialised_room, room_values};
     use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 
     /// One chunk through the pipeline, its frames appended to `out` (a sink holds no more than
@@ -406,11 +467,17 @@ mod tests {
         out: &mut Vec<f32>,
     ) -> Result<(), SeparatorError> {
         let layout = pipeline.frame_layout();
-        let mut room = vec![0.0; pipeline.max_output_frames_per_chunk() * layout.frame_samples()];
+        let [chunk_left, chunk_right] = pipeline.chunk_input_mut();
+        chunk_left.copy_from_slice(left);
+        chunk_right.copy_from_slice(right);
+        let mut room = initialised_room(
+            pipeline.max_output_frames_per_chunk() * layout.frame_samples(),
+            0.0,
+        );
         let mut sink = StemSink::new(&mut room, &mut [], layout);
-        let result = pipeline.process_chunk(left, right, &mut sink);
+        let result = pipeline.process_chunk(&mut sink);
         let num_frames = sink.written_frames();
-        out.extend_from_slice(&room[..num_frames * layout.frame_samples()]);
+        out.extend_from_slice(&room_values(&room[..num_frames * layout.frame_samples()]));
         result
     }
 
@@ -438,12 +505,13 @@ mod tests {
             let width = layout.frame_samples();
             // Every split of the ring's room, one frame more than is written.
             for room_split in 0..=num_frames + 1 {
-                let mut first = vec![f32::NAN; room_split * width];
-                let mut second = vec![f32::NAN; (num_frames + 1 - room_split) * width];
+                let mut first = initialised_room(room_split * width, f32::NAN);
+                let mut second = initialised_room((num_frames + 1 - room_split) * width, f32::NAN);
                 let mut sink = StemSink::new(&mut first, &mut second, layout);
                 emit(&stem_slices, layout, &mut sink);
                 assert_eq!(sink.written_frames(), num_frames);
-                let ring: Vec<f32> = first.iter().chain(&second).copied().collect();
+                let mut ring = room_values(&first);
+                ring.extend(room_values(&second));
                 for (i, frame) in ring.chunks_exact(width).enumerate() {
                     for (sample, &value) in frame.iter().enumerate() {
                         if i < num_frames {
@@ -566,5 +634,46 @@ mod tests {
         // The hop is silenced: its residual, computed by the audio side, is the whole input.
         assert_eq!(out.len(), 256 * 6);
         assert!(out.iter().all(|&x| x == 0.0));
+
+        // Through the resamplers (where the stems are checked before they are resampled).
+        let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 48_000).unwrap();
+        let input = vec![0.25; pipeline.input_chunk_frames()];
+        let mut out = Vec::new();
+        let errors: Vec<SeparatorError> = (0..4)
+            .filter_map(|_| process_chunk(&mut pipeline, &input, &input, &mut out).err())
+            .collect();
+        assert!(
+            !errors.is_empty(),
+            "a NaN hop through the resamplers passed"
+        );
+        assert!(
+            errors.iter().all(|e| e.reason.contains("NaN")),
+            "{errors:?}"
+        );
+        assert!(!out.is_empty());
+        assert!(out.iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn emit_writes_a_frame_with_a_non_finite_sample_silent() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut stems = vec![vec![0.5f32; 5]; SEPARATED_CHANNELS];
+            stems[5][3] = bad;
+            let slices: [&[f32]; SEPARATED_CHANNELS] = std::array::from_fn(|c| &stems[c][..]);
+            let layout = StemFrameLayout::ThreeStems;
+            let mut room = initialised_room(5 * layout.frame_samples(), 9.0);
+            let mut sink = StemSink::new(&mut room, &mut [], layout);
+            assert!(!emit(&slices, layout, &mut sink), "{bad} passed");
+            assert_eq!(sink.written_frames(), 5);
+            assert!(room_values(&room).iter().all(|&x| x == 0.0), "{bad}");
+            // The largest finite value and subnormals are finite.
+            stems[5][3] = f32::MAX;
+            stems[0][0] = f32::MIN_POSITIVE / 2.0;
+            let slices: [&[f32]; SEPARATED_CHANNELS] = std::array::from_fn(|c| &stems[c][..]);
+            let mut sink = StemSink::new(&mut room, &mut [], layout);
+            assert!(emit(&slices, layout, &mut sink));
+            let values = room_values(&room);
+            assert_eq!((values[0], values[3 * 6 + 5]), (0.0, f32::MAX));
+        }
     }
 }

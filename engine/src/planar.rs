@@ -38,6 +38,17 @@ impl PlanarBlock {
         &mut self.samples[channel * self.num_frames..(channel + 1) * self.num_frames]
     }
 
+    /// The first two channels (left and right of a stereo block), mutable together.
+    /// Realtime-safe.
+    ///
+    /// # Panics
+    /// If the block has fewer than two channels.
+    pub fn stereo_mut(&mut self) -> [&mut [f32]; 2] {
+        assert!(self.num_channels >= 2, "a stereo block has two channels");
+        let (left, rest) = self.samples.split_at_mut(self.num_frames);
+        [left, &mut rest[..self.num_frames]]
+    }
+
     /// Sets every sample to zero. Realtime-safe.
     pub fn clear(&mut self) {
         self.samples.fill(0.0);

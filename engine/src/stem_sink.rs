@@ -2,6 +2,8 @@
 //! worker's output ring (two slices where it wraps), or a plain buffer — so each frame is
 //! written once, where the audio thread reads it; [`StemFrameLayout`]: what a frame holds.
 
+use std::mem::MaybeUninit;
+
 use crate::stem::NUM_SEPARATED_STEMS;
 
 /// What one interleaved stem frame holds: the separated stems a separator delivers, left and
@@ -42,16 +44,22 @@ impl StemFrameLayout {
 }
 
 /// Room for interleaved stem frames (of one [`StemFrameLayout`]) in up to two slices, filled in
-/// order. Realtime-safe: never allocates.
+/// order. The room may be uninitialised (a ring buffer's free slots): the frames handed out by
+/// [`StemSink::next_runs`] are written by whoever takes them, so the first
+/// [`StemSink::written_frames`] frames are initialised. Realtime-safe: never allocates.
 pub struct StemSink<'a> {
-    parts: [&'a mut [f32]; 2],
+    parts: [&'a mut [MaybeUninit<f32>]; 2],
     frame_samples: usize,
     written_frames: usize,
 }
 
 impl<'a> StemSink<'a> {
     /// Room in `first`, then `second`, for frames of `layout`; each holds whole frames.
-    pub fn new(first: &'a mut [f32], second: &'a mut [f32], layout: StemFrameLayout) -> Self {
+    pub fn new(
+        first: &'a mut [MaybeUninit<f32>],
+        second: &'a mut [MaybeUninit<f32>],
+        layout: StemFrameLayout,
+    ) -> Self {
         let frame_samples = layout.frame_samples();
         assert!(
             first.len().is_multiple_of(frame_samples) && second.len().is_multiple_of(frame_samples),
@@ -75,12 +83,13 @@ impl<'a> StemSink<'a> {
     }
 
     /// The slots of the next `num_frames` frames, which count as written, as at most two runs
-    /// of consecutive frames (the second where the room wraps), in order.
+    /// of consecutive frames (the second where the room wraps), in order. The caller writes
+    /// every slot of them: the ring that owns the room publishes them as they are.
     ///
     /// # Panics
     /// If fewer than `num_frames` frames fit (the caller sizes the room from the pipeline's
     /// [`crate::pipeline::StemPipeline::max_output_frames_per_chunk`]).
-    pub fn next_runs(&mut self, num_frames: usize) -> [&mut [f32]; 2] {
+    pub fn next_runs(&mut self, num_frames: usize) -> [&mut [MaybeUninit<f32>]; 2] {
         assert!(
             num_frames <= self.free_frames(),
             "{num_frames} stem frames do not fit in {}",
@@ -100,27 +109,28 @@ impl<'a> StemSink<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interleave::{initialised_room, room_values};
 
     /// The layout the tests use, and its frame width.
     const LAYOUT: StemFrameLayout = StemFrameLayout::ThreeStems;
     const FRAME: usize = LAYOUT.frame_samples();
 
     /// The frames of a sink's runs, one by one.
-    fn frames(runs: [&mut [f32]; 2]) -> impl Iterator<Item = &mut [f32]> {
+    fn frames(runs: [&mut [MaybeUninit<f32>]; 2]) -> impl Iterator<Item = &mut [MaybeUninit<f32>]> {
         runs.into_iter().flat_map(|run| run.chunks_exact_mut(FRAME))
     }
 
     #[test]
     fn frames_fill_the_first_part_then_the_second_in_order() {
-        let mut first = vec![0.0; 2 * FRAME];
-        let mut second = vec![0.0; 3 * FRAME];
+        let mut first = initialised_room(2 * FRAME, 0.0);
+        let mut second = initialised_room(3 * FRAME, 0.0);
         let mut sink = StemSink::new(&mut first, &mut second, LAYOUT);
         assert_eq!(sink.free_frames(), 5);
         for (value, frame) in [1.0, 2.0, 3.0].into_iter().zip(frames(sink.next_runs(3))) {
-            frame.fill(value);
+            frame.fill(MaybeUninit::new(value));
         }
         for frame in frames(sink.next_runs(1)) {
-            frame.fill(4.0);
+            frame.fill(MaybeUninit::new(4.0));
         }
         assert_eq!((sink.written_frames(), sink.free_frames()), (4, 1));
         let frame_values = |part: &[f32]| -> Vec<f32> {
@@ -131,16 +141,16 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(frame_values(&first), [1.0, 2.0]);
-        assert_eq!(frame_values(&second), [3.0, 4.0, 0.0]);
+        assert_eq!(frame_values(&room_values(&first)), [1.0, 2.0]);
+        assert_eq!(frame_values(&room_values(&second)), [3.0, 4.0, 0.0]);
     }
 
     #[test]
     fn runs_split_where_the_room_wraps() {
-        let mut first = vec![0.0; 3 * FRAME];
-        let mut second = vec![0.0; 3 * FRAME];
+        let mut first = initialised_room(3 * FRAME, 0.0);
+        let mut second = initialised_room(3 * FRAME, 0.0);
         let mut sink = StemSink::new(&mut first, &mut second, LAYOUT);
-        let run_frames = |runs: [&mut [f32]; 2]| runs.map(|run| run.len() / FRAME);
+        let run_frames = |runs: [&mut [MaybeUninit<f32>]; 2]| runs.map(|run| run.len() / FRAME);
         assert_eq!(run_frames(sink.next_runs(2)), [2, 0]);
         assert_eq!(run_frames(sink.next_runs(3)), [1, 2]);
         assert_eq!(run_frames(sink.next_runs(1)), [0, 1]);
@@ -151,7 +161,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "do not fit")]
     fn more_frames_than_fit_is_refused() {
-        let mut first = vec![0.0; FRAME];
+        let mut first = initialised_room(FRAME, 0.0);
         let mut sink = StemSink::new(&mut first, &mut [], LAYOUT);
         let _ = sink.next_runs(2);
     }

@@ -269,14 +269,18 @@ impl StemStreamHandle {
     }
 
     fn push_input(&mut self, num_frames: usize) -> bool {
-        let Ok(mut chunk) = self.input.write_chunk(num_frames * 2) else {
+        // The ring's free slots are written as they are: clearing them first (rtrb's
+        // `write_chunk`) would be a wasted pass over every sample.
+        let Ok(mut chunk) = self.input.write_chunk_uninit(num_frames * 2) else {
             self.shared.stats.add_input_overflow();
             return false;
         };
         let (first, second) = chunk.as_mut_slices();
         let [left, right] = &self.input_scratch;
         interleave_stereo(&left[..num_frames], &right[..num_frames], first, second);
-        chunk.commit_all();
+        // SAFETY: the chunk is `num_frames` pairs long, and `interleave_stereo` wrote every pair
+        // (it panics rather than leave one out).
+        unsafe { chunk.commit_all() };
         self.input_frames_pushed += num_frames as u64;
         true
     }
@@ -406,56 +410,24 @@ impl StemStreamHandle {
             let (first, second) = chunk.as_slices();
             let mut offset = start;
             for part in [first, second] {
-                let outputs = &mut self.stem_outputs;
+                let (outputs, dry) = (&mut self.stem_outputs, &self.dry_output);
                 offset += match layout {
-                    StemFrameLayout::ThreeStems => copy_stem_frames::<THREE>(part, outputs, offset),
-                    StemFrameLayout::FiveStems => copy_stem_frames::<FIVE>(part, outputs, offset),
+                    StemFrameLayout::ThreeStems => {
+                        copy_stem_frames::<THREE>(part, outputs, dry, offset)
+                    }
+                    StemFrameLayout::FiveStems => {
+                        copy_stem_frames::<FIVE>(part, outputs, dry, offset)
+                    }
                 };
             }
             chunk.commit_all();
         }
         self.output_frames_popped += ready_frames as u64;
-        self.write_residual(start, start + ready_frames);
         if ready_frames < num_frames {
             let missing = num_frames - ready_frames;
             self.output_fallback(start + ready_frames, end);
             self.owed_output_frames += missing as u64;
             self.shared.stats.add_underrun(missing as u64);
-        }
-    }
-
-    /// `Other` for frames `start..end`, whose separated stems were read: the dry input (delayed
-    /// by the latency, as the stems are) less their sum, summed in [`Stem::ALL`] order from
-    /// zero, so the six stems add up to the input exactly. (The stems a layout does not carry
-    /// are silent, and a sum from zero is unchanged by adding zeros: it is never −0.)
-    fn write_residual(&mut self, start: usize, end: usize) {
-        match self.frame_layout {
-            StemFrameLayout::ThreeStems => {
-                self.write_residual_of::<{ StemFrameLayout::ThreeStems.num_stems() }>(start, end)
-            }
-            StemFrameLayout::FiveStems => {
-                self.write_residual_of::<{ StemFrameLayout::FiveStems.num_stems() }>(start, end)
-            }
-        }
-    }
-
-    /// [`Self::write_residual`] of the first `STEMS` stems.
-    #[inline]
-    fn write_residual_of<const STEMS: usize>(&mut self, start: usize, end: usize) {
-        let [separated @ .., other] = &mut self.stem_outputs;
-        for (channel, other) in other.iter_mut().enumerate() {
-            let range = start..end;
-            let stems: [&[f32]; STEMS] =
-                std::array::from_fn(|stem| &separated[stem][channel][range.clone()]);
-            let input = &self.dry_output[channel][range.clone()];
-            let other = &mut other[range];
-            for (frame, out) in other.iter_mut().enumerate() {
-                let mut sum = 0.0;
-                for stem in stems {
-                    sum += stem[frame];
-                }
-                *out = flush_subnormal(input[frame] - sum);
-            }
         }
     }
 
@@ -483,19 +455,44 @@ impl Drop for StemStreamHandle {
 }
 
 /// Copies the interleaved frames of `WIDTH` separated samples in `ring` into `stem_outputs` from
-/// frame `offset` on, one output channel at a time (a plain strided copy each). Returns the
-/// frames copied.
+/// frame `offset` on, in one pass, and writes `Other` there: the dry input (delayed by the
+/// latency, as the stems are) less the separated stems' sum, summed in [`Stem::ALL`] order from
+/// zero, so the six stems add up to the input exactly. (The stems a layout does not carry are
+/// silent, and a sum from zero is unchanged by adding zeros: it is never −0.) Returns the frames
+/// copied.
 #[inline]
 fn copy_stem_frames<const WIDTH: usize>(
     ring: &[f32],
     stem_outputs: &mut [[Vec<f32>; 2]; NUM_STEMS],
+    dry_output: &[Vec<f32>; 2],
     offset: usize,
 ) -> usize {
     let (frames, _) = ring.as_chunks::<WIDTH>();
-    for sample in 0..WIDTH {
-        let output = &mut stem_outputs[sample / 2][sample % 2][offset..offset + frames.len()];
-        for (dest, frame) in output.iter_mut().zip(frames) {
-            *dest = frame[sample];
+    let range = offset..offset + frames.len();
+    let [separated @ .., other] = stem_outputs;
+    // Output channel `sample` is the frame's sample of the same index: stem `sample / 2`,
+    // channel `sample % 2`.
+    let mut channels = separated
+        .iter_mut()
+        .flatten()
+        .map(|channel| &mut channel[range.clone()]);
+    let mut outputs: [&mut [f32]; WIDTH] = std::array::from_fn(|_| channels.next().unwrap());
+    let [other_left, other_right] = other;
+    let mut others = [
+        &mut other_left[range.clone()],
+        &mut other_right[range.clone()],
+    ];
+    let dry = [&dry_output[0][range.clone()], &dry_output[1][range]];
+    for (i, frame) in frames.iter().enumerate() {
+        for (output, &value) in outputs.iter_mut().zip(frame) {
+            output[i] = value;
+        }
+        for (channel, other) in others.iter_mut().enumerate() {
+            let mut sum = 0.0;
+            for stem in 0..WIDTH / 2 {
+                sum += frame[stem * 2 + channel];
+            }
+            other[i] = flush_subnormal(dry[channel][i] - sum);
         }
     }
     frames.len()

@@ -118,7 +118,6 @@ pub fn spawn_stream(
         output_frames_pushed: prefill_frames as u64,
         prefill_frames,
         prefill_remaining: 0,
-        chunk: [vec![0.0; chunk_frames], vec![0.0; chunk_frames]],
         chunk_fill: 0,
         max_output_per_chunk,
         is_before_signal: true,

@@ -40,9 +40,9 @@ pub(super) struct StemStreamWorker {
     /// Silent frames pushed after each reset so the new generation lines up with the latency.
     pub prefill_frames: usize,
     pub prefill_remaining: usize,
-    /// The chunk being gathered, `chunk_fill` frames so far: input frames
+    /// Frames of the chunk being gathered (in the pipeline's
+    /// [`StemPipeline::chunk_input_mut`]): input frames
     /// `input_frames_popped - chunk_fill .. input_frames_popped`.
-    pub chunk: [Vec<f32>; 2],
     pub chunk_fill: usize,
     pub max_output_per_chunk: usize,
     /// True from the start of a generation until its first non-silent frame: leading digital
@@ -140,7 +140,7 @@ impl StemStreamWorker {
         if available > 0 {
             if let Ok(read) = self.input.read_chunk(available * 2) {
                 let (first, second) = read.as_slices();
-                let [left, right] = &mut self.chunk;
+                let [left, right] = self.pipeline.chunk_input_mut();
                 let frames = self.chunk_fill..self.chunk_fill + available;
                 deinterleave_stereo(first, second, &mut left[frames.clone()], &mut right[frames]);
                 read.commit_all();
@@ -162,23 +162,22 @@ impl StemStreamWorker {
         {
             return available > 0;
         }
-        // The stems are written straight into the ring, where the audio side reads them.
+        // The stems are written straight into the ring, where the audio side reads them (into
+        // its free slots as they are: clearing them first would be a wasted pass).
         let layout = self.pipeline.frame_layout();
         let Ok(mut write) = self
             .output
-            .write_chunk(self.max_output_per_chunk * layout.frame_samples())
+            .write_chunk_uninit(self.max_output_per_chunk * layout.frame_samples())
         else {
             // The audio side is behind; wait for it to read.
             return available > 0;
         };
         let started = Instant::now();
         let pipeline = &mut self.pipeline;
-        let (left, right) = (&self.chunk[0], &self.chunk[1]);
         let (first, second) = write.as_mut_slices();
         let mut sink = StemSink::new(first, second, layout);
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            pipeline.process_chunk(left, right, &mut sink)
-        }));
+        let result =
+            std::panic::catch_unwind(AssertUnwindSafe(|| pipeline.process_chunk(&mut sink)));
         let num_frames = sink.written_frames();
         let stats = &self.shared.stats;
         stats.add_work(started.elapsed().as_nanos() as u64, chunk_frames as u64);
@@ -200,7 +199,10 @@ impl StemStreamWorker {
             }
         }
         self.chunk_fill = 0;
-        write.commit(num_frames * layout.frame_samples());
+        // SAFETY: the sink hands out its room in order and counts what it handed out; the
+        // pipeline writes every frame it takes (`emit`), so the first `num_frames` frames are
+        // initialised.
+        unsafe { write.commit(num_frames * layout.frame_samples()) };
         self.output_frames_pushed += num_frames as u64;
         true
     }
@@ -235,15 +237,17 @@ impl StemStreamWorker {
         if reset_at <= self.input_frames_popped {
             // Some post-reset frames are already in the chunk: keep them.
             let keep_from = reset_at.saturating_sub(chunk_start) as usize;
-            for channel in &mut self.chunk {
+            let chunk = self.pipeline.chunk_input_mut();
+            for channel in chunk {
                 channel.copy_within(keep_from..self.chunk_fill, 0);
             }
             self.chunk_fill -= keep_from;
             // Leading silence among the kept frames passes through like any other.
+            let [left, right] = self.pipeline.chunk_input_mut();
             let num_silent = (0..self.chunk_fill)
-                .take_while(|&i| self.chunk[0][i] == 0.0 && self.chunk[1][i] == 0.0)
+                .take_while(|&i| left[i] == 0.0 && right[i] == 0.0)
                 .count();
-            for channel in &mut self.chunk {
+            for channel in [left, right] {
                 channel.copy_within(num_silent..self.chunk_fill, 0);
             }
             self.chunk_fill -= num_silent;
