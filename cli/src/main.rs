@@ -1,7 +1,8 @@
 //! `stemflow`: the command-line tool over Stemflow's engine. One file per subcommand:
 //! `separate/` (with its arguments, the per-file run and the model kept across files),
 //! `models.rs`, `devices.rs`, `bench.rs`, `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
-//! audio files; `progress.rs` and `memory.rs` report.
+//! audio files; `progress.rs` and `memory.rs` report; `engine_log.rs` prints the engine's
+//! warnings.
 //!
 //! Exit codes: 0 success, 1 a failure (an input that could not be separated, an unknown model or
 //! device, an unwritable folder), 2 a usage error.
@@ -11,6 +12,7 @@ mod decode;
 mod demo;
 mod devices;
 mod encode;
+mod engine_log;
 mod error;
 mod interrupt;
 mod lookahead_curve;
@@ -71,6 +73,9 @@ fn main() -> ExitCode {
     quiet_panics();
     interrupt::install();
     let cli = Cli::parse();
+    if let Some(note) = engine_log::install() {
+        crate::output::say_err!("stemflow: warning: {note}");
+    }
     // A command-line run owns the machine: inference may use every core (a plugin leaves one
     // to the DAW).
     build::set_thread_budget(ThreadBudget::AllCores);

@@ -62,6 +62,39 @@ fn devices_lists_cpu_and_auto() {
 }
 
 #[test]
+fn an_optimised_graph_cache_that_cannot_be_used_is_a_warning_not_a_failure() {
+    let dir = scratch_dir("cache-warning");
+    let input = dir.join("song.wav");
+    write_test_wav(&input);
+    // The user data folder, where the cache goes, is a file.
+    let data_dir = dir.join("data");
+    std::fs::write(&data_dir, b"not a folder").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args(["separate", "--quiet", "--model", &model(), "-o"])
+        .arg(dir.join("out"))
+        .arg(&input)
+        .env("STEMFLOW_ORT_LIB", real_runtime())
+        .env("STEMFLOW_DATA_DIR", &data_dir)
+        .env_remove("STEMFLOW_GRAPH_CACHE")
+        .env_remove("STEMFLOW_LOG")
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(dir.join("out/song/vocals.wav").is_file());
+    // The engine's warning reaches the user, once, and nothing else it logs does by default.
+    assert_eq!(
+        stderr
+            .matches("stemflow: warning: the optimised-graph cache was not used")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stemflow: info:"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn an_unusable_device_falls_back_to_cpu_with_a_warning_unless_strict() {
     let runtime = real_runtime();
     let devices = stemflow(&["devices", "--json"], Some(&runtime));

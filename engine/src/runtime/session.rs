@@ -189,7 +189,16 @@ pub fn acquire_session(
                 });
                 sessions.insert(key, Arc::downgrade(&session));
                 if !failures.is_empty() {
-                    log::warn!("{}: falling back to {device}: {failures:?}", model.name);
+                    // (Info: every front end shows the fallback itself, from `failures`.)
+                    let failed: Vec<String> = failures
+                        .iter()
+                        .map(|(device, error)| format!("{device}: {error}"))
+                        .collect();
+                    log::info!(
+                        "{}: falling back to {device} ({})",
+                        model.name,
+                        failed.join("; ")
+                    );
                 }
                 return Ok(AcquiredSession {
                     session,
