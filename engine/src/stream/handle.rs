@@ -1,7 +1,7 @@
 //! [`StemStreamHandle`]: the audio-thread side of a stream. Owns every buffer it touches;
 //! nothing in it allocates, locks or frees in real-time mode.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::thread::Thread;
 use std::time::Duration;
@@ -37,6 +37,9 @@ pub struct StemStreamHandle {
     /// True from a reset until the worker acknowledged it.
     is_awaiting_ack: bool,
     input_frames_pushed: u64,
+    /// Wake-ups of the worker after input (tests count them).
+    #[cfg(test)]
+    input_wakeups: u64,
     output_frames_popped: u64,
     /// Frames output as fallback whose separated versions must be dropped when they arrive.
     owed_output_frames: u64,
@@ -96,6 +99,8 @@ impl StemStreamHandle {
             generation: 0,
             is_awaiting_ack: false,
             input_frames_pushed: 0,
+            #[cfg(test)]
+            input_wakeups: 0,
             output_frames_popped: 0,
             owed_output_frames: 0,
             forced_fallback_frames: 0,
@@ -214,7 +219,7 @@ impl StemStreamHandle {
 
         // 3. The dry signal delayed by the latency, for fallback and bypass.
         self.update_dry_delay(num_frames);
-        self.worker_thread.unpark();
+        self.wake_worker_if_wanted();
 
         // 4. Read the stems.
         if self.is_awaiting_ack && !self.check_ack() && self.mode == ProcessingMode::Offline {
@@ -283,6 +288,29 @@ impl StemStreamHandle {
         unsafe { chunk.commit_all() };
         self.input_frames_pushed += num_frames as u64;
         true
+    }
+
+    /// Wakes the worker once it has the input it sleeps until (live mode: usually a whole
+    /// chunk, so a host's small blocks do not each cost a system call here and a context switch
+    /// there), and at every block in offline mode.
+    fn wake_worker_if_wanted(&mut self) {
+        // Pairs with the fence in the worker's `sleep`: either this load sees what it now
+        // waits for, or the worker sees the frames just pushed and does not sleep.
+        fence(Ordering::SeqCst);
+        let wanted = self.shared.wanted_input_frames.load(Ordering::Relaxed);
+        if self.mode == ProcessingMode::Offline || self.input_frames_pushed >= wanted {
+            self.worker_thread.unpark();
+            #[cfg(test)]
+            {
+                self.input_wakeups += 1;
+            }
+        }
+    }
+
+    /// How often [`StemStreamHandle::process`] woke the worker.
+    #[cfg(test)]
+    pub(super) fn input_wakeups(&self) -> u64 {
+        self.input_wakeups
     }
 
     /// Restarts the pipeline at the current input position after a dropped block.

@@ -36,6 +36,10 @@ pub(super) struct Shared {
     /// The count of pushed output frames an offline handle waits for (0: none named), so the
     /// worker does not wake it for every chunk of a block it still has to finish.
     pub wanted_output_frames: AtomicU64,
+    /// The count of pushed input frames the worker sleeps until: the end of the chunk it
+    /// gathers, or any next frame (0: it waits for something else, wake it at every block). A
+    /// live handle wakes it only then, not at every block of a small-block host.
+    pub wanted_input_frames: AtomicU64,
     /// Set once the last real input is in (whole-file separation flushing the latency with
     /// silence): from then on the worker separates a chunk only when the handle waits for its
     /// frames, never one wholly in the silence after the last frame anybody reads.
@@ -60,6 +64,7 @@ impl Shared {
             stats,
             is_handle_waiting: AtomicBool::new(false),
             wanted_output_frames: AtomicU64::new(0),
+            wanted_input_frames: AtomicU64::new(0),
             is_input_ended: AtomicBool::new(false),
             wake_lock: Mutex::new(()),
             wake: Condvar::new(),

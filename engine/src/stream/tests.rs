@@ -258,6 +258,72 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
     handle.stats().clone()
 }
 
+#[test]
+fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
+    const BLOCK: usize = 128;
+    const HOP: usize = 1_024;
+    let config = StreamConfig {
+        host_sample_rate_hz: 44_100.0,
+        max_block_frames: BLOCK,
+        mode: ProcessingMode::Realtime,
+        is_offline_only: false,
+    };
+    let separator = PassthroughSeparator::new(44_100, HOP, 0);
+    let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+    let latency = handle.latency_samples();
+    let input = test_signal(latency + 100 * BLOCK, 11);
+    let num_blocks = input[0].len().div_ceil(BLOCK);
+    // Paced at about real time (2.9 ms a block), as a host's audio callback comes.
+    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+    let mut ready_frames = Vec::new();
+    for (left, right) in input[0].chunks(BLOCK).zip(input[1].chunks(BLOCK)) {
+        std::thread::sleep(Duration::from_micros(2_900));
+        ready_frames.push(handle.ready_frames());
+        handle.process(left, right);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+    }
+    // A chunk is 8 blocks: about one wake-up a chunk, not one a block.
+    let wakeups = handle.input_wakeups() as usize;
+    assert!(
+        wakeups <= num_blocks / 3,
+        "{wakeups} wake-ups for {num_blocks} blocks"
+    );
+    // And in time: woken when its chunk is in, the worker has delivered it before the next
+    // block comes, so the frames ready before a block never fall more than a chunk below the
+    // latency (on average half a chunk below). A worker that slept until its idle time-out
+    // fell behind by up to two chunks here (on average a chunk below, checked).
+    let steady = &ready_frames[2 * HOP / BLOCK..];
+    let mean_ready = steady.iter().sum::<usize>() / steady.len();
+    assert!(
+        mean_ready + 3 * HOP / 4 >= latency,
+        "{mean_ready} frames ready on average, latency {latency}: the worker was woken late"
+    );
+    // The stems came out, on time.
+    let mut num_separated = 0;
+    for t in latency..input[0].len() {
+        for channel in 0..2 {
+            let expected = input[channel][t - latency];
+            let sum: f32 = (0..NUM_STEMS).map(|s| out[s][channel][t]).sum();
+            assert!((sum - expected).abs() < 1e-6, "mix incomplete at {t}");
+            let vocals = out[Stem::Vocals.index()][channel][t];
+            if vocals != 0.0 {
+                assert!((vocals - expected).abs() < 1e-6, "shifted at {t}");
+                num_separated += 1;
+            }
+        }
+    }
+    let num_frames = 2 * (input[0].len() - latency);
+    assert!(
+        num_separated * 10 >= num_frames * 9,
+        "only {num_separated} of {num_frames} samples separated ({} underrun frames)",
+        handle.stats().underrun_frames()
+    );
+}
+
 /// A passthrough separator that panics on one hop, then works (its hop count survives resets).
 struct CrashingPassthrough {
     inner: PassthroughSeparator,

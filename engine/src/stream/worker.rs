@@ -3,7 +3,7 @@
 //! separator requests between chunks (which are hop boundaries).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,8 +16,10 @@ use crate::pipeline::StemPipeline;
 use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
 use crate::stem_sink::StemSink;
 
-/// How long the worker sleeps when it has nothing to do and nobody wakes it.
-const WORKER_IDLE_PARK: Duration = Duration::from_millis(2);
+/// How long the worker sleeps at most when it has nothing to do and nobody wakes it: a safety
+/// net, since the handle wakes it when the input it waits for is in, and a reset, a request or
+/// a stop wake it too.
+const WORKER_IDLE_PARK: Duration = Duration::from_millis(50);
 
 /// Messages from the plugin, editor or CLI to the worker (never from the audio thread).
 #[derive(Debug, Clone)]
@@ -77,10 +79,45 @@ impl StemStreamWorker {
                     self.shared.wake_handle();
                 }
             } else {
-                std::thread::park_timeout(WORKER_IDLE_PARK);
+                self.sleep();
             }
         }
         self.pipeline.into_separator()
+    }
+
+    /// Sleeps until the handle has pushed the input this worker waits for (it wakes it then),
+    /// or anything else wakes it, or [`WORKER_IDLE_PARK`] passed.
+    fn sleep(&self) {
+        let wanted = self.wanted_input_frames();
+        self.shared
+            .wanted_input_frames
+            .store(wanted, Ordering::Relaxed);
+        // Pairs with the fence in the handle's `wake_worker_if_wanted`: frames pushed before
+        // the handle could see `wanted` woke nobody, so look at the ring once more.
+        fence(Ordering::SeqCst);
+        let available = (self.input.slots() / 2) as u64;
+        if wanted == 0 || self.input_frames_popped + available < wanted {
+            std::thread::park_timeout(WORKER_IDLE_PARK);
+        }
+    }
+
+    /// The count of pushed input frames after which this worker has work again: the end of
+    /// the chunk it gathers; the next frame while it looks for the signal's first frame or
+    /// drains the input after a crash; 0 (any block) while it waits for something else (room in
+    /// the output ring for its pre-fill or its finished chunk, an offline handle's request).
+    fn wanted_input_frames(&self) -> u64 {
+        if self.prefill_remaining > 0 {
+            return 0;
+        }
+        if self.is_before_signal || self.shared.is_separator_failed.load(Ordering::Acquire) {
+            return self.input_frames_popped + 1;
+        }
+        let missing = self.pipeline.input_chunk_frames() - self.chunk_fill;
+        if missing == 0 {
+            0
+        } else {
+            self.input_frames_popped + missing as u64
+        }
     }
 
     /// Forwards requests to the separator and publishes what it reports. Runs between chunks,
