@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use stemflow_engine::families::{describe_model, ModelSeparator};
 use stemflow_engine::runtime::build::build_session;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
-use stemflow_engine::runtime::graph_cache::{cached_graph_path, partial_path};
+use stemflow_engine::runtime::graph_cache::{
+    cached_graph_path, folded_graph_path, partial_path, CacheEntry,
+};
 use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::run_graph;
 use stemflow_engine::runtime::runtime;
@@ -365,7 +367,13 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
         &bytes,
     );
     // First start: optimises, writes the entry (nothing partial left), runs.
-    let mut first = build_session(DeviceId::CPU, &bytes, 1, Some(&entry)).unwrap();
+    let mut first = build_session(
+        DeviceId::CPU,
+        &bytes,
+        1,
+        Some(&CacheEntry::Optimised(entry.clone())),
+    )
+    .unwrap();
     assert!(entry.is_file(), "no cache entry written");
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
@@ -374,12 +382,24 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     );
     assert_eq!(run_once(&mut first, &bytes), expected);
     // Later starts load the entry; the model's bytes are not even looked at.
-    let mut cached = build_session(DeviceId::CPU, b"not a model", 1, Some(&entry)).unwrap();
+    let mut cached = build_session(
+        DeviceId::CPU,
+        b"not a model",
+        1,
+        Some(&CacheEntry::Optimised(entry.clone())),
+    )
+    .unwrap();
     assert_eq!(run_once(&mut cached, &bytes), expected);
 
     // A damaged entry is removed and the session is built from the model all the same.
     std::fs::write(&entry, b"half a graph").unwrap();
-    let mut rebuilt = build_session(DeviceId::CPU, &bytes, 1, Some(&entry)).unwrap();
+    let mut rebuilt = build_session(
+        DeviceId::CPU,
+        &bytes,
+        1,
+        Some(&CacheEntry::Optimised(entry.clone())),
+    )
+    .unwrap();
     assert!(!entry.exists(), "the damaged entry was kept");
     assert_eq!(run_once(&mut rebuilt, &bytes), expected);
 
@@ -388,19 +408,37 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     std::fs::write(&blocked, b"").unwrap();
     let entry_under_file =
         cached_graph_path(&blocked, "model-sha", DeviceId::CPU, version).unwrap();
-    let mut uncached = build_session(DeviceId::CPU, &bytes, 1, Some(&entry_under_file)).unwrap();
+    let mut uncached = build_session(
+        DeviceId::CPU,
+        &bytes,
+        1,
+        Some(&CacheEntry::Optimised(entry_under_file)),
+    )
+    .unwrap();
     assert_eq!(run_once(&mut uncached, &bytes), expected);
 
     // A graph that cannot be written (a full disk; here a folder where its partial file goes)
     // costs only the cache too, though ONNX Runtime then fails the session it was saving.
     let unwritable = cached_graph_path(&dir, "other-sha", DeviceId::CPU, version).unwrap();
     std::fs::create_dir_all(partial_path(&unwritable)).unwrap();
-    let mut unsaved = build_session(DeviceId::CPU, &bytes, 1, Some(&unwritable)).unwrap();
+    let mut unsaved = build_session(
+        DeviceId::CPU,
+        &bytes,
+        1,
+        Some(&CacheEntry::Optimised(unwritable.clone())),
+    )
+    .unwrap();
     assert!(!unwritable.exists(), "an entry was written");
     assert_eq!(run_once(&mut unsaved, &bytes), expected);
 
     // A model ONNX Runtime refuses is an error, whatever the cache.
-    assert!(build_session(DeviceId::CPU, b"not a model", 1, Some(&dir.join("x.onnx"))).is_err());
+    assert!(build_session(
+        DeviceId::CPU,
+        b"not a model",
+        1,
+        Some(&CacheEntry::Optimised(dir.join("x.onnx")))
+    )
+    .is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -786,6 +824,84 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
     assert_eq!(unfolded[ENVELOPE_LEN..], envelope_in_half);
     assert_eq!(run_bytes(&half_folded, &shape, &signal), unfolded);
     assert_eq!(run_bytes(&half, &shape, &signal), unfolded);
+}
+
+#[test]
+fn sessions_on_other_devices_get_the_folded_graph_cached() {
+    use stemflow_engine::runtime::fold_plan::plan;
+    require_runtime();
+    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
+        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
+        .collect();
+    let bytes = graph_with_an_envelope_chain(&window, false);
+    let shape = [1, ENVELOPE_LEN];
+    let signal: Vec<f32> = (0..ENVELOPE_LEN).map(|i| noise(i, 5)).collect();
+    let expected = run_bytes(&bytes, &shape, &signal);
+    let dir = scratch_dir("folded-cache");
+    let version = runtime().unwrap().version();
+    // (The device does not matter to the folded graph: the CPU stands in for a GPU here.)
+    let entry = folded_graph_path(&dir, "model-sha", version);
+    let cache = CacheEntry::Folded(entry.clone());
+    let is_folded = |graph: &[u8]| !graph.is_empty() && plan(graph).unwrap().is_none();
+
+    // First start: folds, writes the folded model (nothing partial left), runs.
+    let first = build_session(DeviceId::CPU, &bytes, 1, Some(&cache)).unwrap();
+    let folded = std::fs::read(&entry).expect("no folded entry written");
+    assert!(is_folded(&folded), "the entry is not the folded model");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "a partial file was left"
+    );
+    assert_eq!(run_session(first, &bytes, &shape, &signal), expected);
+    // Later starts build from the entry; the model's bytes are not even looked at.
+    let later = build_session(DeviceId::CPU, b"not a model", 1, Some(&cache)).unwrap();
+    assert_eq!(run_session(later, &bytes, &shape, &signal), expected);
+
+    // A damaged entry is replaced by the model folded afresh.
+    std::fs::write(&entry, b"half a graph").unwrap();
+    let rebuilt = build_session(DeviceId::CPU, &bytes, 1, Some(&cache)).unwrap();
+    assert!(
+        is_folded(&std::fs::read(&entry).unwrap()),
+        "the damaged entry was kept"
+    );
+    assert_eq!(run_session(rebuilt, &bytes, &shape, &signal), expected);
+
+    // A model with nothing to fold gets an empty entry, and later starts build it as it is.
+    let plain = graph_with_conv_only();
+    let plain_cache = CacheEntry::Folded(folded_graph_path(&dir, "plain-sha", version));
+    let plain_expected = run_once(
+        &mut build_session(DeviceId::CPU, &plain, 1, None).unwrap(),
+        &plain,
+    );
+    build_session(DeviceId::CPU, &plain, 1, Some(&plain_cache)).unwrap();
+    let CacheEntry::Folded(plain_entry) = &plain_cache else {
+        unreachable!()
+    };
+    assert_eq!(
+        std::fs::read(plain_entry).unwrap(),
+        b"",
+        "nothing to fold is an empty entry"
+    );
+    let mut plain_later = build_session(DeviceId::CPU, &plain, 1, Some(&plain_cache)).unwrap();
+    assert_eq!(run_once(&mut plain_later, &plain), plain_expected);
+
+    // A cache that cannot be written (its folder is a file) costs nothing but the cache.
+    let blocked = dir.join("a-file");
+    std::fs::write(&blocked, b"").unwrap();
+    let under_file = CacheEntry::Folded(folded_graph_path(&blocked, "model-sha", version));
+    let uncached = build_session(DeviceId::CPU, &bytes, 1, Some(&under_file)).unwrap();
+    assert_eq!(run_session(uncached, &bytes, &shape, &signal), expected);
+
+    // A model ONNX Runtime refuses is an error, and nothing is cached for it.
+    let refused = dir.join("refused.onnx");
+    let refused_cache = CacheEntry::Folded(refused.clone());
+    assert!(build_session(DeviceId::CPU, b"not a model", 1, Some(&refused_cache)).is_err());
+    assert!(
+        !refused.exists(),
+        "an entry was written for a refused model"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Runs a one-input, one-output graph with every ONNX Runtime optimisation off (no folding).

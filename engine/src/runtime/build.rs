@@ -8,9 +8,9 @@ use ort::ep;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
-use super::constant_fold::fold_constants;
+use super::constant_fold::{fold, fold_constants, FoldOutcome};
 use super::device_id::DeviceId;
-use super::graph_cache::partial_path;
+use super::graph_cache::{partial_path, CacheEntry};
 use super::runtime;
 
 /// Overrides the number of threads one inference uses.
@@ -99,10 +99,10 @@ pub fn default_intra_threads() -> usize {
 }
 
 /// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
-/// an error. `cached_graph`: this model's entry in the optimised-graph cache
-/// ([`super::graph_cache::cached_graph_path`]), used when present and written when not; a cache
-/// that cannot be used (a full disk, a refused entry) costs only the time, never the session.
-/// Requires a loaded runtime. Not realtime-safe.
+/// an error. `cache`: this model's entry in the graph cache ([`super::graph_cache::cache_entry`]:
+/// the optimised graph on the CPU, the folded graph elsewhere), used when present and written
+/// when not; a cache that cannot be used (a full disk, a refused entry) costs only the time,
+/// never the session. Requires a loaded runtime. Not realtime-safe.
 ///
 /// A graph built from `model_bytes` (not from the cache) has its constant subgraphs computed
 /// first ([`fold_constants`]): ONNX Runtime's own folding can need several times the model's
@@ -117,16 +117,22 @@ pub fn build_session(
     device: DeviceId,
     model_bytes: &[u8],
     intra_threads: usize,
-    cached_graph: Option<&Path>,
+    cache: Option<&CacheEntry>,
 ) -> Result<Session, String> {
-    if let Some(entry) = cached_graph {
-        match session_through_cache(device, model_bytes, intra_threads, entry) {
-            Ok(session) => return Ok(session),
-            Err(CacheFailure::Model(reason)) => return Err(reason),
-            Err(CacheFailure::Cache(reason)) => {
-                log::warn!("the optimised-graph cache was not used: {reason}")
+    match cache {
+        Some(CacheEntry::Optimised(entry)) => {
+            match session_through_cache(device, model_bytes, intra_threads, entry) {
+                Ok(session) => return Ok(session),
+                Err(CacheFailure::Model(reason)) => return Err(reason),
+                Err(CacheFailure::Cache(reason)) => {
+                    log::warn!("the optimised-graph cache was not used: {reason}")
+                }
             }
         }
+        Some(CacheEntry::Folded(entry)) => {
+            return session_through_folded_entry(device, model_bytes, intra_threads, entry)
+        }
+        None => {}
     }
     let model_bytes = fold_constants(model_bytes, intra_threads);
     commit(
@@ -212,6 +218,88 @@ fn session_through_cache(
             entry.display()
         ))
     })
+}
+
+/// Builds the session from the folded graph at `entry` (see [`super::graph_cache`]), folding
+/// the model and writing the entry first when it is missing. An entry the session cannot be
+/// built from is replaced when the model, folded afresh, builds (else the device or the model is
+/// what failed, and the entry stays).
+fn session_through_folded_entry(
+    device: DeviceId,
+    model_bytes: &[u8],
+    intra_threads: usize,
+    entry: &Path,
+) -> Result<Session, String> {
+    let level = GraphOptimizationLevel::Level3;
+    let cached = match std::fs::read(entry) {
+        Ok(bytes) => Some(bytes),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            log::warn!(
+                "the folded-graph cache was not used: {}: {error}",
+                entry.display()
+            );
+            None
+        }
+    };
+    let mut refusal = None;
+    if let Some(bytes) = &cached {
+        // Empty: the model has nothing to fold.
+        let graph = if bytes.is_empty() { model_bytes } else { bytes };
+        match commit(
+            device,
+            intra_threads,
+            level,
+            GraphSource::Bytes(graph),
+            None,
+        ) {
+            Ok(session) => return Ok(session),
+            Err(reason) => refusal = Some(reason),
+        }
+    }
+    let folded = fold(model_bytes, intra_threads);
+    let graph = match &folded {
+        FoldOutcome::Folded(bytes) => bytes.as_slice(),
+        FoldOutcome::NothingToFold | FoldOutcome::Failed => model_bytes,
+    };
+    let session = commit(
+        device,
+        intra_threads,
+        level,
+        GraphSource::Bytes(graph),
+        None,
+    )?;
+    let contents = match &folded {
+        FoldOutcome::Folded(bytes) => bytes.as_slice(),
+        FoldOutcome::NothingToFold => &[],
+        // Folding may work next time.
+        FoldOutcome::Failed => return Ok(session),
+    };
+    if let Some(reason) = refusal {
+        log::warn!(
+            "{} was refused ({reason}); replaced by the model folded afresh",
+            entry.display()
+        );
+    }
+    if let Err(reason) = write_entry(entry, contents) {
+        log::warn!("the folded graph was not cached: {reason}");
+    }
+    Ok(session)
+}
+
+/// Writes a cache entry under a temporary name and renames it into place.
+fn write_entry(entry: &Path, contents: &[u8]) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("{}: {e}", entry.display());
+    if let Some(dir) = entry.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let partial = partial_path(entry);
+    let written =
+        std::fs::write(&partial, contents).and_then(|()| std::fs::rename(&partial, entry));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.map_err(io)
 }
 
 /// Where a session's graph comes from.

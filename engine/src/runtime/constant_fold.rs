@@ -48,10 +48,19 @@ pub struct FoldReport {
     pub num_values: usize,
 }
 
-/// `model` with its constant subgraphs computed and in place (see the module docs), or the
-/// model unchanged when there is nothing to fold or folding failed (logged). Requires a loaded
-/// runtime. Not realtime-safe.
-pub fn fold_constants(model: &[u8], intra_threads: usize) -> Cow<'_, [u8]> {
+/// What [`fold`] made of a model.
+pub enum FoldOutcome {
+    /// The model with its constant subgraphs computed and in place.
+    Folded(Vec<u8>),
+    /// The model has no constant subgraph to compute: it is used as it is.
+    NothingToFold,
+    /// Folding failed (logged): the model is used as it is, and ONNX Runtime folds it.
+    Failed,
+}
+
+/// Computes `model`'s constant subgraphs and puts their values in place (see the module docs),
+/// logging what it did. Requires a loaded runtime. Not realtime-safe.
+pub fn fold(model: &[u8], intra_threads: usize) -> FoldOutcome {
     match try_fold(model, intra_threads) {
         Ok(Some((folded, report))) => {
             log::debug!(
@@ -59,13 +68,23 @@ pub fn fold_constants(model: &[u8], intra_threads: usize) -> Cow<'_, [u8]> {
                 report.num_folded,
                 report.num_values
             );
-            Cow::Owned(folded)
+            FoldOutcome::Folded(folded)
         }
-        Ok(None) => Cow::Borrowed(model),
+        Ok(None) => FoldOutcome::NothingToFold,
         Err(reason) => {
             log::info!("constants left to ONNX Runtime's folding: {reason}");
-            Cow::Borrowed(model)
+            FoldOutcome::Failed
         }
+    }
+}
+
+/// `model` with its constant subgraphs computed and in place ([`fold`]), or the model unchanged
+/// when there is nothing to fold or folding failed. Requires a loaded runtime. Not
+/// realtime-safe.
+pub fn fold_constants(model: &[u8], intra_threads: usize) -> Cow<'_, [u8]> {
+    match fold(model, intra_threads) {
+        FoldOutcome::Folded(folded) => Cow::Owned(folded),
+        FoldOutcome::NothingToFold | FoldOutcome::Failed => Cow::Borrowed(model),
     }
 }
 

@@ -5,8 +5,12 @@
 //! ([`super::constant_fold`]), takes ~4 s on these 2-core machines. The cache keeps the graph optimised
 //! to the portable level (`Level2`: constants folded, nodes fused, no hardware-specific layouts);
 //! a cached start loads it and applies the remaining layout passes, which find nothing left to
-//! fold (~1.7 s, 0.5 GB). Only CPU sessions use it: what the GPU providers would make of a saved
-//! graph has not been measured here.
+//! fold (~1.7 s, 0.5 GB). Only CPU sessions use that entry: ONNX Runtime's `Level2` graphs may
+//! hold fusions of the provider they were made for, and what the GPU providers would make of one
+//! has not been measured here. Sessions on other devices use the *folded* graph instead: the model
+//! with its constants computed (after ONNX Runtime's basic passes, which every provider's graph
+//! goes through), the same for every device; it spares them the folding (HTDemucs: ~3 s). An empty
+//! folded entry says the model has nothing to fold.
 //!
 //! Entries are named by the model's SHA-256, so an edited model never meets a stale graph; they are
 //! written under a temporary name and renamed, so a crash never leaves half a graph; an entry ONNX
@@ -42,11 +46,32 @@ pub fn cached_graph_path(
     })
 }
 
+/// Where the folded graph of the model with `model_sha256` (see the module docs) lives in `dir`,
+/// for ONNX Runtime `ort_version`.
+pub fn folded_graph_path(dir: &Path, model_sha256: &str, ort_version: &str) -> PathBuf {
+    dir.join(format!("{model_sha256}-folded-ort{ort_version}.onnx"))
+}
+
+/// A cache entry, and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheEntry {
+    /// The optimised graph ([`cached_graph_path`]): CPU sessions.
+    Optimised(PathBuf),
+    /// The folded graph ([`folded_graph_path`]): sessions on other devices.
+    Folded(PathBuf),
+}
+
 /// This process's cache entry for a model on a device: in [`graph_cache_dir`], for the loaded
-/// ONNX Runtime; `None` without a cache folder, a runtime, or for uncached devices.
-pub fn cache_entry(model_sha256: &str, device: DeviceId) -> Option<PathBuf> {
+/// ONNX Runtime; `None` without a cache folder or a runtime.
+pub fn cache_entry(model_sha256: &str, device: DeviceId) -> Option<CacheEntry> {
     let version = super::runtime().ok()?.version();
-    cached_graph_path(&graph_cache_dir()?, model_sha256, device, version)
+    let dir = graph_cache_dir()?;
+    Some(
+        match cached_graph_path(&dir, model_sha256, device, version) {
+            Some(path) => CacheEntry::Optimised(path),
+            None => CacheEntry::Folded(folded_graph_path(&dir, model_sha256, version)),
+        },
+    )
 }
 
 /// The temporary name an entry is written under before it is renamed into place (unique per
@@ -76,6 +101,11 @@ mod tests {
         );
         let cuda: DeviceId = "cuda:0".parse().unwrap();
         assert_eq!(cached_graph_path(dir, "ab12", cuda, "1.31.0"), None);
+        // The folded graph is one for every device, and not the optimised one.
+        let folded = folded_graph_path(dir, "ab12", "1.31.0");
+        assert_ne!(folded, a);
+        assert_ne!(folded, folded_graph_path(dir, "ab12", "1.32.0"));
+        assert_ne!(folded, folded_graph_path(dir, "cd34", "1.31.0"));
         let partial = partial_path(&a);
         assert_eq!(partial.parent(), a.parent());
         assert_ne!(partial, a);

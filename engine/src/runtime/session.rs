@@ -117,7 +117,7 @@ pub fn with_spare_cpu_session<R>(
         DeviceId::CPU,
         &model.bytes,
         default_intra_threads(),
-        cache_entry(&model.sha256, DeviceId::CPU).as_deref(),
+        cache_entry(&model.sha256, DeviceId::CPU).as_ref(),
     )?;
     let result = f(&session);
     *SPARE_CPU_SESSION.lock() = Some((model.sha256.clone(), session));
@@ -174,7 +174,7 @@ pub fn acquire_session(
                 device,
                 &model.bytes,
                 default_intra_threads(),
-                cache_entry(&model.sha256, device).as_deref(),
+                cache_entry(&model.sha256, device).as_ref(),
             ),
         }
         .and_then(|mut session| match needs_warm_up(device) {
