@@ -8,7 +8,7 @@ use ort::ep;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
-use super::constant_fold::{fold, fold_constants, FoldOutcome};
+use super::constant_fold::{fold, fold_constants, FoldOutcome, DISABLE_PREPACKING_KEY};
 use super::device_id::DeviceId;
 use super::graph_cache::{partial_path, CacheEntry};
 use super::runtime;
@@ -308,7 +308,8 @@ enum GraphSource<'a> {
     File(&'a Path),
 }
 
-/// Creates one session; `save_to` makes ONNX Runtime write the graph as optimised to `level`.
+/// Creates one session; `save_to` makes ONNX Runtime write the graph as optimised to `level`
+/// (such a session is only for that: its weights are not prepacked for running).
 fn commit(
     device: DeviceId,
     intra_threads: usize,
@@ -327,8 +328,11 @@ fn commit(
             .with_memory_pattern(false)
             .map_err(|e| e.to_string())?;
         if let Some(path) = save_to {
+            // A session that saves its graph is built for that alone (dropped unrun).
             builder = builder
                 .with_optimized_model_path(path)
+                .map_err(|e| e.to_string())?
+                .with_config_entry(DISABLE_PREPACKING_KEY, "1")
                 .map_err(|e| e.to_string())?;
         }
         let cpu = ep::CPU::default().with_arena_allocator(true).build();
