@@ -224,9 +224,37 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
     let num_blocks = (stall.as_secs_f64() / 0.0058) as usize + 80;
     let input = test_signal(latency + num_blocks * BLOCK, 4);
     // Paced at about real time (5.8 ms per block), so the worker keeps up except while stalled.
+    let (out, _) = render_paced(&mut handle, &input, BLOCK, Duration::from_micros(5_800));
+    let separated = passthrough_timeline(&out, &input, latency);
+    // Sample `i` of the timeline is input frame `i / 2`, channel `i % 2`.
+    let first_fallback =
+        (0..separated.len()).find(|&i| !separated[i] && input[i % 2][i / 2] != 0.0);
+    assert!(first_fallback.is_some(), "no fallback frames seen");
+    let separated_after_underrun = separated[first_fallback.unwrap()..]
+        .iter()
+        .filter(|&&s| s)
+        .count();
+    assert!(separated_after_underrun > 0, "the stream never recovered");
+    handle.stats().clone()
+}
+
+/// Feeds `input` to a real-time `handle` in blocks of `block_frames`, one every `pace` (as a
+/// host's audio callback comes), and collects every stem's output and the frames ready before
+/// each block.
+fn render_paced(
+    handle: &mut StemStreamHandle,
+    input: &[Vec<f32>; 2],
+    block_frames: usize,
+    pace: Duration,
+) -> ([[Vec<f32>; 2]; NUM_STEMS], Vec<usize>) {
     let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
-    for (left, right) in input[0].chunks(BLOCK).zip(input[1].chunks(BLOCK)) {
-        std::thread::sleep(Duration::from_micros(5_800));
+    let mut ready_frames = Vec::new();
+    for (left, right) in input[0]
+        .chunks(block_frames)
+        .zip(input[1].chunks(block_frames))
+    {
+        std::thread::sleep(pace);
+        ready_frames.push(handle.ready_frames());
         handle.process(left, right);
         for stem in Stem::ALL {
             for channel in 0..2 {
@@ -234,8 +262,19 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
             }
         }
     }
-    let mut separated_after_underrun = 0;
-    let mut first_fallback = None;
+    (out, ready_frames)
+}
+
+/// Checks a passthrough stream's output from the latency on: each frame's stems sum to the
+/// input delayed by the latency, and Vocals is either that input exactly (separated, on time,
+/// never shifted) or silent (dry audio on Other). Returns, per sample (frame after frame, left
+/// then right), whether it was separated.
+fn passthrough_timeline(
+    out: &[[Vec<f32>; 2]; NUM_STEMS],
+    input: &[Vec<f32>; 2],
+    latency: usize,
+) -> Vec<bool> {
+    let mut separated = Vec::new();
     for t in latency..input[0].len() {
         for channel in 0..2 {
             let expected = input[channel][t - latency];
@@ -243,19 +282,12 @@ fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
             assert!((sum - expected).abs() < 1e-6, "mix incomplete at {t}");
             let vocals = out[Stem::Vocals.index()][channel][t];
             if vocals != 0.0 {
-                // A separated frame: exactly on time, never shifted.
                 assert!((vocals - expected).abs() < 1e-6, "shifted at {t}");
-                if first_fallback.is_some() {
-                    separated_after_underrun += 1;
-                }
-            } else if expected != 0.0 && first_fallback.is_none() {
-                first_fallback = Some(t);
             }
+            separated.push(vocals != 0.0);
         }
     }
-    assert!(first_fallback.is_some(), "no fallback frames seen");
-    assert!(separated_after_underrun > 0, "the stream never recovered");
-    handle.stats().clone()
+    separated
 }
 
 #[test]
@@ -273,19 +305,9 @@ fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
     let latency = handle.latency_samples();
     let input = test_signal(latency + 100 * BLOCK, 11);
     let num_blocks = input[0].len().div_ceil(BLOCK);
-    // Paced at about real time (2.9 ms a block), as a host's audio callback comes.
-    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
-    let mut ready_frames = Vec::new();
-    for (left, right) in input[0].chunks(BLOCK).zip(input[1].chunks(BLOCK)) {
-        std::thread::sleep(Duration::from_micros(2_900));
-        ready_frames.push(handle.ready_frames());
-        handle.process(left, right);
-        for stem in Stem::ALL {
-            for channel in 0..2 {
-                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
-            }
-        }
-    }
+    // Paced at about real time (2.9 ms a block).
+    let (out, ready_frames) =
+        render_paced(&mut handle, &input, BLOCK, Duration::from_micros(2_900));
     // A chunk is 8 blocks: about one wake-up a chunk, not one a block.
     let wakeups = handle.input_wakeups() as usize;
     assert!(
@@ -303,23 +325,12 @@ fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
         "{mean_ready} frames ready on average, latency {latency}: the worker was woken late"
     );
     // The stems came out, on time.
-    let mut num_separated = 0;
-    for t in latency..input[0].len() {
-        for channel in 0..2 {
-            let expected = input[channel][t - latency];
-            let sum: f32 = (0..NUM_STEMS).map(|s| out[s][channel][t]).sum();
-            assert!((sum - expected).abs() < 1e-6, "mix incomplete at {t}");
-            let vocals = out[Stem::Vocals.index()][channel][t];
-            if vocals != 0.0 {
-                assert!((vocals - expected).abs() < 1e-6, "shifted at {t}");
-                num_separated += 1;
-            }
-        }
-    }
-    let num_frames = 2 * (input[0].len() - latency);
+    let separated = passthrough_timeline(&out, &input, latency);
+    let num_separated = separated.iter().filter(|&&s| s).count();
     assert!(
-        num_separated * 10 >= num_frames * 9,
-        "only {num_separated} of {num_frames} samples separated ({} underrun frames)",
+        num_separated * 10 >= separated.len() * 9,
+        "only {num_separated} of {} samples separated ({} underrun frames)",
+        separated.len(),
         handle.stats().underrun_frames()
     );
 }
