@@ -41,13 +41,26 @@ pub fn sanitize_into(source: &[f32], dest: &mut [f32]) -> usize {
 /// Whether any sample is NaN or ±Inf: a cheap check (integer bit tests OR-ed together, no early
 /// exit, so it vectorizes) for output that is almost always clean. Realtime-safe.
 pub fn has_non_finite(samples: &[f32]) -> bool {
-    // The exponent's bits are all ones for ±Inf and NaN only, and only then does adding one to
-    // the exponent carry into the sign bit.
+    let carries = samples
+        .iter()
+        .fold(0u32, |carries, &sample| carries | exponent_carry(sample));
+    is_any_non_finite(carries)
+}
+
+/// The sample's exponent plus one, whose sign bit is set for NaN and ±Inf only (their exponent's
+/// bits are all ones, and only then does adding one carry into the sign bit). OR these together
+/// over samples and ask [`is_any_non_finite`]: a check without branches, which vectorizes and
+/// fits inside another pass over the samples. Realtime-safe.
+#[inline]
+pub fn exponent_carry(sample: f32) -> u32 {
     const EXPONENT_BITS: u32 = 0x7f80_0000;
     const EXPONENT_ONE: u32 = 0x0080_0000;
-    let carries = samples.iter().fold(0u32, |carries, sample| {
-        carries | (sample.to_bits() & EXPONENT_BITS).wrapping_add(EXPONENT_ONE)
-    });
+    (sample.to_bits() & EXPONENT_BITS).wrapping_add(EXPONENT_ONE)
+}
+
+/// Whether [`exponent_carry`]s OR-ed together came from a NaN or ±Inf. Realtime-safe.
+#[inline]
+pub fn is_any_non_finite(carries: u32) -> bool {
     carries & 0x8000_0000 != 0
 }
 

@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 
 use rubato::{FftFixedInOut, Resampler};
 
-use crate::dsp::{flush_subnormal, gcd, has_non_finite};
+use crate::dsp::{exponent_carry, flush_subnormal, gcd, has_non_finite, is_any_non_finite};
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
 use crate::stem::Stem;
@@ -414,7 +414,7 @@ fn emit(
         start += frames;
         carries |= run_carries;
     }
-    let is_finite = carries & 0x8000_0000 == 0;
+    let is_finite = !is_any_non_finite(carries);
     if !is_finite {
         for run in runs {
             run.fill(MaybeUninit::new(0.0));
@@ -425,18 +425,14 @@ fn emit(
 
 /// Interleaves frames `start..` of the first `WIDTH` separated channels into `output`, frame by
 /// frame (each frame's samples are written together): every slot of `output` is written.
-/// Returns the frames written and the samples' exponent carries, OR-ed together: their sign
-/// bit is set if a sample was NaN or ±Inf (as in [`has_non_finite`], in the same pass).
+/// Returns the frames written and the samples' [`exponent_carry`]s, OR-ed together (the
+/// [`has_non_finite`] check, in the same pass).
 #[inline]
 fn emit_run<const WIDTH: usize>(
     stems: &[&[f32]; SEPARATED_CHANNELS],
     start: usize,
     output: &mut [MaybeUninit<f32>],
 ) -> (usize, u32) {
-    // The exponent's bits are all ones for ±Inf and NaN only, and only then does adding one to
-    // the exponent carry into the sign bit.
-    const EXPONENT_BITS: u32 = 0x7f80_0000;
-    const EXPONENT_ONE: u32 = 0x0080_0000;
     let (frames, rest) = output.as_chunks_mut::<WIDTH>();
     debug_assert!(rest.is_empty());
     let channels: [&[f32]; WIDTH] =
@@ -445,7 +441,7 @@ fn emit_run<const WIDTH: usize>(
     for (i, frame) in frames.iter_mut().enumerate() {
         for (out, channel) in frame.iter_mut().zip(channels) {
             let sample = channel[i];
-            carries |= (sample.to_bits() & EXPONENT_BITS).wrapping_add(EXPONENT_ONE);
+            carries |= exponent_carry(sample);
             *out = MaybeUninit::new(flush_subnormal(sample));
         }
     }
