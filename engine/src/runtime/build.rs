@@ -272,8 +272,13 @@ fn session_through_folded_entry(
     let contents = match &folded {
         FoldOutcome::Folded(bytes) => bytes.as_slice(),
         FoldOutcome::NothingToFold => &[],
-        // Folding may work next time.
-        FoldOutcome::Failed => return Ok(session),
+        FoldOutcome::Failed => {
+            // Folding may work next time; an entry the model's own bytes build without is bad.
+            if refusal.is_some() {
+                let _ = std::fs::remove_file(entry);
+            }
+            return Ok(session);
+        }
     };
     if let Some(reason) = refusal {
         log::warn!(
