@@ -285,9 +285,7 @@ impl StemPipeline {
         let mut first_error = None;
         let Some(to) = &mut self.to_separator else {
             // Equal rates: the chunk is one hop, gathered in place, and its stems go out as
-            // they are.
-            // The stems are checked for NaN/Inf as they are written out (one pass over them,
-            // not two).
+            // they are, checked for NaN/Inf as they are written (one pass over them, not two).
             let mut result = self.run_separator();
             let stems = std::array::from_fn(|channel| self.hop_output.channel(channel));
             if !emit(&stems, self.layout, output) {

@@ -1,7 +1,7 @@
 //! ONNX Runtime, devices and sessions. Needs the library: `cargo xtask test` fetches it and sets
 //! `STEMFLOW_ORT_LIB`; without it these tests fail with the runtime's own message.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -361,19 +361,21 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     let dir = scratch_dir("graph-cache");
     let version = runtime().unwrap().version();
     let entry = cached_graph_path(&dir, "model-sha", DeviceId::CPU, version).unwrap();
+    let through_cache = |bytes: &[u8], entry: &Path| {
+        build_session(
+            DeviceId::CPU,
+            bytes,
+            1,
+            Some(&CacheEntry::Optimised(entry.to_path_buf())),
+        )
+    };
 
     let expected = run_once(
         &mut build_session(DeviceId::CPU, &bytes, 1, None).unwrap(),
         &bytes,
     );
     // First start: optimises, writes the entry (nothing partial left), runs.
-    let mut first = build_session(
-        DeviceId::CPU,
-        &bytes,
-        1,
-        Some(&CacheEntry::Optimised(entry.clone())),
-    )
-    .unwrap();
+    let mut first = through_cache(&bytes, &entry).unwrap();
     assert!(entry.is_file(), "no cache entry written");
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
@@ -382,24 +384,12 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     );
     assert_eq!(run_once(&mut first, &bytes), expected);
     // Later starts load the entry; the model's bytes are not even looked at.
-    let mut cached = build_session(
-        DeviceId::CPU,
-        b"not a model",
-        1,
-        Some(&CacheEntry::Optimised(entry.clone())),
-    )
-    .unwrap();
+    let mut cached = through_cache(b"not a model", &entry).unwrap();
     assert_eq!(run_once(&mut cached, &bytes), expected);
 
     // A damaged entry is removed and the session is built from the model all the same.
     std::fs::write(&entry, b"half a graph").unwrap();
-    let mut rebuilt = build_session(
-        DeviceId::CPU,
-        &bytes,
-        1,
-        Some(&CacheEntry::Optimised(entry.clone())),
-    )
-    .unwrap();
+    let mut rebuilt = through_cache(&bytes, &entry).unwrap();
     assert!(!entry.exists(), "the damaged entry was kept");
     assert_eq!(run_once(&mut rebuilt, &bytes), expected);
 
@@ -408,37 +398,19 @@ fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     std::fs::write(&blocked, b"").unwrap();
     let entry_under_file =
         cached_graph_path(&blocked, "model-sha", DeviceId::CPU, version).unwrap();
-    let mut uncached = build_session(
-        DeviceId::CPU,
-        &bytes,
-        1,
-        Some(&CacheEntry::Optimised(entry_under_file)),
-    )
-    .unwrap();
+    let mut uncached = through_cache(&bytes, &entry_under_file).unwrap();
     assert_eq!(run_once(&mut uncached, &bytes), expected);
 
     // A graph that cannot be written (a full disk; here a folder where its partial file goes)
     // costs only the cache too, though ONNX Runtime then fails the session it was saving.
     let unwritable = cached_graph_path(&dir, "other-sha", DeviceId::CPU, version).unwrap();
     std::fs::create_dir_all(partial_path(&unwritable)).unwrap();
-    let mut unsaved = build_session(
-        DeviceId::CPU,
-        &bytes,
-        1,
-        Some(&CacheEntry::Optimised(unwritable.clone())),
-    )
-    .unwrap();
+    let mut unsaved = through_cache(&bytes, &unwritable).unwrap();
     assert!(!unwritable.exists(), "an entry was written");
     assert_eq!(run_once(&mut unsaved, &bytes), expected);
 
     // A model ONNX Runtime refuses is an error, whatever the cache.
-    assert!(build_session(
-        DeviceId::CPU,
-        b"not a model",
-        1,
-        Some(&CacheEntry::Optimised(dir.join("x.onnx")))
-    )
-    .is_err());
+    assert!(through_cache(b"not a model", &dir.join("x.onnx")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
