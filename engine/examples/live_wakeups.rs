@@ -4,8 +4,9 @@
 //! it slept and was woken; involuntary: it was preempted) and the blocks the audio side
 //! processed, so a wake-up per block (or per idle poll) shows as a number.
 //!
-//! `cargo run --release -p stemflow-engine --example live_wakeups -- [BLOCK] [SECONDS]`
-//! (Linux: reads `/proc/self/task/*/status`).
+//! `cargo run --release -p stemflow-engine --example live_wakeups -- [BLOCK] [SECONDS] [silence]`
+//! (`silence`: the track plays digital silence, as a track whose audio starts later; Linux:
+//! reads `/proc/self/task/*/status`).
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let block_frames: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(64);
     let seconds: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5.0);
+    let level = if args.next().as_deref() == Some("silence") {
+        0.0
+    } else {
+        1.0
+    };
     let config = StreamConfig {
         host_sample_rate_hz: HOST_RATE_HZ as f32,
         max_block_frames: block_frames,
@@ -59,8 +65,8 @@ fn main() {
     let mut phase = 0.0f32;
     for block in 0..num_blocks {
         for (l, r) in left.iter_mut().zip(right.iter_mut()) {
-            *l = (phase * 0.0575).sin() * 0.3;
-            *r = (phase * 0.0311).sin() * 0.2;
+            *l = (phase * 0.0575).sin() * 0.3 * level;
+            *r = (phase * 0.0311).sin() * 0.2 * level;
             phase += 1.0;
         }
         handle.process(&left, &right);
@@ -74,7 +80,8 @@ fn main() {
     let after = context_switches("stemflow-worker").expect("the worker thread is found");
     let underruns = controller.stats().underrun_frames();
     println!(
-        "block {block_frames} frames at {HOST_RATE_HZ} Hz, {elapsed_s:.1} s: {:.0} blocks/s; worker wake-ups {:.0}/s (voluntary), preemptions {:.0}/s; underrun frames {underruns}",
+        "block {block_frames} frames at {HOST_RATE_HZ} Hz, {}, {elapsed_s:.1} s: {:.0} blocks/s; worker wake-ups {:.0}/s (voluntary), preemptions {:.0}/s; underrun frames {underruns}",
+        if level == 0.0 { "silence" } else { "signal" },
         num_blocks as f64 / elapsed_s,
         (after.0 - before.0) as f64 / elapsed_s,
         (after.1 - before.1) as f64 / elapsed_s,

@@ -300,39 +300,48 @@ fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
         mode: ProcessingMode::Realtime,
         is_offline_only: false,
     };
-    let separator = PassthroughSeparator::new(44_100, HOP, 0);
-    let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
-    let latency = handle.latency_samples();
-    let input = test_signal(latency + 100 * BLOCK, 11);
-    let num_blocks = input[0].len().div_ceil(BLOCK);
-    // Paced at about real time (2.9 ms a block).
-    let (out, ready_frames) =
-        render_paced(&mut handle, &input, BLOCK, Duration::from_micros(2_900));
-    // A chunk is 8 blocks: about one wake-up a chunk, not one a block.
-    let wakeups = handle.input_wakeups() as usize;
-    assert!(
-        wakeups <= num_blocks / 3,
-        "{wakeups} wake-ups for {num_blocks} blocks"
-    );
-    // And in time: woken when its chunk is in, the worker has delivered it before the next
-    // block comes, so the frames ready before a block never fall more than a chunk below the
-    // latency (on average half a chunk below). A worker that slept until its idle time-out
-    // fell behind by up to two chunks here (on average a chunk below, checked).
-    let steady = &ready_frames[2 * HOP / BLOCK..];
-    let mean_ready = steady.iter().sum::<usize>() / steady.len();
-    assert!(
-        mean_ready + 3 * HOP / 4 >= latency,
-        "{mean_ready} frames ready on average, latency {latency}: the worker was woken late"
-    );
-    // The stems came out, on time.
-    let separated = passthrough_timeline(&out, &input, latency);
-    let num_separated = separated.iter().filter(|&&s| s).count();
-    assert!(
-        num_separated * 10 >= separated.len() * 9,
-        "only {num_separated} of {} samples separated ({} underrun frames)",
-        separated.len(),
-        handle.stats().underrun_frames()
-    );
+    // From the first block on, and after seconds of silence (a track that starts later): the
+    // worker looks for the signal's first frame a chunk at a time too.
+    for leading_silent_blocks in [0, 60] {
+        let separator = PassthroughSeparator::new(44_100, HOP, 0);
+        let (mut handle, _worker) = spawn_stream(Box::new(separator), &config).unwrap();
+        let latency = handle.latency_samples();
+        let silent_frames = leading_silent_blocks * BLOCK;
+        let mut input = test_signal(silent_frames + latency + 100 * BLOCK, 11);
+        for channel in &mut input {
+            channel[..silent_frames].fill(0.0);
+        }
+        let num_blocks = input[0].len().div_ceil(BLOCK);
+        // Paced at about real time (2.9 ms a block).
+        let (out, ready_frames) =
+            render_paced(&mut handle, &input, BLOCK, Duration::from_micros(2_900));
+        // A chunk is 8 blocks: about one wake-up a chunk, not one a block.
+        let wakeups = handle.input_wakeups() as usize;
+        assert!(
+            wakeups <= num_blocks / 3,
+            "{leading_silent_blocks} silent blocks first: {wakeups} wake-ups for {num_blocks} blocks"
+        );
+        // And in time: woken when its chunk is in, the worker has delivered it before the next
+        // block comes, so the frames ready before a block never fall more than a chunk below
+        // the latency (on average half a chunk below). A worker that slept until its idle
+        // time-out fell behind by up to two chunks here (on average a chunk below, checked).
+        let steady = &ready_frames[2 * HOP / BLOCK..];
+        let mean_ready = steady.iter().sum::<usize>() / steady.len();
+        assert!(
+            mean_ready + 3 * HOP / 4 >= latency,
+            "{mean_ready} frames ready on average, latency {latency}: the worker was woken late"
+        );
+        // The stems came out, on time (silence is never "separated": count the signal only).
+        let separated = passthrough_timeline(&out, &input, latency);
+        let num_separated = separated.iter().filter(|&&s| s).count();
+        let signal_samples = separated.len() - 2 * silent_frames;
+        assert!(
+            num_separated * 10 >= signal_samples * 9,
+            "{leading_silent_blocks} silent blocks first: only {num_separated} of \
+             {signal_samples} samples separated ({} underrun frames)",
+            handle.stats().underrun_frames()
+        );
+    }
 }
 
 /// A passthrough separator that panics on one hop, then works (its hop count survives resets).

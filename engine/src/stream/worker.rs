@@ -102,17 +102,23 @@ impl StemStreamWorker {
     }
 
     /// The count of pushed input frames after which this worker has work again: the end of
-    /// the chunk it gathers; the next frame while it looks for the signal's first frame or
-    /// drains the input after a crash; 0 (any block) while it waits for something else (room in
-    /// the output ring for its pre-fill or its finished chunk, an offline handle's request).
+    /// the chunk it gathers; a chunk's worth more while it looks for the signal's first frame
+    /// or drains the input after a crash; 0 (any block) while it waits for something else
+    /// (room in the output ring for its pre-fill or its finished chunk, an offline handle's
+    /// request).
     fn wanted_input_frames(&self) -> u64 {
         if self.prefill_remaining > 0 {
             return 0;
         }
+        let chunk_frames = self.pipeline.input_chunk_frames();
         if self.is_before_signal || self.shared.is_separator_failed.load(Ordering::Acquire) {
-            return self.input_frames_popped + 1;
+            // Silence passed a chunk at a time is still passed before the handle reads it (a
+            // chunk is due a latency after its first frame, and the latency holds a chunk),
+            // and a chunk that starts at the first non-silent frame ends after these frames:
+            // looking then is never late. The input ring holds more than a chunk.
+            return self.input_frames_popped + chunk_frames as u64;
         }
-        let missing = self.pipeline.input_chunk_frames() - self.chunk_fill;
+        let missing = chunk_frames - self.chunk_fill;
         if missing == 0 {
             0
         } else {
