@@ -80,6 +80,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
             look_ahead: stemflow_engine::look_ahead::LookAhead::Full,
             is_strict_device: false,
             stems: Stem::FOUR.to_vec(),
+            are_stems_named: false,
             extra_stems: ExtraStems::IntoOther,
             format: OutputFormat::Wav,
             bit_depth: Some(BitDepth::Float32),
@@ -124,8 +125,9 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     Ok(())
 }
 
-/// One separator's run of the demo: its column label, its four stems and where they are.
-type DemoColumn<'a> = (&'a str, Vec<[Vec<f32>; 2]>, PathBuf);
+/// One separator's run of the demo: its column label, its four stems (`None`: not delivered)
+/// and where they are.
+type DemoColumn<'a> = (&'a str, Vec<Option<[Vec<f32>; 2]>>, PathBuf);
 
 /// Neural separators the demo adds when they are in a models folder: (column, model name).
 const NEURAL_ROWS: [(&str, &str); 2] = [
@@ -134,12 +136,17 @@ const NEURAL_ROWS: [(&str, &str); 2] = [
 ];
 
 /// The four stems of the demo, in [`Stem::FOUR`] order.
-fn read_stems(folder: &Path) -> Result<Vec<[Vec<f32>; 2]>, String> {
+fn read_stems(folder: &Path) -> Result<Vec<Option<[Vec<f32>; 2]>>, String> {
     Stem::FOUR
         .iter()
         .map(|stem| {
-            read_wav(&folder.join(format!("{}.wav", stem.file_name())))
-                .map(|a| a.channels)
+            let path = folder.join(format!("{}.wav", stem.file_name()));
+            // A stem the model does not deliver is not written.
+            if !path.exists() {
+                return Ok(None);
+            }
+            read_wav(&path)
+                .map(|a| Some(a.channels))
                 .map_err(|e| e.to_string())
         })
         .collect()
@@ -161,7 +168,10 @@ fn sdr_table(song: &DemoSong, columns: &[DemoColumn<'_>]) -> String {
     for (index, (stem, truth)) in Stem::FOUR.into_iter().zip(song.stems()).enumerate() {
         table.push_str(&format!("{:<10}", stem.display_name()));
         for (_, estimate, _) in columns {
-            table.push_str(&format!(" {:>9.2}", sdr_db(truth, &estimate[index])));
+            match &estimate[index] {
+                Some(estimate) => table.push_str(&format!(" {:>9.2}", sdr_db(truth, estimate))),
+                None => table.push_str(&format!(" {:>9}", "–")),
+            }
         }
         table.push_str(&format!(
             " {:>9.2} {:>9.2}\n",

@@ -941,7 +941,31 @@ fn models_lists_the_folder_with_families_and_refuses_broken_files() {
         "{}",
         String::from_utf8_lossy(&separated.stderr)
     );
-    assert!(dir.join("out/in/vocals.wav").is_file());
+    // A two-stem model writes its two stems: no silent drums.wav and bass.wav.
+    let mut written: Vec<String> = std::fs::read_dir(dir.join("out/in"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(written, ["other.wav", "vocals.wav"]);
+    // Asked for a stem it does not have, it says what it has, and writes nothing.
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args(["separate", "--quiet", "--device", "cpu"])
+        .args(["--model", "roformer_test", "--stems", "vocals,drums"])
+        .arg("--models-dir")
+        .arg(&dir)
+        .arg("-o")
+        .arg(dir.join("out2"))
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        said.contains("has no drums stem: it separates vocals, and other holds the rest"),
+        "{said}"
+    );
+    assert!(!dir.join("out2").exists(), "{said}");
     let unknown = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
         .args([
             "separate",
@@ -1011,16 +1035,23 @@ fn separate_matches_the_numpy_reference_of_every_model_family() {
         );
         assert!(output.status.success(), "{name}: {}", text(&output.stderr));
         for stem in ["vocals", "drums", "bass", "other", "guitar", "piano"] {
-            let (spec, got) = read_wav(&dir.join("out").join(name).join(format!("{stem}.wav")));
+            let expected = match case["stems"][stem].as_str() {
+                Some(file) => read_fixture_f32(&fixtures.join(file), frames),
+                None => vec![vec![0.0; frames]; 2],
+            };
+            // A stem the model does not have (the reference is silence) is not written.
+            let path = dir.join("out").join(name).join(format!("{stem}.wav"));
+            let is_silent = expected.iter().flatten().all(|&x| x == 0.0);
+            assert_eq!(!path.exists(), is_silent, "{name} {stem}");
+            if is_silent {
+                continue;
+            }
+            let (spec, got) = read_wav(&path);
             assert_eq!(
                 (spec.channels, spec.sample_rate),
                 (2, 44_100),
                 "{name} {stem}"
             );
-            let expected = match case["stems"][stem].as_str() {
-                Some(file) => read_fixture_f32(&fixtures.join(file), frames),
-                None => vec![vec![0.0; frames]; 2],
-            };
             for channel in 0..2 {
                 assert_eq!(got[channel].len(), frames, "{name} {stem}: length");
                 let worst = got[channel][..valid]
@@ -1159,7 +1190,8 @@ fn quantize_writes_int8_and_float16_models_with_their_parameters_that_list_and_s
             name.ends_with(".fp16"),
             "{name}: {stderr}"
         );
-        outputs.push(read_stems(&out, "in"));
+        // A two-stem model (instrumental, and vocals as the rest): its two stems.
+        outputs.push(read_named_stems(&out, "in", &["vocals", "other"]));
     }
     // Every stem's samples, one after another.
     let flat = |stems: &[(hound::WavSpec, Vec<Vec<f32>>)]| -> Vec<f32> {

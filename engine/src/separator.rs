@@ -4,7 +4,7 @@
 
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice};
-use crate::stem::NUM_SEPARATED_STEMS;
+use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
 /// Number of channels in a separator's output block.
 pub const SEPARATED_CHANNELS: usize = NUM_SEPARATED_STEMS * 2;
@@ -85,6 +85,13 @@ pub trait Separator: Send {
     /// must leave the guitar and piano channels silent; the pipeline then skips them.
     fn has_extra_stems(&self) -> bool {
         false
+    }
+
+    /// Whether the separator delivers `stem`; one it does not deliver stays silent (a
+    /// two-stem model's drums and bass). `Other`, the residual, is always there. By default:
+    /// vocals, drums and bass, and guitar and piano when [`Separator::has_extra_stems`].
+    fn delivers_stem(&self, stem: Stem) -> bool {
+        !stem.is_extra() || self.has_extra_stems()
     }
 
     /// Forgets all history, as if newly created. Must not allocate.

@@ -97,8 +97,8 @@ pub struct SeparateArgs {
     /// model runs more often; see `stemflow bench --lookahead-curve`).
     #[arg(long = "lookahead", value_name = "full|TIME", default_value = "full", value_parser = LookAhead::parse)]
     pub look_ahead: LookAhead,
-    /// The stems to write (comma-separated); default: vocals, drums, bass, other (plus
-    /// guitar and piano with `--guitar-piano own`).
+    /// The stems to write (comma-separated); default: those of vocals, drums, bass, other
+    /// (plus guitar and piano with `--guitar-piano own`) the model has.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
     pub stems: Vec<StemArg>,
     /// Six-stem models: guitar and piano into other.wav (default) or their own files
@@ -206,6 +206,7 @@ impl SeparateArgs {
             device,
             look_ahead: self.look_ahead,
             is_strict_device: self.strict_device,
+            are_stems_named: !self.stems.is_empty(),
             stems,
             extra_stems,
             format: self.format,

@@ -97,6 +97,10 @@ pub fn separate_jobs(
         ))
     })?;
     let mut separator = SeparatorSlot::new(options);
+    // The options with the stems the separator delivers, known once it is built (for the
+    // first job that separates: a run whose jobs are all done never loads the model). The
+    // checks before it use the stems asked for, which hold those written.
+    let mut resolved_options: Option<SeparateOptions> = None;
     // What identifies the separator's output, for records; computed on first need.
     let mut identity: Option<String> = None;
     // Output folders already used by an earlier input of this run.
@@ -218,7 +222,22 @@ pub fn separate_jobs(
                 }
             }
         }
-        match separate_file(pending, &folder, options, &mut separator) {
+        if resolved_options.is_none() {
+            match separator.resolve_stems() {
+                Ok(resolved) => resolved_options = Some(resolved),
+                Err(failure) => {
+                    if let Failure::Fatal(reason) = &failure {
+                        report::print(
+                            catalogue,
+                            &JobReport::failed(&job.given, Some(&folder), reason.clone()),
+                        );
+                    }
+                    return Err(failure);
+                }
+            }
+        }
+        let run_options = resolved_options.as_ref().expect("resolved above");
+        match separate_file(pending, &folder, run_options, &mut separator) {
             Ok(separated) => {
                 if let Some(key) = key {
                     if let Err(reason) = record::write_record(

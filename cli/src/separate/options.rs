@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::separator::Separator;
 use stemflow_engine::{EngineError, Stem};
 
 use super::manifest::Shard;
@@ -13,6 +14,7 @@ use crate::encode::{BitDepth, OutputFormat};
 use crate::progress::ProgressMode;
 
 /// How to separate.
+#[derive(Clone)]
 pub struct SeparateOptions {
     /// The model (or `builtin`).
     pub separator: SeparatorChoice,
@@ -22,8 +24,13 @@ pub struct SeparateOptions {
     pub look_ahead: LookAhead,
     /// Fail instead of falling back to the CPU.
     pub is_strict_device: bool,
-    /// The stems to write, in [`Stem::OUTPUT_ORDER`].
+    /// The stems to write, in [`Stem::OUTPUT_ORDER`]; until
+    /// [`SeparateOptions::for_separator`], those the user asked for.
     pub stems: Vec<Stem>,
+    /// Whether the user named the stems (`--stems`): the model must deliver each of them.
+    /// Otherwise they are the default set, of which a model writes those it delivers (a
+    /// two-stem model: vocals and other, no silent drums and bass).
+    pub are_stems_named: bool,
     /// Where a six-stem model's guitar and piano go.
     pub extra_stems: stemflow_engine::ExtraStems,
     /// Container of the stem files.
@@ -37,6 +44,42 @@ pub struct SeparateOptions {
 impl SeparateOptions {
     pub(crate) fn is_quiet(&self) -> bool {
         self.progress == ProgressMode::Quiet
+    }
+
+    /// These options with the stems `separator` delivers: the named stems, each of which it
+    /// must deliver (the error says what it delivers), or those of the default set it
+    /// delivers. `Other`, the residual, is always delivered.
+    pub fn for_separator(&self, separator: &dyn Separator) -> Result<Self, String> {
+        let delivered: Vec<Stem> = self
+            .stems
+            .iter()
+            .copied()
+            .filter(|&stem| separator.delivers_stem(stem))
+            .collect();
+        if self.are_stems_named {
+            if let Some(missing) = self.stems.iter().find(|s| !delivered.contains(s)) {
+                let separated: Vec<&str> = Stem::OUTPUT_ORDER
+                    .into_iter()
+                    .filter(|&stem| stem != Stem::Other && separator.delivers_stem(stem))
+                    .map(Stem::file_name)
+                    .collect();
+                return Err(format!(
+                    "{} has no {} stem: it separates {}, and other holds the rest; leave {} out of --stems",
+                    separator.name(),
+                    missing.file_name(),
+                    if separated.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        separated.join(", ")
+                    },
+                    missing.file_name()
+                ));
+            }
+        }
+        Ok(Self {
+            stems: delivered,
+            ..self.clone()
+        })
     }
 }
 

@@ -111,6 +111,14 @@ impl<'a> SeparatorSlot<'a> {
         }
     }
 
+    /// The run's options with the stems its separator delivers (built now if it is not yet).
+    pub fn resolve_stems(&mut self) -> Result<SeparateOptions, Failure> {
+        let separator = self.take()?;
+        let resolved = self.options.for_separator(separator.as_ref());
+        self.put_back(Some(separator));
+        resolved.map_err(Failure::Fatal)
+    }
+
     /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
     /// died) means the next input builds a new one.
     pub fn put_back(&mut self, separator: Option<Box<dyn Separator>>) {

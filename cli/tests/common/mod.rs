@@ -147,7 +147,16 @@ pub const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
 
 /// The four stems of `name` in `out`, as read from WAV files.
 pub fn read_stems(out: &Path, name: &str) -> Vec<(hound::WavSpec, Vec<Vec<f32>>)> {
-    STEM_NAMES
+    read_named_stems(out, name, &STEM_NAMES)
+}
+
+/// Reads the stem files `stems` of one input (the stems a model writes).
+pub fn read_named_stems(
+    out: &Path,
+    name: &str,
+    stems: &[&str],
+) -> Vec<(hound::WavSpec, Vec<Vec<f32>>)> {
+    stems
         .iter()
         .map(|stem| read_wav(&out.join(name).join(format!("{stem}.wav"))))
         .collect()

@@ -245,9 +245,11 @@ impl Separator for ModelSeparator {
     }
 
     fn has_extra_stems(&self) -> bool {
-        Stem::EXTRA
-            .iter()
-            .any(|stem| self.description.routes[stem.index()] != StemRoute::Silent)
+        Stem::EXTRA.iter().any(|stem| self.delivers_stem(*stem))
+    }
+
+    fn delivers_stem(&self, stem: Stem) -> bool {
+        stem == Stem::Other || self.description.routes[stem.index()] != StemRoute::Silent
     }
 
     fn request(&mut self, request: SeparatorRequest) {

@@ -202,10 +202,15 @@ impl Separator for RoutedSeparator {
     }
 
     fn has_extra_stems(&self) -> bool {
-        self.stages.iter().any(|stage| {
-            stage.separator.has_extra_stems()
-                && Stem::EXTRA.iter().any(|stem| stage.serves[stem.index()])
-        })
+        Stem::EXTRA.iter().any(|stem| self.delivers_stem(*stem))
+    }
+
+    fn delivers_stem(&self, stem: Stem) -> bool {
+        stem == Stem::Other
+            || self
+                .stages
+                .iter()
+                .any(|stage| stage.serves[stem.index()] && stage.separator.delivers_stem(stem))
     }
 
     fn reset(&mut self) {
@@ -484,6 +489,39 @@ mod tests {
             drums[latency..].iter().any(|&x| x.abs() > 1e-4),
             "silent drums"
         );
+    }
+
+    #[test]
+    fn a_route_delivers_the_stems_its_stages_serve_and_have() {
+        let delivered = |routed: &RoutedSeparator| -> Vec<Stem> {
+            Stem::ALL
+                .into_iter()
+                .filter(|&stem| routed.delivers_stem(stem))
+                .collect()
+        };
+        let vocals_only = RoutedSeparator::new(
+            "vocals".into(),
+            vec![(Box::new(HalfVocals::new(256, 0)), vec![Stem::Vocals])],
+        )
+        .unwrap();
+        assert_eq!(delivered(&vocals_only), [Stem::Vocals, Stem::Other]);
+        // The built-in serves guitar and piano here, but has none.
+        let hybrid = RoutedSeparator::new(
+            "hybrid".into(),
+            vec![
+                (Box::new(HalfVocals::new(256, 0)), vec![Stem::Vocals]),
+                (
+                    Box::new(BuiltinSeparator::new()),
+                    vec![Stem::Drums, Stem::Bass, Stem::Guitar, Stem::Piano],
+                ),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            delivered(&hybrid),
+            [Stem::Vocals, Stem::Drums, Stem::Bass, Stem::Other]
+        );
+        assert!(!hybrid.has_extra_stems());
     }
 
     #[test]
