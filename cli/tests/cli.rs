@@ -856,6 +856,11 @@ fn bench_puts_every_model_and_device_side_by_side() {
         .as_str()
         .unwrap()
         .contains("builtin × cuda:0: skipped"));
+    // The built-in's second of audio takes milliseconds: its times are the median of warm
+    // rounds, and each round times every hop once.
+    let builtin = &json["rows"][0];
+    assert_eq!(builtin["rounds"], 5, "{builtin}");
+    assert_eq!(builtin["timed_hops"], builtin["hops"], "{builtin}");
 }
 
 #[test]
