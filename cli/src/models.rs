@@ -99,10 +99,21 @@ fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
             .family
             .map(|f| f.to_string())
             .unwrap_or_else(|| "?".into());
-        let stems = if model.stems.is_empty() {
-            "?".to_string()
+        // The stems the user gets, and the model's own names where they say more (an
+        // instrumental model delivers vocals as the mix minus its output).
+        let sorted = |names: &[String]| {
+            let mut names = names.to_vec();
+            names.sort();
+            names
+        };
+        let stems = if sorted(&model.delivers) == sorted(&model.stems) {
+            model.delivers.join(", ")
         } else {
-            model.stems.join(", ")
+            format!(
+                "{} (model: {})",
+                model.delivers.join(", "),
+                model.stems.join(", ")
+            )
         };
         let hash = model.sha256.get(..12).unwrap_or("?");
         match &model.error {

@@ -899,6 +899,7 @@ fn models_lists_the_folder_with_families_and_refuses_broken_files() {
         .unwrap();
     assert_eq!(roformer["family"], "RoFormer");
     assert_eq!(roformer["stems"], serde_json::json!(["vocals", "other"]));
+    assert_eq!(roformer["delivers"], serde_json::json!(["vocals", "other"]));
     assert_eq!(roformer["error"], serde_json::Value::Null);
     assert_eq!(roformer["sha256"].as_str().unwrap().len(), 64);
     let broken = models.iter().find(|m| m["name"] == "broken").unwrap();

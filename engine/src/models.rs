@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::families::describe_model;
+use crate::families::routes::StemRoute;
 pub use crate::families::ModelFamily;
 use crate::runtime::model_file::{read_model_file, ModelBytes};
 use crate::runtime::session::discard_spare_session;
+use crate::stem::Stem;
 
 /// A model file found in a models folder.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,6 +23,10 @@ pub struct ModelInfo {
     pub family: Option<ModelFamily>,
     /// The model's stems, in output order (e.g. `["vocals"]`, `["drums", "bass", "other", "vocals"]`).
     pub stems: Vec<String>,
+    /// The Stemflow stems it delivers, in output order, by file name (`vocals`, `drums`, …;
+    /// `other` always): a vocals/instrumental model delivers `["vocals", "other"]`. Empty when
+    /// it cannot be used.
+    pub delivers: Vec<String>,
     /// The rate it runs at.
     pub sample_rate_hz: u32,
     /// SHA-256 of the file, lower-case hex (what the plugin saves to find it again).
@@ -55,6 +61,7 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
         name,
         family: None,
         stems: Vec::new(),
+        delivers: Vec::new(),
         sample_rate_hz: crate::families::MODEL_SAMPLE_RATE_HZ,
         sha256: String::new(),
         latency_frames: None,
@@ -79,6 +86,9 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
         Ok(description) => {
             info.family = Some(description.family);
             info.stems = description.stems.clone();
+            info.delivers = delivered_names(|stem| {
+                stem == Stem::Other || description.routes[stem.index()] != StemRoute::Silent
+            });
             info.sample_rate_hz = description.sample_rate_hz;
             info.latency_frames = Some(description.layout.latency_frames());
         }
@@ -98,6 +108,7 @@ fn inspect_route(path: &Path) -> ModelInfo {
             .unwrap_or_else(|| path.display().to_string()),
         family: Some(ModelFamily::Hybrid),
         stems: Vec::new(),
+        delivers: Vec::new(),
         sample_rate_hz: crate::families::MODEL_SAMPLE_RATE_HZ,
         sha256: std::fs::read(path)
             .map(|bytes| ModelBytes::new("", bytes).sha256)
@@ -114,17 +125,13 @@ fn inspect_route(path: &Path) -> ModelInfo {
     };
     let mut latency_frames = 0;
     for stage in &route.stages {
-        // What the stage's separator delivers: the built-in's three, a model's named stems.
-        let (stage_latency, delivered): (usize, Vec<crate::stem::Stem>) = match &stage.choice {
+        // What the stage's separator delivers: the built-in's three, what a model delivers.
+        let (stage_latency, delivered): (usize, Vec<Stem>) = match &stage.choice {
             crate::choice::SeparatorChoice::Builtin => (
                 crate::separator::Separator::latency_frames(
                     &crate::builtin::BuiltinSeparator::new(),
                 ),
-                vec![
-                    crate::stem::Stem::Vocals,
-                    crate::stem::Stem::Drums,
-                    crate::stem::Stem::Bass,
-                ],
+                vec![Stem::Vocals, Stem::Drums, Stem::Bass],
             ),
             crate::choice::SeparatorChoice::Model(model) => {
                 let stage_info = inspect_model(model);
@@ -136,9 +143,10 @@ fn inspect_route(path: &Path) -> ModelInfo {
                 (
                     stage_info.latency_frames.unwrap_or(0),
                     stage_info
-                        .stems
+                        .delivers
                         .iter()
-                        .filter_map(|name| crate::families::routes::stem_for_name(name))
+                        .filter_map(|name| Stem::from_name(name))
+                        .filter(|&stem| stem != Stem::Other)
                         .collect(),
                 )
             }
@@ -153,8 +161,18 @@ fn inspect_route(path: &Path) -> ModelInfo {
         );
     }
     info.stems.push("other".into());
+    info.delivers = delivered_names(|stem| info.stems.iter().any(|s| s == stem.file_name()));
     info.latency_frames = Some(latency_frames);
     info
+}
+
+/// The file names of the stems `delivers` holds for, in output order.
+fn delivered_names(delivers: impl Fn(Stem) -> bool) -> Vec<String> {
+    Stem::OUTPUT_ORDER
+        .into_iter()
+        .filter(|&stem| delivers(stem))
+        .map(|stem| stem.file_name().to_owned())
+        .collect()
 }
 
 /// Whether `path` is a model file or a route by its extension.

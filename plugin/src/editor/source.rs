@@ -52,18 +52,26 @@ pub(super) fn source_controls(
 }
 /// Whether the chosen separator is a model with guitar or piano stems (a six-stem model).
 fn model_has_guitar_or_piano(model: &EditorModel) -> bool {
-    let (SeparatorChoice::Model(path), ModelList::Ready(models)) =
-        (&model.separator, &model.models)
-    else {
-        return false;
-    };
-    models.iter().any(|info| {
-        &info.path == path
-            && info
-                .stems
+    Stem::EXTRA
+        .into_iter()
+        .any(|stem| delivers_stem(model, stem) == Some(true))
+}
+
+/// Whether the chosen separator delivers `stem` (`Other` always); `None` while that is not
+/// known (the models are being scanned, or the chosen file is not among them).
+pub(super) fn delivers_stem(model: &EditorModel, stem: Stem) -> Option<bool> {
+    match &model.separator {
+        SeparatorChoice::Builtin => Some(!stem.is_extra()),
+        SeparatorChoice::Model(path) => {
+            let ModelList::Ready(models) = &model.models else {
+                return None;
+            };
+            let info = models
                 .iter()
-                .any(|stem| Stem::from_name(stem).is_some_and(Stem::is_extra))
-    })
+                .find(|info| &info.path == path && info.is_usable())?;
+            Some(info.delivers.iter().any(|name| name == stem.file_name()))
+        }
+    }
 }
 /// Cycles the "Look-ahead" parameter, saying what the running setting costs: its latency in
 /// milliseconds and how many times as often the model runs.

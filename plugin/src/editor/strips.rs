@@ -8,7 +8,8 @@ use nice_plug::prelude::{FloatParam, Param, ParamSetter};
 use nice_plug::util;
 use stemflow_engine::Stem;
 
-use super::source::visible_stems;
+use super::model::EditorModel;
+use super::source::{delivers_stem, visible_stems};
 use super::theme;
 use super::view_state::ViewState;
 use super::widgets::{gain_readout, toggle_sized};
@@ -19,7 +20,13 @@ const FADER_TICKS_DB: [f32; 7] = [12.0, 6.0, 0.0, -6.0, -12.0, -24.0, -48.0];
 /// Dragging with Shift (or Ctrl/Cmd) moves the fader this much slower.
 const FINE_DRAG_FACTOR: f32 = 0.2;
 
-pub(super) fn strips(ui: &mut Ui, view: &ViewState, params: &StemflowParams, setter: &ParamSetter) {
+pub(super) fn strips(
+    ui: &mut Ui,
+    view: &ViewState,
+    model: &EditorModel,
+    params: &StemflowParams,
+    setter: &ParamSetter,
+) {
     let stems = visible_stems(params);
     let gap = if stems.len() > 4 { 8.0 } else { 12.0 };
     let available = ui.available_size();
@@ -34,15 +41,27 @@ pub(super) fn strips(ui: &mut Ui, view: &ViewState, params: &StemflowParams, set
                 vec2(width, height),
                 Layout::top_down(Align::Center),
                 |ui| {
-                    strip(ui, stem, vec2(width, height), view, params, setter);
+                    let is_missing = delivers_stem(model, stem) == Some(false);
+                    strip(
+                        ui,
+                        stem,
+                        is_missing,
+                        vec2(width, height),
+                        view,
+                        params,
+                        setter,
+                    );
                 },
             );
         }
     });
 }
+/// One stem's strip; `is_missing`: the separator has no such stem (its output stays silent),
+/// which the title says.
 fn strip(
     ui: &mut Ui,
     stem: Stem,
+    is_missing: bool,
     size: egui::Vec2,
     view: &ViewState,
     params: &StemflowParams,
@@ -60,20 +79,60 @@ fn strip(
             ui.set_width(inner_width);
             ui.set_min_height(size.y - 22.0);
             // Title: a colour bar and the name.
-            let (title_rect, _) = ui.allocate_exact_size(vec2(inner_width, 22.0), Sense::hover());
+            let (title_rect, title) =
+                ui.allocate_exact_size(vec2(inner_width, 22.0), Sense::hover());
             let painter = ui.painter();
             painter.rect_filled(
                 Rect::from_min_size(title_rect.left_top() + vec2(0.0, 3.0), vec2(4.0, 16.0)),
                 CornerRadius::same(2),
-                colour,
+                if is_missing { theme::TEXT_DIM } else { colour },
             );
             painter.text(
                 title_rect.left_center() + vec2(12.0, 0.0),
                 Align2::LEFT_CENTER,
                 stem.display_name().to_uppercase(),
                 egui::FontId::proportional(13.0),
-                theme::TEXT,
+                if is_missing {
+                    theme::TEXT_DIM
+                } else {
+                    theme::TEXT
+                },
             );
+            if is_missing {
+                // Said at the title's right where it fits beside the name (narrow strips: on
+                // hover only).
+                let name = stem.display_name();
+                let name_width = painter
+                    .layout_no_wrap(
+                        name.to_uppercase(),
+                        egui::FontId::proportional(13.0),
+                        theme::TEXT_DIM,
+                    )
+                    .size()
+                    .x;
+                let note =
+                    painter.layout_no_wrap("not in model".into(), theme::small_font(), theme::TEXT_DIM);
+                if 12.0 + name_width + 8.0 + note.size().x <= title_rect.width() {
+                    let size = note.size();
+                    painter.galley(
+                        pos2(title_rect.right() - size.x, title_rect.center().y - size.y / 2.0),
+                        note,
+                        theme::TEXT_DIM,
+                    );
+                }
+                title
+                    .on_hover_text(format!(
+                        "The model has no {} stem: this output stays silent (what it would hold is in Other).",
+                        name.to_lowercase()
+                    ))
+                    .widget_info(|| {
+                        WidgetInfo::labeled(
+                            egui::Role::Label,
+                            true,
+                            format!("{name}: not in this model"),
+                        )
+                    });
+            }
 
             let buttons_height = 26.0;
             let readout_height = 22.0;

@@ -28,7 +28,7 @@ use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{
     ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus,
 };
-use stemflow_engine::NUM_STEMS;
+use stemflow_engine::{Stem, NUM_STEMS};
 
 use super::backend::models::{ModelFamily, ModelInfo};
 use super::model::{
@@ -187,6 +187,16 @@ fn fake_devices() -> Arc<[DeviceInfo]> {
     .into()
 }
 
+/// What a model with these stem names delivers, as the engine lists it: the names that are
+/// Stemflow stems, and Other.
+fn delivered(stems: &[&str]) -> Vec<String> {
+    Stem::OUTPUT_ORDER
+        .into_iter()
+        .filter(|&stem| stem == Stem::Other || stems.contains(&stem.file_name()))
+        .map(|stem| stem.file_name().to_owned())
+        .collect()
+}
+
 fn fake_models() -> Arc<Vec<ModelInfo>> {
     let model = |name: &str, family, stems: &[&str], error: Option<&str>| ModelInfo {
         path: PathBuf::from(format!(
@@ -195,6 +205,7 @@ fn fake_models() -> Arc<Vec<ModelInfo>> {
         name: name.into(),
         family: Some(family),
         stems: stems.iter().map(|s| s.to_string()).collect(),
+        delivers: delivered(stems),
         sample_rate_hz: 44_100,
         sha256: String::new(),
         latency_frames: None,
@@ -746,6 +757,54 @@ fn a_six_stem_model_offers_guitar_and_piano_on_their_own_strips() {
     snapshot(&mut harness, "editor_six_stems");
 }
 
+#[test]
+fn strips_of_stems_the_model_does_not_have_say_so() {
+    let missing = |harness: &Harness<'_, TestEditor>| -> Vec<&str> {
+        ["Vocals", "Drums", "Bass", "Other", "Guitar", "Piano"]
+            .into_iter()
+            .filter(|stem| {
+                harness
+                    .query_by_label(&format!("{stem}: not in this model"))
+                    .is_some()
+            })
+            .collect()
+    };
+    // A four-stem model and the built-in have every strip's stem.
+    assert!(missing(&harness(model_running(DeviceChoice::Auto))).is_empty());
+    assert!(missing(&harness(builtin_model())).is_empty());
+
+    // A vocals/instrumental model: Drums and Bass stay silent.
+    let mut model = model_running(DeviceChoice::Auto);
+    let two_stem = fake_models()
+        .iter()
+        .find(|m| m.name == "Kim_Vocal_2")
+        .unwrap()
+        .path
+        .clone();
+    model.separator = SeparatorChoice::Model(two_stem);
+    let mut two_stems = harness(model);
+    assert_eq!(missing(&two_stems), ["Drums", "Bass"]);
+    // Their faders still work (the parameters are the host's), they just have nothing to move.
+    assert!(two_stems.query_by_label("Drums gain").is_some());
+    snapshot(&mut two_stems, "editor_two_stems");
+    drop(two_stems);
+
+    // Guitar and piano on their own outputs, from a separator that has none.
+    let mut harness = harness(builtin_model());
+    // SAFETY: a pointer to a live parameter of the test's params.
+    unsafe {
+        harness
+            .state()
+            .params
+            .guitar_piano
+            .as_ptr()
+            ._internal_set_normalized_value(1.0);
+    }
+    harness.run();
+    assert!(harness.query_by_label("Guitar gain").is_some());
+    assert_eq!(missing(&harness), ["Guitar", "Piano"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Snapshots of the main states
 
@@ -908,6 +967,7 @@ fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
         name: name.into(),
         family: Some(family),
         stems: stems.iter().map(|s| s.to_string()).collect(),
+        delivers: delivered(stems),
         sample_rate_hz: 44_100,
         sha256: String::new(),
         latency_frames: Some(527_360),

@@ -54,7 +54,7 @@ pub fn draw(
                 .fill(theme::BACKGROUND)
                 .inner_margin(Margin::symmetric(16, 12)),
         )
-        .show(ui, |ui| strips(ui, view, params, setter));
+        .show(ui, |ui| strips(ui, view, model, params, setter));
     actions
 }
 fn header(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
