@@ -74,6 +74,19 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     }
     let mut columns = Vec::new();
     for (label, separator, folder) in runs {
+        // Stems of an earlier demo run that this separator does not write (a two-stem model's
+        // drums and bass from an older version) would be read as its own: the demo's folder
+        // holds only what this run writes.
+        for stem in Stem::OUTPUT_ORDER {
+            let stale = folder
+                .join("demo-song")
+                .join(format!("{}.wav", stem.file_name()));
+            match std::fs::remove_file(&stale) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(format!("cannot remove {}: {e}", stale.display())),
+            }
+        }
         let options = SeparateOptions {
             separator,
             device: DeviceChoice::Auto,
