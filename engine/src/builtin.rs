@@ -41,9 +41,11 @@ const TIME_MEDIAN_FRAMES: usize = 2 * TIME_MEDIAN_LOOKAHEAD_HOPS + 1;
 /// Bins in the frequency-median window (~370 Hz).
 const FREQ_MEDIAN_BINS: usize = 17;
 const NUM_BINS: usize = FFT_SIZE_SAMPLES / 2 + 1;
-/// Output channels the built-in separator computes: vocals, drums and bass, stereo (the first
-/// stems of [`crate::Stem::ALL`]).
-const BUILTIN_CHANNELS: usize = 3 * 2;
+/// The stems the built-in separator computes (the first stems of [`crate::Stem::ALL`]); the
+/// rest of the mix is `Other`, and it has no guitar or piano.
+pub const BUILTIN_STEMS: [Stem; 3] = [Stem::Vocals, Stem::Drums, Stem::Bass];
+/// Output channels the built-in separator computes: [`BUILTIN_STEMS`], stereo.
+const BUILTIN_CHANNELS: usize = BUILTIN_STEMS.len() * 2;
 
 /// The bass crossover: fully bass below the first, none above the second frequency.
 const BASS_CROSSOVER_HZ: (f32, f32) = (140.0, 260.0);
@@ -210,10 +212,7 @@ impl BuiltinSeparator {
                     CENTRE_SIMILARITY_RAMP.1,
                 );
         }
-        for (stem, mask) in [Stem::Vocals, Stem::Drums, Stem::Bass]
-            .into_iter()
-            .zip(0..3)
-        {
+        for (stem, mask) in BUILTIN_STEMS.into_iter().zip(0..3) {
             for channel in 0..2 {
                 let source = if channel == 0 { &left } else { &right };
                 for k in 0..NUM_BINS {

@@ -131,7 +131,7 @@ fn inspect_route(path: &Path) -> ModelInfo {
                 crate::separator::Separator::latency_frames(
                     &crate::builtin::BuiltinSeparator::new(),
                 ),
-                vec![Stem::Vocals, Stem::Drums, Stem::Bass],
+                crate::builtin::BUILTIN_STEMS.to_vec(),
             ),
             crate::choice::SeparatorChoice::Model(model) => {
                 let stage_info = inspect_model(model);

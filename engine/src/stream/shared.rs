@@ -37,8 +37,9 @@ pub(super) struct Shared {
     /// worker does not wake it for every chunk of a block it still has to finish.
     pub wanted_output_frames: AtomicU64,
     /// The count of pushed input frames the worker sleeps until: the end of the chunk it
-    /// gathers, or any next frame (0: it waits for something else, wake it at every block). A
-    /// live handle wakes it only then, not at every block of a small-block host.
+    /// gathers, or a chunk's worth more while it passes leading silence or drains a crashed
+    /// separator's input (0: it waits for something else, wake it at every block). A live
+    /// handle wakes it only then, not at every block of a small-block host.
     pub wanted_input_frames: AtomicU64,
     /// Set once the last real input is in (whole-file separation flushing the latency with
     /// silence): from then on the worker separates a chunk only when the handle waits for its

@@ -3,6 +3,7 @@
 
 use egui::{vec2, Button, RichText, Stroke, Ui, WidgetInfo};
 use nice_plug::prelude::ParamSetter;
+use stemflow_engine::builtin::BUILTIN_STEMS;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceInfo, DeviceStatus};
 use stemflow_engine::Stem;
@@ -61,7 +62,7 @@ fn model_has_guitar_or_piano(model: &EditorModel) -> bool {
 /// known (the models are being scanned, or the chosen file is not among them).
 pub(super) fn delivers_stem(model: &EditorModel, stem: Stem) -> Option<bool> {
     match &model.separator {
-        SeparatorChoice::Builtin => Some(!stem.is_extra()),
+        SeparatorChoice::Builtin => Some(stem == Stem::Other || BUILTIN_STEMS.contains(&stem)),
         SeparatorChoice::Model(path) => {
             let ModelList::Ready(models) = &model.models else {
                 return None;
