@@ -1,5 +1,7 @@
 //! The project's tasks: `cargo xtask install`, `cargo xtask test`, `cargo xtask lint`,
-//! `cargo xtask soak`, plus nice-plug's `bundle`.
+//! `cargo xtask soak`, `cargo xtask vendor` (see `vendor.rs`), plus nice-plug's `bundle`.
+
+mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +19,7 @@ fn main() -> Result<()> {
         Some("test") => test(&args[1..]),
         Some("lint") => lint(),
         Some("soak") => soak(&args[1..]),
+        Some("vendor") => vendor::vendor(&args[1..]),
         Some("test-bundle") => test_build()
             .and_then(|built| test_bundles(&built.plugin_library))
             .map(|(clap, vst3)| {
