@@ -28,6 +28,8 @@
 //!   buffers and exact counts of host callbacks.
 //! - [`signal`]: deterministic test audio and block schedules; [`compare`]: sample-exact
 //!   assertions; [`checks`]: what every render must satisfy; [`state`]: nice-plug's state framing; [`wav`]: float WAV I/O.
+//! - [`vst3_host`]: the built VST3 loaded in-process (components, state streams).
+//! - [`fuzz`]: the seeded plugin fuzzer (CLAP and VST3) behind `cargo xtask fuzz`.
 //! - [`plugin_path`] / [`cli_path`]: where the artefacts under test are.
 
 #![deny(missing_docs)]
@@ -35,11 +37,13 @@
 pub mod artefacts;
 pub mod checks;
 pub mod compare;
+pub mod fuzz;
 pub mod host;
 mod plugin;
 pub mod raw_host;
 pub mod signal;
 pub mod state;
+pub mod vst3_host;
 pub mod wav;
 
 pub use artefacts::{

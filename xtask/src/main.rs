@@ -1,5 +1,6 @@
 //! The project's tasks: `cargo xtask install`, `cargo xtask test`, `cargo xtask lint`,
-//! `cargo xtask soak`, `cargo xtask vendor` (see `vendor.rs`), plus nice-plug's `bundle`.
+//! `cargo xtask soak`, `cargo xtask fuzz`, `cargo xtask vendor` (see `vendor.rs`), plus
+//! nice-plug's `bundle`.
 
 mod vendor;
 
@@ -20,6 +21,7 @@ fn main() -> Result<()> {
         Some("lint") => lint(),
         Some("soak") => soak(&args[1..]),
         Some("vendor") => vendor::vendor(&args[1..]),
+        Some("fuzz") => fuzz(&args[1..]),
         Some("test-bundle") => test_build()
             .and_then(|built| test_bundles(&built.plugin_library))
             .map(|(clap, vst3)| {
@@ -421,6 +423,8 @@ struct TestBuild {
     plugin_library: PathBuf,
     /// The `stemflow` executable.
     cli: PathBuf,
+    /// The plugin fuzzer (`tests/src/bin/fuzz.rs`).
+    fuzzer: PathBuf,
 }
 
 /// Builds every test binary, the plugin's cdylib and the `stemflow` binary in one go, and
@@ -440,6 +444,7 @@ fn test_build() -> Result<TestBuild> {
     }
     let mut plugin_library = None;
     let mut cli = None;
+    let mut fuzzer = None;
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
@@ -468,11 +473,15 @@ fn test_build() -> Result<TestBuild> {
         if target["name"] == "stemflow" && has_kind("bin") {
             cli = message["executable"].as_str().map(PathBuf::from);
         }
+        if target["name"] == "fuzz" && has_kind("bin") {
+            fuzzer = message["executable"].as_str().map(PathBuf::from);
+        }
     }
     Ok(TestBuild {
         plugin_library: plugin_library
             .ok_or_else(|| anyhow::anyhow!("the test build made no plugin library"))?,
         cli: cli.ok_or_else(|| anyhow::anyhow!("the test build made no stemflow binary"))?,
+        fuzzer: fuzzer.ok_or_else(|| anyhow::anyhow!("the test build made no fuzz binary"))?,
     })
 }
 
@@ -682,14 +691,8 @@ fn soak(args: &[String]) -> Result<()> {
 }
 
 fn test(extra_args: &[String]) -> Result<()> {
-    let runtime_library = fetch_runtime("cpu")?;
-    let fixtures = family_fixtures()?;
-    // One build for everything: the test binaries, the plugin's cdylib and the `stemflow` binary
-    // (xtask itself has no tests; leaving it out saves a debug build of its dependencies).
-    let built = test_build()?;
-    let (clap_bundle, vst3_bundle) = test_bundles(&built.plugin_library)?;
+    let setup = TestSetup::prepare()?;
     let has_daw = ensure_ardour()?;
-    let cli = std::fs::canonicalize(&built.cli)?;
     let mut test = cargo();
     test.arg("test").args(TEST_BUILD_ARGS).args(extra_args);
     if !has_daw {
@@ -699,19 +702,67 @@ fn test(extra_args: &[String]) -> Result<()> {
         test.args(["--skip", "stems_exported_from_ardour"]);
     }
     let ray_python = ray_python()?;
-    // The tests see an empty user data folder of their own, never the user's: models that
-    // `cargo xtask install` put there (Spleeter) must not change what the tests find.
-    let user_data = std::env::current_dir()?.join("target/stemflow-test/user-data");
-    if user_data.exists() {
-        std::fs::remove_dir_all(&user_data)?;
+    run(setup
+        .environment(&mut test, "target/stemflow-test/user-data")?
+        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python))
+}
+
+/// What the hosted tests and the fuzzer need: the ONNX Runtime library, the model fixtures, and
+/// the test build (allocation checks in `process()`) with its bundles.
+struct TestSetup {
+    runtime_library: PathBuf,
+    fixtures: PathBuf,
+    built: TestBuild,
+    clap_bundle: PathBuf,
+    vst3_bundle: PathBuf,
+}
+
+impl TestSetup {
+    fn prepare() -> Result<Self> {
+        let runtime_library = fetch_runtime("cpu")?;
+        let fixtures = family_fixtures()?;
+        // One build for everything: the test binaries, the plugin's cdylib, the `stemflow`
+        // binary and the fuzzer (xtask itself has no tests; leaving it out saves a debug build of
+        // its dependencies).
+        let built = test_build()?;
+        let (clap_bundle, vst3_bundle) = test_bundles(&built.plugin_library)?;
+        Ok(Self {
+            runtime_library,
+            fixtures,
+            built,
+            clap_bundle,
+            vst3_bundle,
+        })
     }
-    std::fs::create_dir_all(&user_data)?;
-    run(test
-        .env(stemflow_paths::DATA_DIR_ENV, &user_data)
-        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python)
-        .env("STEMFLOW_TEST_VST3", &vst3_bundle)
-        .env("STEMFLOW_TEST_CLAP", &clap_bundle)
-        .env("STEMFLOW_ORT_LIB", &runtime_library)
-        .env("STEMFLOW_FIXTURES_DIR", &fixtures)
-        .env("STEMFLOW_TEST_CLI", &cli))
+
+    /// Points `command` at the artefacts, with an empty user data folder of its own at
+    /// `user_data` (never the user's: models that `cargo xtask install` put there must not
+    /// change what the tests find).
+    fn environment<'a>(
+        &self,
+        command: &'a mut Command,
+        user_data: &str,
+    ) -> Result<&'a mut Command> {
+        let user_data = std::env::current_dir()?.join(user_data);
+        if user_data.exists() {
+            std::fs::remove_dir_all(&user_data)?;
+        }
+        std::fs::create_dir_all(&user_data)?;
+        Ok(command
+            .env(stemflow_paths::DATA_DIR_ENV, &user_data)
+            .env("STEMFLOW_TEST_VST3", &self.vst3_bundle)
+            .env("STEMFLOW_TEST_CLAP", &self.clap_bundle)
+            .env("STEMFLOW_ORT_LIB", &self.runtime_library)
+            .env("STEMFLOW_FIXTURES_DIR", &self.fixtures)
+            .env("STEMFLOW_TEST_CLI", std::fs::canonicalize(&self.built.cli)?))
+    }
+}
+
+/// `cargo xtask fuzz [--minutes N] [--jobs J] [--first-seed S] | --seed S…`: the plugin fuzzer
+/// (`tests/src/fuzz/`) on the test build of both bundles.
+fn fuzz(args: &[String]) -> Result<()> {
+    let setup = TestSetup::prepare()?;
+    let mut fuzzer = Command::new(&setup.built.fuzzer);
+    fuzzer.args(args);
+    run(setup.environment(&mut fuzzer, "target/stemflow-fuzz/user-data")?)
 }
