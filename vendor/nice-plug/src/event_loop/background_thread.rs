@@ -4,7 +4,7 @@
 //! This is essentially a slimmed down version of the `LinuxEventLoop`.
 
 use anymap3::Entry;
-use nice_plug_core::nice_trace;
+use nice_plug_core::{nice_log, nice_trace};
 use parking_lot::Mutex;
 use std::sync::{Arc, LazyLock, Weak};
 use std::thread::{self, JoinHandle};
@@ -80,13 +80,16 @@ impl<T: Send + 'static, E: MainThreadExecutor<T> + 'static> WorkerThread<T, E> {
     fn spawn() -> Self {
         let (tasks_sender, tasks_receiver) =
             crossbeam::channel::bounded(super::TASK_QUEUE_CAPACITY);
+        // Without a thread (the system refused one) the receiver is gone with the closure, so
+        // `schedule()` reports every task as not scheduled instead of the host aborting.
         let join_handle = thread::Builder::new()
             .name(String::from("bg-worker"))
             .spawn(move || worker_thread(tasks_receiver))
-            .expect("Could not spawn background worker thread");
+            .map_err(|error| nice_log!("Could not spawn the background worker thread: {error}"))
+            .ok();
 
         Self {
-            join_handle: Some(join_handle),
+            join_handle,
             tasks_sender,
         }
     }
@@ -94,16 +97,23 @@ impl<T: Send + 'static, E: MainThreadExecutor<T> + 'static> WorkerThread<T, E> {
 
 impl<T, E> Drop for WorkerThread<T, E> {
     fn drop(&mut self) {
-        // The thread is shut down and joined when the handle is dropped
-        self.tasks_sender
-            .send(Message::Shutdown)
-            .expect("Failed while sending worker thread shutdown request");
-        self.join_handle
-            .take()
-            // Only possible if the WorkerThread got dropped twice, somehow?
-            .expect("Missing Worker thread JoinHandle")
-            .join()
-            .expect("Worker thread panicked");
+        // The thread is shut down and joined when the handle is dropped. This runs inside a host's
+        // call (destroying the last instance), so nothing here may panic: a panic there cannot
+        // unwind and aborts the host. A thread that already exited has dropped its receiver, so
+        // the request may fail; that is fine.
+        let _ = self.tasks_sender.send(Message::Shutdown);
+        let Some(join_handle) = self.join_handle.take() else {
+            return;
+        };
+        // The last handle may be dropped by a task running on the worker thread itself (a task
+        // holding the last reference to an instance); joining itself would fail, and the thread
+        // ends by itself once the task returns.
+        if join_handle.thread().id() == thread::current().id() {
+            return;
+        }
+        if join_handle.join().is_err() {
+            nice_log!("The background worker thread panicked");
+        }
     }
 }
 
@@ -145,14 +155,14 @@ where
 {
     loop {
         match tasks_receiver.recv() {
+            // The thread is shared by every instance: a task left behind by an instance that has
+            // been destroyed since is dropped, and the thread goes on serving the others. (It used
+            // to exit here, so every later instance's tasks were lost and the last instance's
+            // shutdown request failed, aborting the host.)
             Ok(Message::Task((task, executor))) => match executor.upgrade() {
                 Some(e) => e.execute(task, true),
                 None => {
-                    nice_trace!(
-                        "Received a new task but the executor is no longer alive, shutting down \
-                         worker"
-                    );
-                    return;
+                    nice_trace!("Dropped a task for an instance that no longer exists");
                 }
             },
             Ok(Message::Shutdown) => return,

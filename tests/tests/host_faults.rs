@@ -1,0 +1,160 @@
+//! Hosts that destroy, misorder or misfeed: each test is a fault the fuzzer (`src/fuzz/`) found,
+//! reduced to a fixed sequence, with the vendor patch that fixes it named in its doc.
+//! Without the fix, each of these aborts the test process or fails its assertion.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use stemflow_host_tests::fuzz::clap_instance::{ClapInstance, HostCapabilities};
+use stemflow_host_tests::fuzz::events::{self, EventList};
+use stemflow_host_tests::fuzz::state_edit::state_with_separator;
+use stemflow_host_tests::{param_hash, plugin_path, PLUGIN_ID};
+
+const RATE_HZ: f64 = 44_100.0;
+const BLOCK: usize = 512;
+/// The Look-ahead parameter's values (the enum's index).
+const LOOK_AHEAD_FULL: f64 = 0.0;
+const LOOK_AHEAD_1S: f64 = 3.0;
+
+fn fixtures_dir() -> PathBuf {
+    std::env::var_os("STEMFLOW_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_FIXTURES_DIR is set (run through cargo xtask test)")
+}
+
+/// Processes one block of a quiet tone on `instance` (main thread acting as the audio thread:
+/// the calls are never concurrent) with `events`; returns the main output's channels.
+fn process_block(instance: &ClapInstance, frames: usize, events: &EventList) -> Vec<Vec<f32>> {
+    let ports = instance.ports();
+    let mut inputs: Vec<Vec<Vec<f32>>> = ports
+        .inputs
+        .iter()
+        .map(|p| {
+            (0..p.channel_count)
+                .map(|c| {
+                    (0..frames)
+                        .map(|i| ((i + c as usize) as f32 * 0.05).sin() * 0.25)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let mut outputs: Vec<Vec<Vec<f32>>> = ports
+        .outputs
+        .iter()
+        .map(|p| vec![vec![f32::NAN; frames]; p.channel_count as usize])
+        .collect();
+    let mut input_ptrs: Vec<Vec<*mut f32>> = inputs
+        .iter_mut()
+        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
+        .collect();
+    let mut output_ptrs: Vec<Vec<*mut f32>> = outputs
+        .iter_mut()
+        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
+        .collect();
+    let input_buffers: Vec<_> = input_ptrs
+        .iter_mut()
+        .map(|p| {
+            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
+                p.as_mut_ptr(),
+                std::ptr::null_mut(),
+                p.len() as u32,
+                0,
+            )
+        })
+        .collect();
+    let mut output_buffers: Vec<_> = output_ptrs
+        .iter_mut()
+        .map(|p| {
+            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
+                p.as_mut_ptr(),
+                std::ptr::null_mut(),
+                p.len() as u32,
+                0,
+            )
+        })
+        .collect();
+    let in_events = events.input();
+    let out_events = EventList::output_sink(true);
+    let process = stemflow_host_tests::fuzz::clap_instance::process_call(
+        0,
+        frames as u32,
+        std::ptr::null(),
+        &input_buffers,
+        &mut output_buffers,
+        &in_events,
+        &out_events,
+    );
+    // SAFETY: every buffer holds `frames` samples and lives until the call returns.
+    let status = unsafe { instance.audio().process(&process) };
+    assert_ne!(
+        status,
+        clap_sys::process::CLAP_PROCESS_ERROR,
+        "process failed"
+    );
+    outputs.swap_remove(0)
+}
+
+fn look_ahead_event(value: f64) -> EventList {
+    let mut list = EventList::with_capacity(1);
+    list.push(events::param_value(0, param_hash("lookahead"), 0, value));
+    list
+}
+
+/// `0007-background-thread-survives-destroyed-instances`: the background thread nice-plug
+/// shares between a plugin's instances exited when it met a task of an instance destroyed
+/// since. Every later background task of the other instances was lost (here: a Look-ahead
+/// change never applied), and destroying the last instance then panicked inside the host's
+/// `destroy` call ("Failed while sending worker thread shutdown request"), which aborts the
+/// host. Instance A queues a task behind B's model build and is destroyed at once, ten times.
+#[test]
+fn destroying_an_instance_with_tasks_queued_leaves_the_others_working() {
+    let clap = plugin_path();
+    let model = fixtures_dir().join("htdemucs_test.onnx");
+    let mut b = ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance B");
+    let state = b.save_state(0).expect("B saves its state");
+    let state =
+        state_with_separator(&state, &format!("file:{}", model.display())).expect("own state");
+    assert_eq!(b.load_state(&state, 0), Some(true), "B loads the model");
+    assert!(b.activate(RATE_HZ, 1, BLOCK as u32));
+    let full_latency = b.latency().expect("latency");
+    assert!(b.audio().start_processing());
+    for round in 0..6 {
+        // B's change starts a model build on the shared background thread…
+        let is_short = round % 2 == 0;
+        let value = if is_short {
+            LOOK_AHEAD_1S
+        } else {
+            LOOK_AHEAD_FULL
+        };
+        process_block(&b, BLOCK, &look_ahead_event(value));
+        // …and A's task waits behind it while A is destroyed.
+        let mut a =
+            ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance A");
+        assert!(a.activate(RATE_HZ, 1, BLOCK as u32));
+        assert!(a.audio().start_processing());
+        process_block(&a, BLOCK, &look_ahead_event(LOOK_AHEAD_1S));
+        a.audio().stop_processing();
+        a.deactivate();
+        drop(a);
+        // B's own change still reaches it: the background thread still runs B's tasks.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            process_block(&b, BLOCK, &EventList::default());
+            b.pump();
+            let latency = b.latency().expect("latency");
+            if (latency != full_latency) == is_short {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: B's Look-ahead change was never applied (latency {latency}): its \
+                 background task was lost"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    b.audio().stop_processing();
+    // Without the fix the host aborts here.
+    drop(b);
+}
