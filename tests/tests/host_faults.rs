@@ -158,3 +158,54 @@ fn destroying_an_instance_with_tasks_queued_leaves_the_others_working() {
     // Without the fix the host aborts here.
     drop(b);
 }
+
+/// `0008-clap-events-out-of-order-or-past-the-block`: an event timed past the block (or before
+/// the current slice, when a host sends them out of order) made the wrapper split the block
+/// past the host's buffers (reading and writing outside them: outputs of 1e25 in release
+/// builds) or underflow (a panic inside `process()`, which aborts the host). Now such an event
+/// applies at the last frame or at the current slice: the output equals that of the
+/// well-formed events it means.
+#[test]
+fn events_out_of_order_or_past_the_block_apply_where_they_can() {
+    let clap = plugin_path();
+    let gain = param_hash("vocals_gain");
+    let render = |events: &[(u32, f64)]| -> Vec<Vec<f32>> {
+        let mut plugin =
+            ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance");
+        assert!(plugin.set_render_offline(true).unwrap_or(false));
+        assert!(plugin.activate(RATE_HZ, 1, BLOCK as u32));
+        assert!(plugin.audio().start_processing());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(), Vec::new()];
+        for block in 0..40 {
+            let mut list = EventList::with_capacity(events.len());
+            if block == 3 {
+                for &(time, value) in events {
+                    list.push(events::param_value(time, gain, 0, value));
+                }
+            }
+            let main = process_block(&plugin, BLOCK, &list);
+            for (c, channel) in main.into_iter().enumerate().take(2) {
+                out[c].extend(channel);
+            }
+        }
+        plugin.audio().stop_processing();
+        plugin.deactivate();
+        out
+    };
+    let hostile = render(&[(300, 0.2), (10, 0.7), (BLOCK as u32 + 5_000, 0.4)]);
+    let meant = render(&[(300, 0.2), (300, 0.7), (BLOCK as u32 - 1, 0.4)]);
+    for (c, (h, m)) in hostile.iter().zip(&meant).enumerate() {
+        assert!(
+            h.iter().all(|x| x.is_finite() && x.abs() < 4.0),
+            "channel {c}: output out of bounds"
+        );
+        let first_difference = h
+            .iter()
+            .zip(m)
+            .position(|(a, b)| a.to_bits() != b.to_bits());
+        assert_eq!(
+            first_difference, None,
+            "channel {c}: differs from the well-formed events"
+        );
+    }
+}

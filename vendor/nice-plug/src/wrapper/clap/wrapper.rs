@@ -1041,9 +1041,12 @@ impl<P: ClapPlugin> Wrapper<P> {
                 }
 
                 // Check the current event before applying it, including the first event in the
-                // buffer. A later event belongs to the next process slice.
-                if (*event).time > current_sample_idx as u32 && stop_predicate(event) {
-                    return Some(((*event).time as usize, event_idx as usize));
+                // buffer. A later event belongs to the next process slice. An event timed past
+                // the buffer (a host bug) splits at the last sample at the latest: a split point
+                // beyond the buffer would make the next slice reach past the host's buffers.
+                let time = ((*event).time as usize).min(total_buffer_len.saturating_sub(1));
+                if time > current_sample_idx && stop_predicate(event) {
+                    return Some((time, event_idx as usize));
                 }
 
                 self.handle_input_event(
@@ -1167,9 +1170,10 @@ impl<P: ClapPlugin> Wrapper<P> {
     ) {
         let raw_event = unsafe { &*event };
 
-        // Out of bounds events are clamped to the buffer's size
+        // Out of bounds events are clamped to the buffer's size. Events out of order (a host bug)
+        // may lie before the current slice: they apply at its start.
         let timing = clamp_input_event_timing(
-            raw_event.time - current_sample_idx as u32,
+            raw_event.time.saturating_sub(current_sample_idx as u32),
             total_buffer_len as u32,
         );
 
