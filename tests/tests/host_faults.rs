@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use stemflow_host_tests::fuzz::clap_instance::{ClapInstance, HostCapabilities};
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
+use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{param_hash, plugin_path, PLUGIN_ID};
 
 const RATE_HZ: f64 = 44_100.0;
@@ -208,4 +209,32 @@ fn events_out_of_order_or_past_the_block_apply_where_they_can() {
             "channel {c}: differs from the well-formed events"
         );
     }
+}
+
+/// `0009-state-values-limited-to-parameter-ranges`: a state's parameter values were taken as
+/// they were, so a damaged preset or one from a version with other ranges set a stem gain of
+/// 3.4e38 (outputs of 1e28) or an enum index past its variants. Now values are limited to each
+/// parameter's range.
+#[test]
+fn state_values_outside_a_parameters_range_are_limited_to_it() {
+    let clap = plugin_path();
+    let plugin = ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance");
+    let mut state = decode_state(&plugin.save_state(0).expect("state")).expect("own state decodes");
+    state["params"]["vocals_gain"] = serde_json::json!({ "f32": f32::MAX });
+    state["params"]["drums_gain"] = serde_json::json!({ "f32": -7.5 });
+    state["params"]["lookahead"] = serde_json::json!({ "i32": 99 });
+    assert_eq!(plugin.load_state(&encode_state(&state), 0), Some(true));
+    let value = |id: &str| plugin.param_value(param_hash(id)).expect("get_value");
+    // CLAP values: continuous parameters are normalized, enums their index.
+    assert_eq!(value("vocals_gain"), 1.0, "+12 dB, the top of the range");
+    assert_eq!(value("drums_gain"), 0.0, "-inf dB, the bottom of the range");
+    assert_eq!(value("lookahead"), 5.0, "the last Look-ahead setting");
+    let saved = decode_state(&plugin.save_state(0).expect("state")).expect("decodes");
+    let vocals = saved["params"]["vocals_gain"]["f32"]
+        .as_f64()
+        .expect("an f32");
+    assert!(
+        (vocals - 10f64.powf(12.0 / 20.0)).abs() < 1e-5,
+        "saved back as {vocals}"
+    );
 }

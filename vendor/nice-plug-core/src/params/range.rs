@@ -69,6 +69,17 @@ impl FloatRange {
         }
     }
 
+    /// `plain` limited to the range's bounds (NaN stays NaN). Values that are already in range
+    /// come back unchanged, bit for bit.
+    pub fn clamp(&self, plain: f32) -> f32 {
+        match self {
+            FloatRange::Linear { min, max }
+            | FloatRange::Skewed { min, max, .. }
+            | FloatRange::SymmetricalSkewed { min, max, .. } => plain.clamp(*min, *max),
+            FloatRange::Reversed(range) => range.clamp(plain),
+        }
+    }
+
     /// Normalize a plain, unnormalized value. Will be clamped to the bounds of the range if the
     /// normalized value exceeds `[0, 1]`.
     pub fn normalize(&self, plain: f32) -> f32 {
@@ -226,6 +237,14 @@ impl FloatRange {
 }
 
 impl IntRange {
+    /// `plain` limited to the range's bounds.
+    pub fn clamp(&self, plain: i32) -> i32 {
+        match self {
+            IntRange::Linear { min, max } => plain.clamp(*min, *max),
+            IntRange::Reversed(range) => range.clamp(plain),
+        }
+    }
+
     /// Normalize a plain, unnormalized value. Will be clamped to the bounds of the range if the
     /// normalized value exceeds `[0, 1]`.
     pub fn normalize(&self, plain: i32) -> f32 {

@@ -153,11 +153,22 @@ pub(crate) unsafe fn deserialize_object<P: Plugin>(
 
         unsafe {
             match (param_ptr, param_value) {
+                // A state is data from outside (a preset, a project from another version, a
+                // damaged file): values outside a parameter's range are limited to it, and a
+                // value that is not a number keeps the current one, so no out-of-range gain or
+                // index reaches the plugin.
                 (ParamPtr::FloatParam(p), ParamValue::F32(v)) => {
-                    (*p)._internal_set_plain_value(*v);
+                    if v.is_nan() {
+                        crate::nice_log!(
+                            "Ignored the saved value of parameter \"{}\": not a number",
+                            param_id_str
+                        );
+                    } else {
+                        (*p)._internal_set_plain_value((*p).range().clamp(*v));
+                    }
                 }
                 (ParamPtr::IntParam(p), ParamValue::I32(v)) => {
-                    (*p)._internal_set_plain_value(*v);
+                    (*p)._internal_set_plain_value((*p).range().clamp(*v));
                 }
                 (ParamPtr::BoolParam(p), ParamValue::Bool(v)) => {
                     (*p)._internal_set_plain_value(*v);
@@ -166,7 +177,8 @@ pub(crate) unsafe fn deserialize_object<P: Plugin>(
                 // same as the discriminator), or a custom set stable string ID. The latter allows the
                 // variants to be reordered.
                 (ParamPtr::EnumParam(p), ParamValue::I32(variant_idx)) => {
-                    (*p)._internal_set_plain_value(*variant_idx);
+                    let last_idx = ((*p).len() as i32 - 1).max(0);
+                    (*p)._internal_set_plain_value((*variant_idx).clamp(0, last_idx));
                 }
                 (ParamPtr::EnumParam(p), ParamValue::String(id)) => {
                     let deserialized_enum = (*p).set_from_id(id);
