@@ -9,6 +9,7 @@ use stemflow_host_tests::fuzz::clap_instance::{ClapInstance, HostCapabilities};
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
 use stemflow_host_tests::state::{decode_state, encode_state};
+use stemflow_host_tests::vst3_host::{component_classes, module, Vst3Component};
 use stemflow_host_tests::{param_hash, plugin_path, PLUGIN_ID};
 
 const RATE_HZ: f64 = 44_100.0;
@@ -237,4 +238,32 @@ fn state_values_outside_a_parameters_range_are_limited_to_it() {
         (vocals - 10f64.powf(12.0 / 20.0)).abs() < 1e-5,
         "saved back as {vocals}"
     );
+}
+
+/// `0010-vst3-state-read-until-complete`: `IComponent::setState` read the stream once and
+/// refused the state when the stream returned fewer bytes than asked for, which a stream may
+/// (a file, a host that streams project data). Now it reads until the state is complete.
+#[test]
+fn a_vst3_state_delivered_a_few_bytes_per_read_loads() {
+    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
+    let module = module(&bundle).expect("the VST3 module loads");
+    for class in component_classes(module) {
+        let component = Vst3Component::create(module, &class).expect("a component");
+        let state = component.state().expect("getState");
+        for chunk in [0, 1, 7, 64] {
+            assert_eq!(
+                component.set_state(&state, chunk),
+                vst3::Steinberg::kResultOk,
+                "a {}-byte state read {chunk} bytes at a time",
+                state.len()
+            );
+        }
+        assert_eq!(
+            component.state().as_ref(),
+            Some(&state),
+            "state after reloading"
+        );
+    }
 }

@@ -526,32 +526,46 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             return kResultFalse;
         }
 
-        let stream_byte_size = (eof_pos - current_pos) as i32;
-        let mut num_bytes_read = 0;
+        let Ok(stream_byte_size) = usize::try_from(eof_pos - current_pos) else {
+            crate::nice_error!("Failed to load state: the stream ends before its current position");
+            return kResultFalse;
+        };
 
         let mut read_buffer: Vec<u8> = Vec::new();
 
-        if read_buffer
-            .try_reserve_exact(stream_byte_size as usize)
-            .is_err()
+        if stream_byte_size > i32::MAX as usize
+            || read_buffer.try_reserve_exact(stream_byte_size).is_err()
         {
             crate::nice_error!("Failed to load state: Failed to allocate buffer for state stream");
             return kResultFalse;
         }
 
-        unsafe {
-            state.read(
-                read_buffer.as_mut_ptr() as *mut c_void,
-                read_buffer.capacity() as i32,
-                &mut num_bytes_read,
-            );
+        // A stream may return fewer bytes than asked for (like a file being read), so read until
+        // the state is complete or the stream has no more.
+        while read_buffer.len() < stream_byte_size {
+            let mut num_bytes_read = 0;
+            let wanted = stream_byte_size - read_buffer.len();
+            unsafe {
+                state.read(
+                    read_buffer.spare_capacity_mut().as_mut_ptr() as *mut c_void,
+                    wanted as i32,
+                    &mut num_bytes_read,
+                );
+            }
+            let Ok(num_bytes_read) = usize::try_from(num_bytes_read) else {
+                break;
+            };
+            if num_bytes_read == 0 {
+                break;
+            }
+            let new_len = read_buffer.len() + num_bytes_read.min(wanted);
+            unsafe { read_buffer.set_len(new_len) };
         }
-        unsafe { read_buffer.set_len(num_bytes_read as usize) };
 
         // If the size is zero, some hosts will always return `kResultFalse` even if the read was
         // 'successful', so we can't check the return value but we can check the number of bytes
         // read.
-        if read_buffer.len() != stream_byte_size as usize {
+        if read_buffer.len() != stream_byte_size {
             crate::nice_debug_assert_failure!("Unexpected stream length");
             return kResultFalse;
         }
