@@ -267,3 +267,95 @@ fn a_vst3_state_delivered_a_few_bytes_per_read_loads() {
         );
     }
 }
+
+/// `0011-host-driven-paths-never-panic`: calls a host may make in the wrong order or with null
+/// pointers panicked inside the plugin's C entry points, which aborts the host: `process()`
+/// before `activate()` (CLAP) or `setupProcessing()` (VST3), a null host pointer at creation,
+/// and host callbacks that are null function pointers (the latency change reported at
+/// activation, parameter rescans after a state load). Now each is refused or skipped, with a
+/// message in the log.
+#[test]
+fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
+    let clap = plugin_path();
+    assert!(
+        stemflow_host_tests::fuzz::clap_instance::create_with_null_host_is_refused(
+            &clap, PLUGIN_ID
+        )
+        .expect("the factory"),
+        "a null host was accepted"
+    );
+
+    let plugin = ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance");
+    let in_events = EventList::default();
+    let input = in_events.input();
+    let output = EventList::output_sink(true);
+    let process = stemflow_host_tests::fuzz::clap_instance::process_call(
+        0,
+        0,
+        std::ptr::null(),
+        &[],
+        &mut [],
+        &input,
+        &output,
+    );
+    // SAFETY: no buffers (0 frames); the event lists live for the call.
+    let status = unsafe { plugin.audio().process(&process) };
+    assert_eq!(
+        status,
+        clap_sys::process::CLAP_PROCESS_ERROR,
+        "process before activate"
+    );
+    drop(plugin);
+
+    let broken_host = HostCapabilities {
+        null_callbacks: true,
+        ..HostCapabilities::ALL
+    };
+    let mut plugin = ClapInstance::create(&clap, PLUGIN_ID, broken_host).expect("instance");
+    let state = plugin.save_state(0).expect("state");
+    assert_eq!(
+        plugin.load_state(&state, 0),
+        Some(true),
+        "state load (rescans the values)"
+    );
+    assert!(
+        plugin.activate(RATE_HZ, 1, BLOCK as u32),
+        "activation (reports the latency)"
+    );
+    assert!(plugin.audio().start_processing());
+    let mut gain = EventList::with_capacity(1);
+    gain.push(events::param_value(7, param_hash("vocals_gain"), 0, 0.3));
+    let no_events = EventList::default();
+    for block in 0..20 {
+        let events = if block == 3 { &gain } else { &no_events };
+        let main = process_block(&plugin, BLOCK, events);
+        assert!(
+            main.iter().flatten().all(|x| x.is_finite()),
+            "block {block}"
+        );
+    }
+    plugin.audio().stop_processing();
+    plugin.deactivate();
+    drop(plugin);
+
+    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
+    let module = module(&bundle).expect("the VST3 module loads");
+    let class = component_classes(module)[0];
+    let component = Vst3Component::create(module, &class).expect("a component");
+    let processor = component
+        .component()
+        .cast::<vst3::Steinberg::Vst::IAudioProcessor>()
+        .expect("an IAudioProcessor");
+    // SAFETY: `ProcessData` is plain data; all zeroes is 0 frames and no buffers.
+    let mut data: vst3::Steinberg::Vst::ProcessData = unsafe { std::mem::zeroed() };
+    // SAFETY: an initialised component, never set up; the data lives for the call.
+    let result =
+        unsafe { vst3::Steinberg::Vst::IAudioProcessorTrait::process(&processor, &mut data) };
+    assert_eq!(
+        result,
+        vst3::Steinberg::kNotInitialized,
+        "VST3 process before setupProcessing"
+    );
+}

@@ -60,6 +60,10 @@ pub struct HostCapabilities {
     pub audio_ports_config: bool,
     /// `clap.thread-check`.
     pub thread_check: bool,
+    /// A broken host: `request_restart`, `request_process`, `request_callback` and every function
+    /// of the host extensions it offers are null pointers (CLAP forbids it; the plugin must not
+    /// crash on it).
+    pub null_callbacks: bool,
 }
 
 impl HostCapabilities {
@@ -72,6 +76,7 @@ impl HostCapabilities {
         audio_ports: true,
         audio_ports_config: true,
         thread_check: true,
+        null_callbacks: false,
     };
 }
 
@@ -179,12 +184,74 @@ unsafe extern "C" fn host_get_extension(
         is_main_thread: Some(host_is_main_thread),
         is_audio_thread: Some(host_is_audio_thread),
     };
+    // A broken host's extensions: every function a null pointer.
+    static NULL_LATENCY: clap_host_latency = clap_host_latency { changed: None };
+    static NULL_TAIL: clap_host_tail = clap_host_tail { changed: None };
+    static NULL_STATE: clap_host_state = clap_host_state { mark_dirty: None };
+    static NULL_PARAMS: clap_host_params = clap_host_params {
+        rescan: None,
+        clear: None,
+        request_flush: None,
+    };
+    static NULL_AUDIO_PORTS: clap_host_audio_ports = clap_host_audio_ports {
+        is_rescan_flag_supported: None,
+        rescan: None,
+    };
+    static NULL_AUDIO_PORTS_CONFIG: clap_host_audio_ports_config =
+        clap_host_audio_ports_config { rescan: None };
+    static NULL_THREAD_CHECK: clap_host_thread_check = clap_host_thread_check {
+        is_main_thread: None,
+        is_audio_thread: None,
+    };
     if host.is_null() || id.is_null() {
         return null();
     }
     // SAFETY: only our hosts are handed to the plugin; the id is NUL-terminated.
     let (data, id) = unsafe { (host_data(host), CStr::from_ptr(id)) };
     let caps = data.capabilities;
+    if caps.null_callbacks {
+        let offered: &[(bool, &CStr, *const c_void)] = &[
+            (
+                caps.latency,
+                CLAP_EXT_LATENCY,
+                &NULL_LATENCY as *const _ as *const c_void,
+            ),
+            (
+                caps.tail,
+                CLAP_EXT_TAIL,
+                &NULL_TAIL as *const _ as *const c_void,
+            ),
+            (
+                caps.state,
+                CLAP_EXT_STATE,
+                &NULL_STATE as *const _ as *const c_void,
+            ),
+            (
+                caps.params,
+                CLAP_EXT_PARAMS,
+                &NULL_PARAMS as *const _ as *const c_void,
+            ),
+            (
+                caps.audio_ports,
+                CLAP_EXT_AUDIO_PORTS,
+                &NULL_AUDIO_PORTS as *const _ as *const c_void,
+            ),
+            (
+                caps.audio_ports_config,
+                CLAP_EXT_AUDIO_PORTS_CONFIG,
+                &NULL_AUDIO_PORTS_CONFIG as *const _ as *const c_void,
+            ),
+            (
+                caps.thread_check,
+                CLAP_EXT_THREAD_CHECK,
+                &NULL_THREAD_CHECK as *const _ as *const c_void,
+            ),
+        ];
+        return offered
+            .iter()
+            .find(|(is_offered, ext_id, _)| *is_offered && *ext_id == id)
+            .map_or(null(), |(_, _, ext)| *ext);
+    }
     let offered: &[(bool, &CStr, *const c_void)] = &[
         (
             caps.latency,
@@ -385,6 +452,27 @@ fn factory(path: &Path) -> Result<*const clap_plugin_factory, String> {
     Ok(factory)
 }
 
+/// Asks the factory of the library at `path` for `plugin_id` with a null host pointer (a host
+/// bug). Returns whether the plugin refused (returned null) — the only right answer.
+pub fn create_with_null_host_is_refused(path: &Path, plugin_id: &str) -> Result<bool, String> {
+    let factory = factory(path)?;
+    let id = CString::new(plugin_id).map_err(|e| e.to_string())?;
+    // SAFETY: the factory is valid; a null host is what is being tested; a plugin that is
+    // created anyway is destroyed at once.
+    unsafe {
+        let plugin = (*factory)
+            .create_plugin
+            .map_or(null(), |f| f(factory, null(), id.as_ptr()));
+        if plugin.is_null() {
+            return Ok(true);
+        }
+        if let Some(destroy) = (*plugin).destroy {
+            destroy(plugin);
+        }
+        Ok(false)
+    }
+}
+
 /// The plugin's extensions, looked up once after `init` (null where it has none).
 #[derive(Clone, Copy)]
 struct PluginExtensions {
@@ -462,9 +550,9 @@ impl ClapInstance {
             url: c"https://stemflow.audio".as_ptr(),
             version: c"1".as_ptr(),
             get_extension: Some(host_get_extension),
-            request_restart: Some(host_request_restart),
-            request_process: Some(host_request_process),
-            request_callback: Some(host_request_callback),
+            request_restart: (!capabilities.null_callbacks).then_some(host_request_restart as _),
+            request_process: (!capabilities.null_callbacks).then_some(host_request_process as _),
+            request_callback: (!capabilities.null_callbacks).then_some(host_request_callback as _),
         });
         let id = CString::new(plugin_id).map_err(|e| e.to_string())?;
         // SAFETY: the factory is valid; the host (boxed, owned by the instance) outlives the

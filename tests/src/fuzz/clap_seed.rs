@@ -127,6 +127,7 @@ fn instance_life(
         audio_ports: rng.chance(0.9),
         audio_ports_config: rng.chance(0.9),
         thread_check: rng.chance(0.9),
+        null_callbacks: rng.chance(0.02),
     };
     let mut instance = ClapInstance::create(&target.clap, &plugin_id, capabilities)?;
     report.lock().unwrap_or_else(|e| e.into_inner()).instances += 1;

@@ -127,7 +127,7 @@ macro_rules! nice_export_clap {
                 host: *const clap_host,
                 plugin_id: *const c_char,
             ) -> *const clap_plugin  {
-                if plugin_id.is_null() {
+                if plugin_id.is_null() || host.is_null() {
                     return ::std::ptr::null();
                 }
                 let plugin_id_cstr = unsafe { CStr::from_ptr(plugin_id) };

@@ -542,7 +542,10 @@ impl<P: ClapPlugin> nice_plug_core::context::gui::GuiContextInner for WrapperGui
     // All of these functions are supposed to be called from the main thread, so we'll put some
     // trust in the caller and assume that this is indeed the case
     unsafe fn raw_begin_set_parameter(&self, param: ParamPtr) {
-        let wrapper = self.wrapper.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(wrapper) = self.wrapper.upgrade() else {
+            return;
+        };
 
         match wrapper.param_ptr_to_hash.get(&param) {
             Some(hash) => {
@@ -573,7 +576,10 @@ impl<P: ClapPlugin> nice_plug_core::context::gui::GuiContextInner for WrapperGui
     }
 
     unsafe fn raw_set_parameter_normalized(&self, param: ParamPtr, normalized: f32) {
-        let wrapper = self.wrapper.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(wrapper) = self.wrapper.upgrade() else {
+            return;
+        };
 
         match wrapper.param_ptr_to_hash.get(&param) {
             Some(hash) => {
@@ -615,7 +621,10 @@ impl<P: ClapPlugin> nice_plug_core::context::gui::GuiContextInner for WrapperGui
     }
 
     unsafe fn raw_end_set_parameter(&self, param: ParamPtr) {
-        let wrapper = self.wrapper.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(wrapper) = self.wrapper.upgrade() else {
+            return;
+        };
 
         match wrapper.param_ptr_to_hash.get(&param) {
             Some(hash) => {
@@ -648,18 +657,27 @@ impl<P: ClapPlugin> nice_plug_core::context::gui::GuiContextInner for WrapperGui
     }
 
     fn get_state(&self) -> nice_plug_core::plugin::PluginState {
-        self.wrapper.upgrade().unwrap().get_state_object()
+        match self.wrapper.upgrade() {
+            Some(wrapper) => wrapper.get_state_object(),
+            // The instance is gone: an empty state (no parameters, no fields).
+            None => nice_plug_core::plugin::PluginState {
+                version: String::new(),
+                params: Default::default(),
+                fields: Default::default(),
+            },
+        }
     }
 
     fn set_state(&self, state: nice_plug_core::plugin::PluginState) {
-        self.wrapper
-            .upgrade()
-            .unwrap()
-            .set_state_object_from_gui(state)
+        if let Some(wrapper) = self.wrapper.upgrade() {
+            wrapper.set_state_object_from_gui(state);
+        }
     }
 
     fn request_restart(&self) {
-        self.wrapper.upgrade().unwrap().request_restart();
+        if let Some(wrapper) = self.wrapper.upgrade() {
+            wrapper.request_restart();
+        }
     }
 }
 

@@ -27,16 +27,65 @@ macro_rules! check_null_ptr_msg {
 /// Call a CLAP function. This is needed because even though none of CLAP's functions are allowed to
 /// be null pointers, people will still use null pointers for some of the function arguments. This
 /// also happens in the official `clap-helpers`. As such, these functions are now `Option<fn(...)>`
-/// optional function pointers in `clap-sys`. This macro asserts that the pointer is not null, and
-/// prints a nicely formatted error message containing the struct and function name if it is. It
-/// also emulates C's syntax for accessing fields struct through a pointer. Except that it uses `=>`
-/// instead of `->`. Because that sounds like it would be hilarious.
+/// optional function pointers in `clap-sys`. A null function is a host bug that must not take the
+/// host down (a panic here cannot unwind through the C ABI: it aborts the host), so this logs a
+/// message naming the struct and function and returns the type's [`NullCallResult`] (zero, false,
+/// null). It also emulates C's syntax for accessing fields struct through a pointer. Except that it
+/// uses `=>` instead of `->`. Because that sounds like it would be hilarious.
 macro_rules! clap_call {
     { $obj_ptr:expr=>$function_name:ident($($args:expr),* $(, )?) } => {
         match (*$obj_ptr).$function_name {
             Some(function_ptr) => function_ptr($($args),*),
-            None => panic!("'{}::{}' is a null pointer, but this is not allowed", $crate::wrapper::clap::util::type_name_of_ptr($obj_ptr), stringify!($function_name)),
+            None => {
+                $crate::util::permit_alloc(|| $crate::nice_error!(
+                    "'{}::{}' is a null pointer, but this is not allowed",
+                    $crate::wrapper::clap::util::type_name_of_ptr($obj_ptr),
+                    stringify!($function_name)
+                ));
+                $crate::wrapper::clap::util::NullCallResult::null_call_result()
+            }
         }
+    }
+}
+
+/// What [`clap_call!`] returns when the function to call is a null pointer, and what a guarded
+/// entry point returns when it panics (`crate::wrapper::util::host_call`): zero, false, null,
+/// nothing. For `clap_process_status` that is `CLAP_PROCESS_ERROR`.
+pub trait NullCallResult {
+    /// Zero, false, null or nothing.
+    fn null_call_result() -> Self;
+}
+
+impl NullCallResult for () {
+    fn null_call_result() -> Self {}
+}
+
+impl NullCallResult for bool {
+    fn null_call_result() -> Self {
+        false
+    }
+}
+
+macro_rules! null_call_result_zero {
+    ($($ty:ty),*) => {
+        $(impl NullCallResult for $ty {
+            fn null_call_result() -> Self {
+                0 as $ty
+            }
+        })*
+    };
+}
+null_call_result_zero!(u32, i32, u64, i64, f64);
+
+impl<T> NullCallResult for *const T {
+    fn null_call_result() -> Self {
+        std::ptr::null()
+    }
+}
+
+impl<T> NullCallResult for *mut T {
+    fn null_call_result() -> Self {
+        std::ptr::null_mut()
     }
 }
 

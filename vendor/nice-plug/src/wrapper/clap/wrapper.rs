@@ -375,8 +375,7 @@ impl<P: ClapPlugin> EventLoop<Task<P>, Wrapper<P>> for Wrapper<P> {
         self.background_thread
             .borrow()
             .as_ref()
-            .unwrap()
-            .schedule(task)
+            .is_some_and(|thread| thread.schedule(task))
     }
 
     fn is_main_thread(&self) -> bool {
@@ -1463,8 +1462,10 @@ impl<P: ClapPlugin> Wrapper<P> {
                 let event = unsafe { &*(event as *const clap_event_midi_sysex) };
 
                 // `NoteEvent::from_midi` prints some tracing if parsing fails, which is not
-                // necessarily an error
-                assert!(!event.buffer.is_null());
+                // necessarily an error. A null buffer is a host bug: the event is skipped.
+                if event.buffer.is_null() {
+                    return;
+                }
                 let sysex_buffer =
                     unsafe { std::slice::from_raw_parts(event.buffer, event.size as usize) };
                 if let Ok(note_event) = NoteEvent::from_midi(timing, sysex_buffer) {
@@ -1718,7 +1719,7 @@ impl<P: ClapPlugin> Wrapper<P> {
     }
 
     unsafe extern "C" fn destroy(plugin: *const clap_plugin) {
-        assert!(!plugin.is_null() && unsafe { !(*plugin).plugin_data.is_null() });
+        check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let this = unsafe { Arc::from_raw((*plugin).plugin_data as *mut Self) };
         crate::nice_debug_assert_eq!(Arc::strong_count(&this), 1);
 
@@ -2146,11 +2147,12 @@ impl<P: ClapPlugin> Wrapper<P> {
                 // Some of the fields are left empty because CLAP does not provide this information,
                 // but the methods on [`Transport`] can reconstruct these values from the other
                 // fields
-                let sample_rate = wrapper
-                    .current_buffer_config
-                    .load()
-                    .expect("Process call without prior initialization call")
-                    .sample_rate;
+                // A host that processes an inactive plugin gets an error, not an abort.
+                let Some(buffer_config) = wrapper.current_buffer_config.load() else {
+                    crate::nice_error!("Host tried to process the plugin before activating it");
+                    return CLAP_PROCESS_ERROR;
+                };
+                let sample_rate = buffer_config.sample_rate;
                 let mut transport = Transport::new(sample_rate);
                 if !transport_info.is_null() {
                     let context = unsafe { &*transport_info };
@@ -2705,7 +2707,8 @@ impl<P: ClapPlugin> Wrapper<P> {
         // For this function we need the underlying Arc so we can pass it to the editor
         let wrapper = unsafe { Arc::from_raw((*plugin).plugin_data as *const Self) };
 
-        let result = {
+        // Every way out of this block leaks the Arc again below: `break 'create`, never `return`.
+        let result = 'create: {
             if wrapper.editor_window.borrow().is_none() {
                 use std::error::Error;
 
@@ -2765,9 +2768,14 @@ impl<P: ClapPlugin> Wrapper<P> {
                     }
                 }
 
+                // A host that embeds the editor without offering `clap.gui` itself is refused.
+                let Some(host_gui) = wrapper.host_gui.borrow().as_ref().map(ClapPtr::clone) else {
+                    crate::nice_error!("The host opened the editor without the clap.gui host extension");
+                    break 'create false;
+                };
                 let callbacks: Box<dyn HostCallbacks> = Box::new(ClapHostCallbacks {
                     wrapper: wrapper.this.borrow().clone(),
-                    host_gui: ClapPtr::clone(wrapper.host_gui.borrow().as_ref().unwrap()),
+                    host_gui,
                 });
 
                 struct ClapHostMainThreadCaller<P: ClapPlugin> {
@@ -2789,7 +2797,11 @@ impl<P: ClapPlugin> Wrapper<P> {
 
                 let fallback_scale_factor = wrapper.fallback_scale_factor.load();
 
-                match wrapper.editor.borrow().as_ref().unwrap().lock().spawn(
+                let editor = wrapper.editor.borrow();
+                let Some(editor) = editor.as_ref() else {
+                    break 'create false;
+                };
+                match editor.lock().spawn(
                     None,
                     true,
                     fallback_scale_factor,

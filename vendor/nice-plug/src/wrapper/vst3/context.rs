@@ -400,7 +400,10 @@ impl<P: Vst3Plugin + Send> GuiContextInner for WrapperGuiContext<P> {
     // All of these functions are supposed to be called from the main thread, so we'll put some
     // trust in the caller and assume that this is indeed the case
     unsafe fn raw_begin_set_parameter(&self, param: ParamPtr) {
-        let inner = self.inner.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
 
         match &*inner.component_handler.borrow() {
             Some(handler) => match inner.param_ptr_to_hash.get(&param) {
@@ -425,7 +428,10 @@ impl<P: Vst3Plugin + Send> GuiContextInner for WrapperGuiContext<P> {
     }
 
     unsafe fn raw_set_parameter_normalized(&self, param: ParamPtr, normalized: f32) {
-        let inner = self.inner.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
 
         match &*inner.component_handler.borrow() {
             Some(handler) => match inner.param_ptr_to_hash.get(&param) {
@@ -470,7 +476,10 @@ impl<P: Vst3Plugin + Send> GuiContextInner for WrapperGuiContext<P> {
     }
 
     unsafe fn raw_end_set_parameter(&self, param: ParamPtr) {
-        let inner = self.inner.upgrade().unwrap();
+        // The editor may outlive the instance (a host destroying it with the editor open).
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
 
         match &*inner.component_handler.borrow() {
             Some(handler) => match inner.param_ptr_to_hash.get(&param) {
@@ -497,17 +506,26 @@ impl<P: Vst3Plugin + Send> GuiContextInner for WrapperGuiContext<P> {
     }
 
     fn get_state(&self) -> PluginState {
-        self.inner.upgrade().unwrap().get_state_object()
+        match self.inner.upgrade() {
+            Some(inner) => inner.get_state_object(),
+            // The instance is gone: an empty state (no parameters, no fields).
+            None => nice_plug_core::plugin::PluginState {
+                version: String::new(),
+                params: Default::default(),
+                fields: Default::default(),
+            },
+        }
     }
 
     fn set_state(&self, state: PluginState) {
-        self.inner
-            .upgrade()
-            .unwrap()
-            .set_state_object_from_gui(state)
+        if let Some(inner) = self.inner.upgrade() {
+            inner.set_state_object_from_gui(state);
+        }
     }
 
     fn request_restart(&self) {
-        self.inner.upgrade().unwrap().request_restart();
+        if let Some(inner) = self.inner.upgrade() {
+            inner.request_restart();
+        }
     }
 }

@@ -484,8 +484,9 @@ impl<P: Vst3Plugin> WrapperInner<P> {
     #[must_use]
     pub fn schedule_background(&self, task: Task<P>) -> bool {
         let event_loop = self.event_loop.borrow();
-        let event_loop = event_loop.as_ref().unwrap();
-        event_loop.schedule_background(task)
+        event_loop
+            .as_ref()
+            .is_some_and(|event_loop| event_loop.schedule_background(task))
     }
 
     /// Either posts the task to the task queue using [`EventLoop::schedule_gui()`] so it can be
@@ -496,7 +497,9 @@ impl<P: Vst3Plugin> WrapperInner<P> {
     #[must_use]
     pub fn schedule_gui(&self, task: Task<P>) -> bool {
         let event_loop = self.event_loop.borrow();
-        let event_loop = event_loop.as_ref().unwrap();
+        let Some(event_loop) = event_loop.as_ref() else {
+            return false;
+        };
         if event_loop.is_main_thread() {
             self.execute(task, true);
             true
@@ -507,14 +510,10 @@ impl<P: Vst3Plugin> WrapperInner<P> {
             // left in the run loop task queue, then those tasks will be posted to the regular event
             // loop so no work is lost.
             #[cfg(feature = "editor")]
-            if self.is_editor_open.load(Ordering::Relaxed) {
-                match self
-                    .plug_view
-                    .read()
-                    .clone()
-                    .unwrap()
-                    .do_maybe_in_run_loop(task)
-                {
+            if self.is_editor_open.load(Ordering::Relaxed)
+                && let Some(view) = self.plug_view.read().clone()
+            {
+                match view.do_maybe_in_run_loop(task) {
                     Ok(()) => true,
                     Err(task) => event_loop.schedule_gui(task),
                 }
@@ -640,8 +639,9 @@ impl<P: Vst3Plugin> WrapperInner<P> {
             .event_loop
             .borrow()
             .as_ref()
-            .unwrap()
-            .schedule_gui(Task::TriggerRestart(RestartFlags_::kParamValuesChanged));
+            .is_some_and(|event_loop| {
+                event_loop.schedule_gui(Task::TriggerRestart(RestartFlags_::kParamValuesChanged))
+            });
         crate::nice_debug_assert!(task_posted, "The task queue is full, dropping task...");
     }
 
@@ -739,14 +739,12 @@ impl<P: Vst3Plugin> MainThreadExecutor<Task<P>> for WrapperInner<P> {
             },
             #[cfg(feature = "editor")]
             Task::RequestResize { size, scale_factor } => {
-                if self.is_editor_open.load(Ordering::SeqCst) {
+                if self.is_editor_open.load(Ordering::SeqCst)
+                    && let Some(view) = self.plug_view.read().clone()
+                {
                     unsafe {
                         crate::nice_debug_assert!(is_gui_thread);
-                        let _success = WrapperView::request_resize(
-                            &self.plug_view.read().clone().unwrap(),
-                            size,
-                            scale_factor,
-                        );
+                        let _success = WrapperView::request_resize(&view, size, scale_factor);
                     }
                 } else {
                     crate::nice_debug_assert_failure!("Can't resize a closed editor");

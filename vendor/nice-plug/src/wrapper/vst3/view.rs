@@ -472,10 +472,14 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
                 let w = parent as usize as c_ulong;
                 ParentWindowHandle::XlibWindow(w)
             } else if unsafe { fid_matches(type_, kPlatformTypeNSView) } {
-                let w = NonNull::new(parent).unwrap();
+                let Some(w) = NonNull::new(parent) else {
+                    return kInvalidArgument;
+                };
                 ParentWindowHandle::AppKitNsView(w)
             } else if unsafe { fid_matches(type_, kPlatformTypeHWND) } {
-                let w = NonZeroIsize::new(parent as isize).unwrap();
+                let Some(w) = NonZeroIsize::new(parent as isize) else {
+                    return kInvalidArgument;
+                };
                 ParentWindowHandle::Win32Hwnd(w)
             } else {
                 crate::nice_debug_assert_failure!("Unknown window handle type: {:?}", unsafe {
@@ -503,7 +507,9 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
                     scale_factor: f64,
                 ) -> Result<(), Box<dyn Error>> {
                     if let Some(inner) = self.inner.upgrade() {
-                        let view = inner.plug_view.read().clone().unwrap();
+                        let Some(view) = inner.plug_view.read().clone() else {
+                            return Err(ResizeError::PluginClosed.into());
+                        };
 
                         if let Err(task) = view.do_maybe_in_run_loop(Task::RequestResize {
                             size: new_size,
@@ -537,9 +543,9 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
 
             impl<P: Vst3Plugin> HostMainThreadCaller for Vst3HostMainThreadCaller<P> {
                 fn call_main_thread(&mut self) {
-                    if let Some(inner) = self.inner.upgrade() {
-                        let view = inner.plug_view.read().clone().unwrap();
-
+                    if let Some(inner) = self.inner.upgrade()
+                        && let Some(view) = inner.plug_view.read().clone()
+                    {
                         if let Err(task) = view.do_maybe_in_run_loop(Task::CallMainThread)
                             && !inner.schedule_gui(task)
                         {
@@ -556,7 +562,10 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
 
             let fallback_scale_factor = self.fallback_scale_factor.load().map(|s| s as f64);
 
-            match self.editor.upgrade().unwrap().lock().spawn(
+            let Some(editor) = self.editor.upgrade() else {
+                return kResultFalse;
+            };
+            match editor.lock().spawn(
                 Some(parent_handle),
                 false,
                 fallback_scale_factor,
@@ -865,8 +874,7 @@ impl<P: Vst3Plugin> Drop for RunLoopEventHandler<P> {
                     .event_loop
                     .borrow()
                     .as_ref()
-                    .unwrap()
-                    .schedule_gui(task);
+                    .is_some_and(|event_loop| event_loop.schedule_gui(task));
             }
         }
 

@@ -35,7 +35,8 @@ use vst3::Steinberg::Vst::{
 };
 use vst3::Steinberg::{
     FIDString, FUnknown, IBStream, IBStreamTrait, IPlugView, IPluginBaseTrait, TBool, TUID, int16,
-    int32, kInvalidArgument, kNoInterface, kResultFalse, kResultOk, tresult, uint32,
+    int32, kInvalidArgument, kNoInterface, kNotInitialized, kResultFalse, kResultOk, tresult,
+    uint32,
 };
 use vst3::{Class, ComRef};
 use widestring::U16CStr;
@@ -1094,12 +1095,12 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
         process_wrapper(|| {
             // We need to handle incoming automation first
             let data = unsafe { &*data };
-            let sample_rate = self
-                .inner
-                .current_buffer_config
-                .load()
-                .expect("Process call without prior setup call")
-                .sample_rate;
+            // A host that processes before `setupProcessing()` gets an error, not an abort.
+            let Some(buffer_config) = self.inner.current_buffer_config.load() else {
+                crate::nice_error!("Host tried to process the plugin before setting it up");
+                return kNotInitialized;
+            };
+            let sample_rate = buffer_config.sample_rate;
 
             crate::nice_debug_assert!(data.numInputs >= 0 && data.numOutputs >= 0);
             crate::nice_debug_assert_eq!(data.symbolicSampleSize, K_SYMBOLIC_SAMPLE_SIZE_32);
@@ -1447,7 +1448,14 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
 
                     // The buffer manager preallocated buffer slices for all the IO and storage for
                     // any axuiliary inputs.
-                    let mut buffer_manager = self.inner.buffer_manager.borrow_mut();
+                    // A host that reactivates the plugin while it processes (a host bug) gets an
+                    // error, not an abort.
+                    let Ok(mut buffer_manager) = self.inner.buffer_manager.try_borrow_mut() else {
+                        crate::nice_error!(
+                            "Host tried to activate the plugin while its process method is running"
+                        );
+                        return kResultFalse;
+                    };
                     let buffers = unsafe {
                         buffer_manager.create_buffers(block_start, block_len, |buffer_source| {
                             if data.numOutputs > 0
