@@ -6,7 +6,9 @@
 //! The plan file holds `key=value` pairs separated by spaces or new lines:
 //! `slow=<factor>` (each hop takes `factor` times its audio duration), `panic_at_hop=<n>`,
 //! `error_at_hop=<n>` and `device_fails_at_hop=<n>` (hops counted from 0 since the separator
-//! was made; each fault happens once, so a reset recovers).
+//! was made; each fault happens once, so a reset recovers), and `panic_in_activate=1`: the
+//! plugin itself panics while the host activates it (a stand-in for a bug on a host-driven
+//! path, for the tests of the wrapper's panic guard; see [`panic_if_planned_in_activate`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -31,6 +33,8 @@ pub struct FaultPlan {
     pub error_at_hop: Option<u64>,
     /// The hop at which the (pretend) GPU is lost and the separator falls back to the CPU.
     pub device_fails_at_hop: Option<u64>,
+    /// The plugin panics in `activate()` when this plan is its separator.
+    pub panic_in_activate: bool,
 }
 
 impl FaultPlan {
@@ -57,10 +61,31 @@ impl FaultPlan {
                 "panic_at_hop" => plan.panic_at_hop = Some(hop()?),
                 "error_at_hop" => plan.error_at_hop = Some(hop()?),
                 "device_fails_at_hop" => plan.device_fails_at_hop = Some(hop()?),
+                "panic_in_activate" => {
+                    plan.panic_in_activate = match value {
+                        "1" | "true" => true,
+                        "0" | "false" => false,
+                        _ => return Err(format!("panic_in_activate: `{value}` is not 1 or 0")),
+                    }
+                }
                 _ => return Err(format!("unknown fault `{key}`")),
             }
         }
         Ok(plan)
+    }
+}
+
+/// Panics when `path` is a fault plan with `panic_in_activate=1`. The plugin calls this from
+/// `activate()` in builds with fault injection, so the hosted tests can check that a panic on a
+/// host-driven path is caught before it reaches the host (which it would abort).
+pub fn panic_if_planned_in_activate(path: &Path) {
+    let is_plan = path.extension().is_some_and(|e| e == FAULT_PLAN_EXTENSION);
+    let plan = is_plan
+        .then(|| std::fs::read_to_string(path).ok())
+        .flatten()
+        .and_then(|text| FaultPlan::parse(&text).ok());
+    if plan.is_some_and(|plan| plan.panic_in_activate) {
+        panic!("injected panic in activate ({})", path.display());
     }
 }
 
@@ -195,8 +220,17 @@ mod tests {
                 panic_at_hop: Some(3),
                 error_at_hop: None,
                 device_fails_at_hop: Some(7),
+                panic_in_activate: false,
             }
         );
+        assert!(
+            FaultPlan::parse("panic_in_activate=1")
+                .unwrap()
+                .panic_in_activate
+        );
+        assert!(FaultPlan::parse("panic_in_activate=yes")
+            .unwrap_err()
+            .contains("panic_in_activate"));
         assert_eq!(FaultPlan::parse("").unwrap(), FaultPlan::default());
         assert!(FaultPlan::parse("slow=-1").unwrap_err().contains("slow"));
         assert!(FaultPlan::parse("explode=1")

@@ -178,6 +178,10 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
         };
 
         let (choice, device) = self.saved_choice();
+        #[cfg(feature = "fault-injection")]
+        if let SeparatorChoice::Model(path) = &choice {
+            stemflow_engine::fault::panic_if_planned_in_activate(path);
+        }
         let look_ahead = self.params.look_ahead.value().look_ahead();
         self.requested_look_ahead = look_ahead;
         let Some((handle, running)) =

@@ -359,3 +359,78 @@ fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
         "VST3 process before setupProcessing"
     );
 }
+
+/// `0012-guard-every-host-call`: any panic that reaches a CLAP or VST3 entry point (here one
+/// the test build injects in the plugin's `activate()`, standing in for a bug not yet found)
+/// aborted the host. Every entry point now catches it, logs it and answers as a failed call:
+/// the activation fails, the host lives on, and the instance still works after a state that
+/// does not panic.
+#[test]
+fn a_panic_on_a_host_driven_path_fails_the_call_instead_of_aborting_the_host() {
+    let clap = plugin_path();
+    let scratch = std::env::temp_dir().join(format!("stemflow-host-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let plan = scratch.join("panic-in-activate.stemflow-fault");
+    std::fs::write(&plan, "panic_in_activate=1").unwrap();
+    let mut plugin =
+        ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance");
+    let state = plugin.save_state(0).expect("state");
+    let panicking = state_with_separator(&state, &format!("file:{}", plan.display())).unwrap();
+    assert_eq!(plugin.load_state(&panicking, 0), Some(true));
+    assert!(
+        !plugin.activate(RATE_HZ, 1, BLOCK as u32),
+        "the activation that panicked was reported as successful"
+    );
+    // The host goes on: the user picks another model, and the instance works.
+    assert_eq!(plugin.load_state(&state, 0), Some(true));
+    assert!(
+        plugin.activate(RATE_HZ, 1, BLOCK as u32),
+        "activation after the panic"
+    );
+    assert!(plugin.audio().start_processing());
+    for _ in 0..8 {
+        let main = process_block(&plugin, BLOCK, &EventList::default());
+        assert!(main.iter().flatten().all(|x| x.is_finite()));
+    }
+    plugin.audio().stop_processing();
+    plugin.deactivate();
+    drop(plugin);
+
+    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
+        .map(PathBuf::from)
+        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
+    let module = module(&bundle).expect("the VST3 module loads");
+    let class = component_classes(module)[0];
+    let component = Vst3Component::create(module, &class).expect("a component");
+    let json = component.state().expect("getState");
+    let mut framed = (json.len() as u64).to_le_bytes().to_vec();
+    framed.extend_from_slice(&json);
+    let panicking = state_with_separator(&framed, &format!("file:{}", plan.display())).unwrap();
+    assert_eq!(
+        component.set_state(&panicking[8..], 0),
+        vst3::Steinberg::kResultOk
+    );
+    let processor = component
+        .component()
+        .cast::<vst3::Steinberg::Vst::IAudioProcessor>()
+        .expect("an IAudioProcessor");
+    let mut setup = vst3::Steinberg::Vst::ProcessSetup {
+        processMode: 0,
+        symbolicSampleSize: 0,
+        maxSamplesPerBlock: BLOCK as i32,
+        sampleRate: RATE_HZ,
+    };
+    // SAFETY: an initialised component; the setup lives for the call.
+    unsafe {
+        use vst3::Steinberg::Vst::{IAudioProcessorTrait as _, IComponentTrait as _};
+        assert_eq!(
+            processor.setupProcessing(&mut setup),
+            vst3::Steinberg::kResultOk
+        );
+        assert_ne!(
+            component.component().setActive(1),
+            vst3::Steinberg::kResultOk,
+            "the VST3 activation that panicked was reported as successful"
+        );
+    }
+}

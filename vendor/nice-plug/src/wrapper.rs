@@ -5,6 +5,10 @@ pub mod clap;
 pub(crate) mod state;
 pub(crate) mod util;
 
+/// Used by the export macros: see `util::host_call`.
+#[doc(hidden)]
+pub use util::host_call;
+
 #[cfg(feature = "standalone")]
 pub mod standalone;
 #[cfg(feature = "vst3")]

@@ -160,7 +160,11 @@ where
             // to exit here, so every later instance's tasks were lost and the last instance's
             // shutdown request failed, aborting the host.)
             Ok(Message::Task((task, executor))) => match executor.upgrade() {
-                Some(e) => e.execute(task, true),
+                // A task that panics must not end the thread every instance shares (its later
+                // tasks would be lost, and destroying the last instance would then fail).
+                Some(e) => crate::wrapper::host_call("a background task", (), || {
+                    e.execute(task, true)
+                }),
                 None => {
                     nice_trace!("Dropped a task for an instance that no longer exists");
                 }

@@ -127,6 +127,9 @@ macro_rules! nice_export_clap {
                 host: *const clap_host,
                 plugin_id: *const c_char,
             ) -> *const clap_plugin  {
+                // A panic while creating the plugin must not abort the host (see `host_call`):
+                // the host is told the plugin could not be created.
+                $crate::wrapper::host_call("create_plugin", ::std::ptr::null(), || {
                 if plugin_id.is_null() || host.is_null() {
                     return ::std::ptr::null();
                 }
@@ -153,6 +156,7 @@ macro_rules! nice_export_clap {
                 })+
 
                 ::std::ptr::null()
+                })
             }
 
             pub extern "C" fn init(_plugin_path: *const c_char) -> bool {

@@ -189,6 +189,33 @@ fn log_panics() {
     }));
 }
 
+/// Runs `f`, the body of a function the host calls through the plugin's C ABI (CLAP or VST3). A
+/// panic cannot unwind through that ABI: it aborts the host, losing the user's unsaved session.
+/// So a panic is caught here, logged (the panic hook has already printed where it happened),
+/// and the host gets `fallback` (false, zero, null, an error code) as if the call had failed.
+/// This costs nothing unless something panics. (The guarded bodies keep the release's
+/// indentation, so that the patch adding the guards stays two lines per function.)
+pub fn host_call<R>(function: &'static str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            permit_alloc(|| {
+                let message = payload
+                    .downcast_ref::<&'static str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("a panic");
+                crate::nice_error!(
+                    "{function} panicked ({message}); the host was told the call failed instead \
+                     of being aborted"
+                );
+                drop(payload);
+            });
+            fallback
+        }
+    }
+}
+
 /// A wrapper around the entire process function, including the plugin wrapper parts. This sets up
 /// `assert_no_alloc` if needed, while also making sure that things like FTZ are set up correctly if
 /// the host has not already done so.

@@ -149,6 +149,9 @@ macro_rules! nice_export_vst3 {
                     iid: FIDString,
                     obj: *mut *mut c_void,
                 ) -> tresult {
+                    // A panic while creating the plugin must not abort the host (see
+                    // `host_call`): the host is told the class could not be created.
+                    $crate::wrapper::host_call("createInstance", kInvalidArgument, || {
                     // Can't use `check_null_ptr!()` here without polluting nice-plug's general
                     // exports
                     if cid.is_null() || obj.is_null() {
@@ -176,6 +179,7 @@ macro_rules! nice_export_vst3 {
                     }
 
                     kInvalidArgument
+                    })
                 }
             }
 

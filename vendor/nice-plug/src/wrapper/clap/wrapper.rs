@@ -96,6 +96,8 @@ use try_lock::TryLock;
 use super::context::{WrapperActivateContext, WrapperProcessContext};
 use super::descriptor::PluginDescriptor;
 use super::util::ClapPtr;
+use super::util::NullCallResult;
+use crate::wrapper::util::host_call;
 use crate::event_loop::{BackgroundThread, EventLoop, MainThreadExecutor, TASK_QUEUE_CAPACITY};
 use crate::util::permit_alloc;
 use crate::wrapper::clap::ClapPlugin;
@@ -1680,6 +1682,7 @@ impl<P: ClapPlugin> Wrapper<P> {
     }
 
     unsafe extern "C" fn init(plugin: *const clap_plugin) -> bool {
+        host_call("init", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -1716,14 +1719,17 @@ impl<P: ClapPlugin> Wrapper<P> {
         wrapper.update_track_info_from_host();
 
         true
+        })
     }
 
     unsafe extern "C" fn destroy(plugin: *const clap_plugin) {
+        host_call("destroy", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let this = unsafe { Arc::from_raw((*plugin).plugin_data as *mut Self) };
         crate::nice_debug_assert_eq!(Arc::strong_count(&this), 1);
 
         drop(this);
+        })
     }
 
     unsafe extern "C" fn activate(
@@ -1732,6 +1738,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         min_frames_count: u32,
         max_frames_count: u32,
     ) -> bool {
+        host_call("activate", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -1825,9 +1832,11 @@ impl<P: ClapPlugin> Wrapper<P> {
         drop(activate_context);
 
         result
+        })
     }
 
     unsafe extern "C" fn deactivate(plugin: *const clap_plugin) {
+        host_call("deactivate", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -1847,9 +1856,11 @@ impl<P: ClapPlugin> Wrapper<P> {
         }
 
         wrapper.is_activated.store(false, Ordering::SeqCst);
+        })
     }
 
     unsafe extern "C" fn start_processing(plugin: *const clap_plugin) -> bool {
+        host_call("start_processing", NullCallResult::null_call_result(), || {
         // We just need to keep track of our processing state so we can request a flush when
         // updating parameters from the GUI while the processing loop isn't running
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
@@ -1881,9 +1892,11 @@ impl<P: ClapPlugin> Wrapper<P> {
         });
 
         true
+        })
     }
 
     unsafe extern "C" fn stop_processing(plugin: *const clap_plugin) {
+        host_call("stop_processing", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -1907,9 +1920,11 @@ impl<P: ClapPlugin> Wrapper<P> {
                 }
             }
         });
+        })
     }
 
     unsafe extern "C" fn reset(plugin: *const clap_plugin) {
+        host_call("reset", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -1929,12 +1944,14 @@ impl<P: ClapPlugin> Wrapper<P> {
                 }
             }
         });
+        })
     }
 
     unsafe extern "C" fn process(
         plugin: *const clap_plugin,
         process: *const clap_process,
     ) -> clap_process_status {
+        host_call("process", NullCallResult::null_call_result(), || {
         check_null_ptr!(
             CLAP_PROCESS_ERROR,
             plugin,
@@ -2319,12 +2336,14 @@ impl<P: ClapPlugin> Wrapper<P> {
 
             result
         })
+        })
     }
 
     unsafe extern "C" fn get_extension(
         plugin: *const clap_plugin,
         id: *const c_char,
     ) -> *const c_void {
+        host_call("get_extension", NullCallResult::null_call_result(), || {
         check_null_ptr!(
             std::ptr::null(),
             plugin,
@@ -2384,9 +2403,11 @@ impl<P: ClapPlugin> Wrapper<P> {
             crate::nice_trace!("Host tried to query unknown extension {:?}", id);
             std::ptr::null()
         }
+        })
     }
 
     unsafe extern "C" fn on_main_thread(plugin: *const clap_plugin) {
+        host_call("on_main_thread", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2407,12 +2428,15 @@ impl<P: ClapPlugin> Wrapper<P> {
         while let Some(task) = wrapper.tasks.pop() {
             wrapper.execute(task, true);
         }
+        })
     }
 
     unsafe extern "C" fn ext_audio_ports_config_count(plugin: *const clap_plugin) -> u32 {
+        host_call("ext_audio_ports_config_count", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
 
         P::AUDIO_IO_LAYOUTS.len() as u32
+        })
     }
 
     unsafe extern "C" fn ext_audio_ports_config_get(
@@ -2420,6 +2444,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         index: u32,
         config: *mut clap_audio_ports_config,
     ) -> bool {
+        host_call("ext_audio_ports_config_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, config);
 
         // This function directly maps to `P::AUDIO_IO_LAYOUTS`, and we thus also don't need to
@@ -2471,12 +2496,14 @@ impl<P: ClapPlugin> Wrapper<P> {
                 false
             }
         }
+        })
     }
 
     unsafe extern "C" fn ext_audio_ports_config_select(
         plugin: *const clap_plugin,
         config_id: clap_id,
     ) -> bool {
+        host_call("ext_audio_ports_config_select", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2496,9 +2523,11 @@ impl<P: ClapPlugin> Wrapper<P> {
                 false
             }
         }
+        })
     }
 
     unsafe extern "C" fn ext_audio_ports_count(plugin: *const clap_plugin, is_input: bool) -> u32 {
+        host_call("ext_audio_ports_count", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2522,6 +2551,7 @@ impl<P: ClapPlugin> Wrapper<P> {
 
             (main_ports + aux_ports) as u32
         }
+        })
     }
 
     unsafe extern "C" fn ext_audio_ports_get(
@@ -2530,6 +2560,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         is_input: bool,
         info: *mut clap_audio_port_info,
     ) -> bool {
+        host_call("ext_audio_ports_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, info);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2632,6 +2663,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         info.in_place_pair = pair_stable_id;
 
         true
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2640,6 +2672,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         api: *const c_char,
         is_floating: bool,
     ) -> bool {
+        host_call("ext_gui_is_api_supported", NullCallResult::null_call_result(), || {
         // We don't do standalone floating windows
         if is_floating {
             return false;
@@ -2661,6 +2694,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         }
 
         false
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2669,6 +2703,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         api: *mut *const c_char,
         is_floating: *mut bool,
     ) -> bool {
+        host_call("ext_gui_get_preferred_api", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, api, is_floating);
 
         unsafe {
@@ -2690,6 +2725,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         }
 
         true
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2698,6 +2734,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         api: *const c_char,
         is_floating: bool,
     ) -> bool {
+        host_call("ext_gui_create", NullCallResult::null_call_result(), || {
         // Double check this in case the host didn't
         if unsafe { !Self::ext_gui_is_api_supported(plugin, api, is_floating) } {
             return false;
@@ -2833,6 +2870,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         let _ = Arc::into_raw(wrapper);
 
         result
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2840,6 +2878,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         plugin: *const clap_plugin,
         window: *const clap_sys::ext::gui::clap_window,
     ) -> bool {
+        host_call("ext_gui_set_parent", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::{EditorHandle, ParentWindowHandle};
         use std::ffi::c_ulong;
         use std::num::NonZeroIsize;
@@ -2887,10 +2926,12 @@ impl<P: ClapPlugin> Wrapper<P> {
 
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_destroy(plugin: *const clap_plugin) {
+        host_call("ext_gui_destroy", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2901,6 +2942,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             #[cfg(debug_assertions)]
             crate::nice_warn!("Tried destroying editor while the editor was not active");
         }
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2909,6 +2951,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         width: *mut u32,
         height: *mut u32,
     ) -> bool {
+        host_call("ext_gui_get_size", NullCallResult::null_call_result(), || {
         check_null_ptr!(
             false,
             plugin,
@@ -2930,10 +2973,12 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_can_resize(plugin: *const clap_plugin) -> bool {
+        host_call("ext_gui_can_resize", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2942,6 +2987,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             Some(editor) => editor.lock().resize_hint().can_resize,
             None => false,
         }
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2949,6 +2995,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         plugin: *const clap_plugin,
         hints: *mut clap_sys::ext::gui::clap_gui_resize_hints,
     ) -> bool {
+        host_call("ext_gui_get_resize_hints", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, hints);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -2968,6 +3015,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         hints.aspect_ratio_height = hint.aspect_ratio_height;
 
         true
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -2976,6 +3024,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         width: *mut u32,
         height: *mut u32,
     ) -> bool {
+        host_call("ext_gui_adjust_size", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::EditorHandle;
         use nice_plug_core::editor::dpi::NativeSize;
 
@@ -3003,10 +3052,12 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_set_scale(plugin: *const clap_plugin, scale: f64) -> bool {
+        host_call("ext_gui_set_scale", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::EditorHandle;
 
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
@@ -3028,6 +3079,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -3036,6 +3088,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         width: u32,
         height: u32,
     ) -> bool {
+        host_call("ext_gui_set_size", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::EditorHandle;
 
         // The host calls this after honoring an earlier `request_resize()`, when
@@ -3061,6 +3114,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
@@ -3068,17 +3122,22 @@ impl<P: ClapPlugin> Wrapper<P> {
         _plugin: *const clap_plugin,
         _window: *const clap_sys::ext::gui::clap_window,
     ) -> bool {
+        host_call("ext_gui_set_transient", NullCallResult::null_call_result(), || {
         // This is only relevant for floating windows
         false
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_suggest_title(_plugin: *const clap_plugin, _title: *const c_char) {
+        host_call("ext_gui_suggest_title", NullCallResult::null_call_result(), || {
         // This is only relevant for floating windows
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_show(plugin: *const clap_plugin) -> bool {
+        host_call("ext_gui_show", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::EditorHandle;
 
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
@@ -3096,10 +3155,12 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_gui_hide(plugin: *const clap_plugin) -> bool {
+        host_call("ext_gui_hide", NullCallResult::null_call_result(), || {
         use nice_plug_core::editor::EditorHandle;
 
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
@@ -3117,21 +3178,26 @@ impl<P: ClapPlugin> Wrapper<P> {
         } else {
             false
         }
+        })
     }
 
     unsafe extern "C" fn ext_latency_get(plugin: *const clap_plugin) -> u32 {
+        host_call("ext_latency_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
         wrapper.current_latency.load(Ordering::SeqCst)
+        })
     }
 
     unsafe extern "C" fn ext_note_ports_count(_plugin: *const clap_plugin, is_input: bool) -> u32 {
+        host_call("ext_note_ports_count", NullCallResult::null_call_result(), || {
         match is_input {
             true if P::MIDI_INPUT >= MidiConfig::Basic => 1,
             false if P::MIDI_OUTPUT >= MidiConfig::Basic => 1,
             _ => 0,
         }
+        })
     }
 
     unsafe extern "C" fn ext_note_ports_get(
@@ -3140,6 +3206,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         is_input: bool,
         info: *mut clap_note_port_info,
     ) -> bool {
+        host_call("ext_note_ports_get", NullCallResult::null_call_result(), || {
         match (index, is_input) {
             (0, true) if P::MIDI_INPUT >= MidiConfig::Basic => {
                 unsafe {
@@ -3172,13 +3239,16 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             _ => false,
         }
+        })
     }
 
     unsafe extern "C" fn ext_params_count(plugin: *const clap_plugin) -> u32 {
+        host_call("ext_params_count", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
         wrapper.param_hashes.len() as u32
+        })
     }
 
     unsafe extern "C" fn ext_params_get_info(
@@ -3186,6 +3256,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         param_index: u32,
         param_info: *mut clap_param_info,
     ) -> bool {
+        host_call("ext_params_get_info", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, param_info);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3242,6 +3313,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         param_info.default_value = default_value as f64 * step_count.unwrap_or(1) as f64;
 
         true
+        })
     }
 
     unsafe extern "C" fn ext_params_get_value(
@@ -3249,6 +3321,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         param_id: clap_id,
         value: *mut f64,
     ) -> bool {
+        host_call("ext_params_get_value", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, value);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3263,6 +3336,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             _ => false,
         }
+        })
     }
 
     unsafe extern "C" fn ext_params_value_to_text(
@@ -3272,6 +3346,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         display: *mut c_char,
         size: u32,
     ) -> bool {
+        host_call("ext_params_value_to_text", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, display);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3294,6 +3369,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             _ => false,
         }
+        })
     }
 
     unsafe extern "C" fn ext_params_text_to_value(
@@ -3302,6 +3378,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         display: *const c_char,
         value: *mut f64,
     ) -> bool {
+        host_call("ext_params_text_to_value", NullCallResult::null_call_result(), || {
         check_null_ptr!(
             false,
             plugin,
@@ -3331,6 +3408,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             _ => false,
         }
+        })
     }
 
     unsafe extern "C" fn ext_params_flush(
@@ -3338,6 +3416,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         in_: *const clap_input_events,
         out: *const clap_output_events,
     ) {
+        host_call("ext_params_flush", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3352,13 +3431,16 @@ impl<P: ClapPlugin> Wrapper<P> {
                 wrapper.handle_out_events(&*out, 0);
             }
         }
+        })
     }
 
     unsafe extern "C" fn ext_remote_controls_count(plugin: *const clap_plugin) -> u32 {
+        host_call("ext_remote_controls_count", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
         wrapper.remote_control_pages.len() as u32
+        })
     }
 
     unsafe extern "C" fn ext_remote_controls_get(
@@ -3366,6 +3448,7 @@ impl<P: ClapPlugin> Wrapper<P> {
         page_index: u32,
         page: *mut clap_remote_controls_page,
     ) -> bool {
+        host_call("ext_remote_controls_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, page);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3379,18 +3462,22 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             None => false,
         }
+        })
     }
 
     unsafe extern "C" fn ext_render_has_hard_realtime_requirement(
         _plugin: *const clap_plugin,
     ) -> bool {
+        host_call("ext_render_has_hard_realtime_requirement", NullCallResult::null_call_result(), || {
         P::HARD_REALTIME_ONLY
+        })
     }
 
     unsafe extern "C" fn ext_render_set(
         plugin: *const clap_plugin,
         mode: clap_plugin_render_mode,
     ) -> bool {
+        host_call("ext_render_set", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3413,12 +3500,14 @@ impl<P: ClapPlugin> Wrapper<P> {
         }
 
         true
+        })
     }
 
     unsafe extern "C" fn ext_state_save(
         plugin: *const clap_plugin,
         stream: *const clap_ostream,
     ) -> bool {
+        host_call("ext_state_save", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, stream);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3457,12 +3546,14 @@ impl<P: ClapPlugin> Wrapper<P> {
                 false
             }
         }
+        })
     }
 
     unsafe extern "C" fn ext_state_load(
         plugin: *const clap_plugin,
         stream: *const clap_istream,
     ) -> bool {
+        host_call("ext_state_load", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, stream);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3510,17 +3601,21 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             None => false,
         }
+        })
     }
 
     #[cfg(feature = "editor")]
     unsafe extern "C" fn ext_track_info_changed(plugin: *const clap_plugin) {
+        host_call("ext_track_info_changed", NullCallResult::null_call_result(), || {
         check_null_ptr!((), plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
         wrapper.update_track_info_from_host();
+        })
     }
 
     unsafe extern "C" fn ext_tail_get(plugin: *const clap_plugin) -> u32 {
+        host_call("ext_tail_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(0, plugin, unsafe { (*plugin).plugin_data });
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3529,12 +3624,14 @@ impl<P: ClapPlugin> Wrapper<P> {
             ProcessStatus::KeepAlive => u32::MAX,
             _ => 0,
         }
+        })
     }
 
     unsafe extern "C" fn ext_voice_info_get(
         plugin: *const clap_plugin,
         info: *mut clap_voice_info,
     ) -> bool {
+        host_call("ext_voice_info_get", NullCallResult::null_call_result(), || {
         check_null_ptr!(false, plugin, unsafe { (*plugin).plugin_data }, info);
         let wrapper = unsafe { &*((*plugin).plugin_data as *const Self) };
 
@@ -3556,6 +3653,7 @@ impl<P: ClapPlugin> Wrapper<P> {
             }
             None => false,
         }
+        })
     }
 }
 

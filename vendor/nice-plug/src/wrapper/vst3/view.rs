@@ -26,6 +26,7 @@ use vst3::Steinberg::{
 use vst3::{Class, ComPtr, ComRef, ComWrapper};
 
 use super::inner::{Task, WrapperInner};
+use crate::wrapper::util::host_call;
 use crate::editor::{Modifiers, VirtualKeyCode};
 use crate::wrapper::vst3::{Vst3Plugin, util::fid_matches};
 
@@ -424,6 +425,7 @@ impl<P: Vst3Plugin> RunLoopEventHandler<P> {
 impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
     #[cfg(all(target_family = "unix", not(target_os = "macos")))]
     unsafe fn isPlatformTypeSupported(&self, type_: FIDString) -> tresult {
+        host_call("isPlatformTypeSupported", vst3::Steinberg::kResultFalse, || {
         if unsafe { fid_matches(type_, kPlatformTypeX11EmbedWindowID) } {
             kResultOk
         } else {
@@ -432,10 +434,12 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
             });
             kResultFalse
         }
+        })
     }
 
     #[cfg(target_os = "macos")]
     unsafe fn isPlatformTypeSupported(&self, type_: FIDString) -> tresult {
+        host_call("isPlatformTypeSupported", vst3::Steinberg::kResultFalse, || {
         if unsafe { fid_matches(type_, kPlatformTypeNSView) } {
             kResultOk
         } else {
@@ -444,10 +448,12 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
             });
             kResultFalse
         }
+        })
     }
 
     #[cfg(target_os = "windows")]
     unsafe fn isPlatformTypeSupported(&self, type_: FIDString) -> tresult {
+        host_call("isPlatformTypeSupported", vst3::Steinberg::kResultFalse, || {
         if unsafe { fid_matches(type_, kPlatformTypeHWND) } {
             kResultOk
         } else {
@@ -456,9 +462,11 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
             });
             kResultFalse
         }
+        })
     }
 
     unsafe fn attached(&self, parent: *mut c_void, type_: FIDString) -> tresult {
+        host_call("attached", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(parent);
 
         let Some(inner) = self.inner.upgrade() else {
@@ -597,9 +605,11 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
 
             kResultFalse
         }
+        })
     }
 
     unsafe fn removed(&self) -> tresult {
+        host_call("removed", vst3::Steinberg::kResultFalse, || {
         let Some(inner) = self.inner.upgrade() else {
             return kResultFalse;
         };
@@ -616,23 +626,31 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
 
             kResultFalse
         }
+        })
     }
 
     unsafe fn onWheel(&self, _distance: f32) -> tresult {
+        host_call("onWheel", vst3::Steinberg::kResultFalse, || {
         // We'll let the plugin use the OS' input mechanisms because not all DAWs (or very few
         // actually) implement these functions
         kNotImplemented
+        })
     }
 
     unsafe fn onKeyDown(&self, _key: char16, key_code: int16, modifiers: int16) -> tresult {
+        host_call("onKeyDown", vst3::Steinberg::kResultFalse, || {
         self.dispatch_virtual_key(key_code, true, modifiers)
+        })
     }
 
     unsafe fn onKeyUp(&self, _key: char16, key_code: int16, modifiers: int16) -> tresult {
+        host_call("onKeyUp", vst3::Steinberg::kResultFalse, || {
         self.dispatch_virtual_key(key_code, false, modifiers)
+        })
     }
 
     unsafe fn getSize(&self, size: *mut ViewRect) -> tresult {
+        host_call("getSize", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(size);
 
         let Some(editor) = self.editor.upgrade() else {
@@ -652,9 +670,11 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
         size.bottom = editor_size.height as i32;
 
         kResultOk
+        })
     }
 
     unsafe fn onSize(&self, new_size: *mut ViewRect) -> tresult {
+        host_call("onSize", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(new_size);
 
         let Some(inner) = self.inner.upgrade() else {
@@ -689,13 +709,17 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
         } else {
             kResultFalse
         }
+        })
     }
 
     unsafe fn onFocus(&self, _state: TBool) -> tresult {
+        host_call("onFocus", vst3::Steinberg::kResultFalse, || {
         kNotImplemented
+        })
     }
 
     unsafe fn setFrame(&self, frame: *mut IPlugFrame) -> tresult {
+        host_call("setFrame", vst3::Steinberg::kResultFalse, || {
         let Some(inner) = self.inner.upgrade() else {
             return kResultFalse;
         };
@@ -725,9 +749,11 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
         }
 
         kResultOk
+        })
     }
 
     unsafe fn canResize(&self) -> tresult {
+        host_call("canResize", vst3::Steinberg::kResultFalse, || {
         let Some(editor) = self.editor.upgrade() else {
             return kResultFalse;
         };
@@ -738,9 +764,11 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
         } else {
             kResultFalse
         }
+        })
     }
 
     unsafe fn checkSizeConstraint(&self, rect: *mut ViewRect) -> tresult {
+        host_call("checkSizeConstraint", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(rect);
 
         let (width, height) =
@@ -782,11 +810,13 @@ impl<P: Vst3Plugin> IPlugViewTrait for WrapperView<P> {
         } else {
             kResultFalse
         }
+        })
     }
 }
 
 impl<P: Vst3Plugin> IPlugViewContentScaleSupportTrait for WrapperView<P> {
     unsafe fn setContentScaleFactor(&self, scale_factor: ScaleFactor) -> tresult {
+        host_call("setContentScaleFactor", vst3::Steinberg::kResultFalse, || {
         let Some(inner) = self.inner.upgrade() else {
             return kResultFalse;
         };
@@ -817,12 +847,14 @@ impl<P: Vst3Plugin> IPlugViewContentScaleSupportTrait for WrapperView<P> {
         } else {
             kResultFalse
         }
+        })
     }
 }
 
 #[cfg(all(target_family = "unix", not(target_os = "macos")))]
 impl<P: Vst3Plugin> IEventHandlerTrait for RunLoopEventHandler<P> {
     unsafe fn onFDIsSet(&self, _fd: FileDescriptor) {
+        host_call("onFDIsSet", (), || {
         // There should be a one-to-one correlation to bytes being written to `self.socket_read_fd`
         // and events being pushed to `self.tasks`, but because the process of pushing a task and
         // notifying this thread through the socket is not atomic we can't reliably just read a byte
@@ -858,6 +890,7 @@ impl<P: Vst3Plugin> IEventHandlerTrait for RunLoopEventHandler<P> {
                 inner.execute(task, true);
             }
         }
+        })
     }
 }
 

@@ -45,6 +45,7 @@ use super::inner::{ProcessEvent, WrapperInner};
 use super::note_expressions;
 use super::util::{VST3_MIDI_CCS, VST3_MIDI_NUM_PARAMS, VST3_MIDI_PARAMS_START, u16strlcpy};
 use super::util::{VST3_MIDI_CHANNELS, VST3_MIDI_PARAMS_END};
+use crate::wrapper::util::host_call;
 use crate::util::permit_alloc;
 use crate::wrapper::state;
 use crate::wrapper::util::buffer_management::{BufferManager, ChannelPointers};
@@ -105,25 +106,33 @@ impl<P: Vst3Plugin> Drop for Wrapper<P> {
 
 impl<P: Vst3Plugin> IPluginBaseTrait for Wrapper<P> {
     unsafe fn initialize(&self, _context: *mut FUnknown) -> tresult {
+        host_call("initialize", vst3::Steinberg::kResultFalse, || {
         // We currently don't need or allow any initialization logic
         kResultOk
+        })
     }
 
     unsafe fn terminate(&self) -> tresult {
+        host_call("terminate", vst3::Steinberg::kResultFalse, || {
         kResultOk
+        })
     }
 }
 
 impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
     unsafe fn getControllerClassId(&self, _class_id: *mut TUID) -> tresult {
+        host_call("getControllerClassId", vst3::Steinberg::kResultFalse, || {
         // We won't separate the edit controller to keep the implementation a bit smaller
         kNoInterface
+        })
     }
 
     unsafe fn setIoMode(&self, _mode: IoMode) -> tresult {
+        host_call("setIoMode", vst3::Steinberg::kResultFalse, || {
         // Not quite sure what the point of this is when the processing setup also receives similar
         // information
         kResultOk
+        })
     }
 
     unsafe fn getBusCount(
@@ -131,6 +140,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
         type_: vst3::Steinberg::Vst::MediaType,
         dir: vst3::Steinberg::Vst::BusDirection,
     ) -> int32 {
+        host_call("getBusCount", 0, || {
         let current_audio_io_layout = self.inner.current_audio_io_layout.load();
 
         // A plugin has a main input and output bus if the default number of channels is non-zero,
@@ -170,6 +180,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             }
             _ => 0,
         }
+        })
     }
 
     unsafe fn getBusInfo(
@@ -179,6 +190,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
         index: int32,
         info: *mut vst3::Steinberg::Vst::BusInfo,
     ) -> tresult {
+        host_call("getBusInfo", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(info);
 
         let current_audio_io_layout = self.inner.current_audio_io_layout.load();
@@ -302,6 +314,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             }
             _ => kInvalidArgument,
         }
+        })
     }
 
     unsafe fn getRoutingInfo(
@@ -309,6 +322,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
         in_info: *mut vst3::Steinberg::Vst::RoutingInfo,
         out_info: *mut vst3::Steinberg::Vst::RoutingInfo,
     ) -> tresult {
+        host_call("getRoutingInfo", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(in_info, out_info);
 
         let current_audio_io_layout = self.inner.current_audio_io_layout.load();
@@ -343,6 +357,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             }
             _ => kResultFalse,
         }
+        })
     }
 
     unsafe fn activateBus(
@@ -352,6 +367,7 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
         index: int32,
         _state: TBool,
     ) -> tresult {
+        host_call("activateBus", vst3::Steinberg::kResultFalse, || {
         let current_audio_io_layout = self.inner.current_audio_io_layout.load();
 
         // We don't support this, but the validator will get very angry with us if we let it know
@@ -401,9 +417,11 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             }
             _ => kInvalidArgument,
         }
+        })
     }
 
     unsafe fn setActive(&self, state: TBool) -> tresult {
+        host_call("setActive", vst3::Steinberg::kResultFalse, || {
         // We could call activate in `IAudioProcessor::setup_processing()`, but REAPER will set
         // the bus arrangements between that function and this function. So to be able to handle
         // custom channel layout overrides we need to activate here.
@@ -504,9 +522,11 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
                 kResultOk
             }
         }
+        })
     }
 
     unsafe fn setState(&self, state: *mut IBStream) -> tresult {
+        host_call("setState", vst3::Steinberg::kResultFalse, || {
         use vst3::Steinberg::IBStream_::IStreamSeekMode_::*;
 
         check_null_ptr!(state);
@@ -582,9 +602,11 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
             }
             None => kResultFalse,
         }
+        })
     }
 
     unsafe fn getState(&self, state: *mut IBStream) -> tresult {
+        host_call("getState", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(state);
 
         let state = unsafe { ComRef::from_raw(state).unwrap() };
@@ -618,37 +640,47 @@ impl<P: Vst3Plugin> IComponentTrait for Wrapper<P> {
                 kResultFalse
             }
         }
+        })
     }
 }
 
 impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
     unsafe fn setComponentState(&self, _state: *mut IBStream) -> tresult {
+        host_call("setComponentState", vst3::Steinberg::kResultFalse, || {
         // We have a single file component, so we don't need to do anything here
         kResultOk
+        })
     }
 
     unsafe fn setState(&self, _state: *mut IBStream) -> tresult {
+        host_call("setState", vst3::Steinberg::kResultFalse, || {
         // We don't store any separate state here. The plugin's state will have been restored
         // through the component. Calling that same function here will likely lead to duplicate
         // state restores
         kResultOk
+        })
     }
 
     unsafe fn getState(&self, _state: *mut IBStream) -> tresult {
+        host_call("getState", vst3::Steinberg::kResultFalse, || {
         // Same for this function
         kResultOk
+        })
     }
 
     unsafe fn getParameterCount(&self) -> int32 {
+        host_call("getParameterCount", 0, || {
         // We need to add a whole bunch of parameters if the plugin accepts MIDI CCs
         if P::MIDI_INPUT >= MidiConfig::MidiCCs {
             self.inner.param_hashes.len() as i32 + VST3_MIDI_NUM_PARAMS as i32
         } else {
             self.inner.param_hashes.len() as i32
         }
+        })
     }
 
     unsafe fn getParameterInfo(&self, param_index: int32, info: *mut ParameterInfo) -> tresult {
+        host_call("getParameterInfo", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(info);
 
         if param_index < 0 || param_index > unsafe { self.getParameterCount() } {
@@ -712,6 +744,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
         }
 
         kResultOk
+        })
     }
 
     unsafe fn getParamStringByValue(
@@ -720,6 +753,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
         value_normalized: ParamValue,
         string: *mut String128,
     ) -> tresult {
+        host_call("getParamStringByValue", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(string);
 
         let dest = unsafe { &mut *(string) };
@@ -739,6 +773,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
             }
             _ => kInvalidArgument,
         }
+        })
     }
 
     unsafe fn getParamValueByString(
@@ -747,6 +782,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
         string: *mut TChar,
         value_normalized: *mut ParamValue,
     ) -> tresult {
+        host_call("getParamValueByString", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(string, value_normalized);
 
         let string = match unsafe { U16CStr::from_ptr_str(string as *const u16).to_string() } {
@@ -766,6 +802,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
             }
             _ => kInvalidArgument,
         }
+        })
     }
 
     unsafe fn normalizedParamToPlain(
@@ -773,27 +810,34 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
         id: ParamID,
         value_normalized: ParamValue,
     ) -> ParamValue {
+        host_call("normalizedParamToPlain", 0.0, || {
         match self.inner.param_by_hash.get(&id) {
             Some(param_ptr) => unsafe { param_ptr.preview_plain(value_normalized as f32) as f64 },
             _ => value_normalized,
         }
+        })
     }
 
     unsafe fn plainParamToNormalized(&self, id: ParamID, plain_value: ParamValue) -> ParamValue {
+        host_call("plainParamToNormalized", 0.0, || {
         match self.inner.param_by_hash.get(&id) {
             Some(param_ptr) => unsafe { param_ptr.preview_normalized(plain_value as f32) as f64 },
             _ => plain_value,
         }
+        })
     }
 
     unsafe fn getParamNormalized(&self, id: ParamID) -> ParamValue {
+        host_call("getParamNormalized", 0.0, || {
         match self.inner.param_by_hash.get(&id) {
             Some(param_ptr) => unsafe { param_ptr.modulated_normalized_value() as f64 },
             _ => 0.5,
         }
+        })
     }
 
     unsafe fn setParamNormalized(&self, id: ParamID, value: ParamValue) -> tresult {
+        host_call("setParamNormalized", vst3::Steinberg::kResultFalse, || {
         // If the plugin is currently processing audio, then this parameter change will also be sent
         // to the process function
         if self.inner.is_processing.load(Ordering::SeqCst) {
@@ -807,16 +851,20 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
             .map(|c| c.sample_rate);
         self.inner
             .set_normalized_value_by_hash(id, value as f32, sample_rate)
+        })
     }
 
     unsafe fn setComponentHandler(&self, handler: *mut IComponentHandler) -> tresult {
+        host_call("setComponentHandler", vst3::Steinberg::kResultFalse, || {
         *self.inner.component_handler.borrow_mut() =
             unsafe { ComRef::from_raw(handler) }.map(|r| r.to_com_ptr());
 
         kResultOk
+        })
     }
 
     unsafe fn createView(&self, _name: FIDString) -> *mut IPlugView {
+        host_call("createView", std::ptr::null_mut(), || {
         #[cfg(not(feature = "editor"))]
         return std::ptr::null_mut();
 
@@ -839,6 +887,7 @@ impl<P: Vst3Plugin> IEditControllerTrait for Wrapper<P> {
             }
             None => std::ptr::null_mut(),
         }
+        })
     }
 }
 
@@ -850,6 +899,7 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
         outputs: *mut SpeakerArrangement,
         num_outs: int32,
     ) -> tresult {
+        host_call("setBusArrangements", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(inputs, outputs);
 
         // Why are these signed integers again?
@@ -931,6 +981,7 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
             }
             None => kResultFalse,
         }
+        })
     }
 
     unsafe fn getBusArrangement(
@@ -939,6 +990,7 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
         index: i32,
         arr: *mut SpeakerArrangement,
     ) -> tresult {
+        host_call("getBusArrangement", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(arr);
 
         let channel_count_to_map = |count| match count {
@@ -990,22 +1042,28 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
         unsafe { *arr = channel_map };
 
         kResultOk
+        })
     }
 
     unsafe fn canProcessSampleSize(&self, symbolic_sample_size: int32) -> tresult {
+        host_call("canProcessSampleSize", vst3::Steinberg::kResultFalse, || {
         if symbolic_sample_size == K_SYMBOLIC_SAMPLE_SIZE_32 {
             kResultOk
         } else {
             kResultFalse
         }
+        })
     }
 
     unsafe fn getLatencySamples(&self) -> uint32 {
+        host_call("getLatencySamples", 0, || {
         self.inner.latency_unreported.store(false, Ordering::SeqCst);
         self.inner.current_latency.load(Ordering::SeqCst)
+        })
     }
 
     unsafe fn setupProcessing(&self, setup: *mut ProcessSetup) -> tresult {
+        host_call("setupProcessing", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(setup);
 
         // There's no special handling for offline processing at the moment
@@ -1045,9 +1103,11 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
         // still change the channel layouts at this point
 
         kResultOk
+        })
     }
 
     unsafe fn setProcessing(&self, state: TBool) -> tresult {
+        host_call("setProcessing", vst3::Steinberg::kResultFalse, || {
         let state = state != 0;
 
         // Always reset the processing status when the plugin gets activated or deactivated
@@ -1083,11 +1143,13 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
 
         // We don't have any special handling for suspending and resuming plugins, yet
         kResultOk
+        })
     }
 
     // Clippy doesn't understand our `event_start_idx`
     #[allow(clippy::mut_range_bound)]
     unsafe fn process(&self, data: *mut ProcessData) -> tresult {
+        host_call("process", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(data);
 
         // Panic on allocations if the `assert_process_allocs` feature has been enabled, and make
@@ -1691,15 +1753,18 @@ impl<P: Vst3Plugin> IAudioProcessorTrait for Wrapper<P> {
 
             result
         })
+        })
     }
 
     unsafe fn getTailSamples(&self) -> uint32 {
+        host_call("getTailSamples", 0, || {
         // https://github.com/steinbergmedia/vst3_pluginterfaces/blob/2ad397ade5b51007860bedb3b01b8afd2c5f6fba/vst/ivstaudioprocessor.h#L145-L159
         match self.inner.last_process_status.load() {
             ProcessStatus::Tail(samples) => samples,
             ProcessStatus::KeepAlive => u32::MAX, // kInfiniteTail
             _ => 0,                               // kNoTail
         }
+        })
     }
 }
 
@@ -1711,6 +1776,7 @@ impl<P: Vst3Plugin> IMidiMappingTrait for Wrapper<P> {
         midi_cc_number: CtrlNumber,
         param_id: *mut ParamID,
     ) -> tresult {
+        host_call("getMidiControllerAssignment", vst3::Steinberg::kResultFalse, || {
         if P::MIDI_INPUT < MidiConfig::MidiCCs
             || bus_index != 0
             || !(0..VST3_MIDI_CHANNELS as i16).contains(&channel)
@@ -1729,17 +1795,20 @@ impl<P: Vst3Plugin> IMidiMappingTrait for Wrapper<P> {
         };
 
         kResultOk
+        })
     }
 }
 
 impl<P: Vst3Plugin> INoteExpressionControllerTrait for Wrapper<P> {
     unsafe fn getNoteExpressionCount(&self, bus_idx: int32, _channel: int16) -> int32 {
+        host_call("getNoteExpressionCount", 0, || {
         // Apparently you need to define the predefined note expressions. Thanks VST3.
         if P::MIDI_INPUT >= MidiConfig::Basic && bus_idx == 0 {
             note_expressions::KNOWN_NOTE_EXPRESSIONS.len() as i32
         } else {
             0
         }
+        })
     }
 
     unsafe fn getNoteExpressionInfo(
@@ -1749,6 +1818,7 @@ impl<P: Vst3Plugin> INoteExpressionControllerTrait for Wrapper<P> {
         note_expression_idx: int32,
         info: *mut NoteExpressionTypeInfo,
     ) -> tresult {
+        host_call("getNoteExpressionInfo", vst3::Steinberg::kResultFalse, || {
         if P::MIDI_INPUT < MidiConfig::Basic
             || bus_idx != 0
             || !(0..note_expressions::KNOWN_NOTE_EXPRESSIONS.len() as i32)
@@ -1781,6 +1851,7 @@ impl<P: Vst3Plugin> INoteExpressionControllerTrait for Wrapper<P> {
         info.flags = 1 << 2; // kIsAbsolute
 
         kResultOk
+        })
     }
 
     unsafe fn getNoteExpressionStringByValue(
@@ -1791,7 +1862,9 @@ impl<P: Vst3Plugin> INoteExpressionControllerTrait for Wrapper<P> {
         _value: NoteExpressionValue,
         _string: *mut String128,
     ) -> tresult {
+        host_call("getNoteExpressionStringByValue", vst3::Steinberg::kResultFalse, || {
         kResultFalse
+        })
     }
 
     unsafe fn getNoteExpressionValueByString(
@@ -1802,28 +1875,35 @@ impl<P: Vst3Plugin> INoteExpressionControllerTrait for Wrapper<P> {
         _string: *const TChar,
         _value: *mut NoteExpressionValue,
     ) -> tresult {
+        host_call("getNoteExpressionValueByString", vst3::Steinberg::kResultFalse, || {
         kResultFalse
+        })
     }
 }
 
 impl<P: Vst3Plugin> IProcessContextRequirementsTrait for Wrapper<P> {
     #[allow(clippy::unnecessary_cast)]
     unsafe fn getProcessContextRequirements(&self) -> uint32 {
+        host_call("getProcessContextRequirements", 0, || {
         (IProcessContextRequirements_::Flags_::kNeedProjectTimeMusic
             | IProcessContextRequirements_::Flags_::kNeedBarPositionMusic
             | IProcessContextRequirements_::Flags_::kNeedCycleMusic
             | IProcessContextRequirements_::Flags_::kNeedTimeSignature
             | IProcessContextRequirements_::Flags_::kNeedTempo
             | IProcessContextRequirements_::Flags_::kNeedTransportState) as u32
+        })
     }
 }
 
 impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
     unsafe fn getUnitCount(&self) -> int32 {
+        host_call("getUnitCount", 0, || {
         self.inner.param_units.len() as i32
+        })
     }
 
     unsafe fn getUnitInfo(&self, unit_index: int32, info: *mut UnitInfo) -> tresult {
+        host_call("getUnitInfo", vst3::Steinberg::kResultFalse, || {
         check_null_ptr!(info);
 
         match self.inner.param_units.info(unit_index as usize) {
@@ -1840,11 +1920,14 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
             }
             None => kInvalidArgument,
         }
+        })
     }
 
     unsafe fn getProgramListCount(&self) -> int32 {
+        host_call("getProgramListCount", 0, || {
         // TODO: Do we want program lists? Probably not, CLAP doesn't even support them.
         0
+        })
     }
 
     unsafe fn getProgramListInfo(
@@ -1852,7 +1935,9 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _list_index: int32,
         _info: *mut ProgramListInfo,
     ) -> tresult {
+        host_call("getProgramListInfo", vst3::Steinberg::kResultFalse, || {
         kInvalidArgument
+        })
     }
 
     unsafe fn getProgramName(
@@ -1861,7 +1946,9 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _program_index: int32,
         _name: *mut String128,
     ) -> tresult {
+        host_call("getProgramName", vst3::Steinberg::kResultFalse, || {
         kInvalidArgument
+        })
     }
 
     unsafe fn getProgramInfo(
@@ -1871,12 +1958,16 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _attribute_id: CString,
         _attribute_value: *mut String128,
     ) -> tresult {
+        host_call("getProgramInfo", vst3::Steinberg::kResultFalse, || {
         kInvalidArgument
+        })
     }
 
     unsafe fn hasProgramPitchNames(&self, _id: ProgramListID, _index: int32) -> tresult {
+        host_call("hasProgramPitchNames", vst3::Steinberg::kResultFalse, || {
         // TODO: Support note names once someone requests it
         kInvalidArgument
+        })
     }
 
     unsafe fn getProgramPitchName(
@@ -1886,16 +1977,22 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _pitch: int16,
         _name: *mut String128,
     ) -> tresult {
+        host_call("getProgramPitchName", vst3::Steinberg::kResultFalse, || {
         kInvalidArgument
+        })
     }
 
     unsafe fn getSelectedUnit(&self) -> UnitID {
+        host_call("getSelectedUnit", 0, || {
         // No! Steinberg! I don't want any of this! I just want to group parameters!
         kRootUnitId
+        })
     }
 
     unsafe fn selectUnit(&self, _id: UnitID) -> tresult {
+        host_call("selectUnit", vst3::Steinberg::kResultFalse, || {
         kResultFalse
+        })
     }
 
     unsafe fn getUnitByBus(
@@ -1906,8 +2003,10 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _channel: int32,
         _unit_id: *mut UnitID,
     ) -> tresult {
+        host_call("getUnitByBus", vst3::Steinberg::kResultFalse, || {
         // Stahp it!
         kResultFalse
+        })
     }
 
     unsafe fn setUnitProgramData(
@@ -1916,12 +2015,15 @@ impl<P: Vst3Plugin> IUnitInfoTrait for Wrapper<P> {
         _program_idx: int32,
         _data: *mut IBStream,
     ) -> tresult {
+        host_call("setUnitProgramData", vst3::Steinberg::kResultFalse, || {
         kInvalidArgument
+        })
     }
 }
 
 impl<P: Vst3Plugin> IInfoListenerTrait for Wrapper<P> {
     unsafe fn setChannelContextInfos(&self, list: *mut IAttributeList) -> tresult {
+        host_call("setChannelContextInfos", vst3::Steinberg::kResultFalse, || {
         #[cfg(not(feature = "editor"))]
         {
             let _ = list;
@@ -1983,6 +2085,7 @@ impl<P: Vst3Plugin> IInfoListenerTrait for Wrapper<P> {
 
             kResultOk
         }
+        })
     }
 }
 
