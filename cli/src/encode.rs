@@ -167,6 +167,42 @@ pub struct StemWriter {
     /// Integer samples, interleaved, for the block being written.
     scratch: Vec<i32>,
     clipped_samples: u64,
+    /// The complete partial file belongs to a [`FinishedStem`] now (which renames or removes
+    /// it); until then this writer removes it when dropped.
+    is_handed_over: bool,
+}
+
+/// A stem file written completely under its temporary name, waiting for [`FinishedStem::commit`]
+/// to give it its final name. Dropped without that (another stem failed), it is removed, so a
+/// failed input never leaves a `.NAME.partial` file behind.
+pub struct FinishedStem {
+    partial_path: PathBuf,
+    final_path: PathBuf,
+    is_committed: bool,
+}
+
+impl FinishedStem {
+    /// Renames the file to its final name (replacing a file of that name). On failure the
+    /// temporary file is removed.
+    pub fn commit(mut self) -> Result<PathBuf, String> {
+        std::fs::rename(&self.partial_path, &self.final_path).map_err(|e| {
+            format!(
+                "cannot write {}: {}",
+                self.final_path.display(),
+                io_reason(&e)
+            )
+        })?;
+        self.is_committed = true;
+        Ok(self.final_path.clone())
+    }
+}
+
+impl Drop for FinishedStem {
+    fn drop(&mut self) {
+        if !self.is_committed {
+            let _ = std::fs::remove_file(&self.partial_path);
+        }
+    }
 }
 
 impl StemWriter {
@@ -186,6 +222,13 @@ impl StemWriter {
         let partial_path = final_path.with_file_name(format!(".{file_name}.partial"));
         let reason =
             |e: std::io::Error| format!("cannot write {}: {}", final_path.display(), io_reason(&e));
+        // Found now, not after the separation when the file could not be renamed.
+        if final_path.is_dir() {
+            return Err(format!(
+                "cannot write {}: a folder has that name",
+                final_path.display()
+            ));
+        }
         let file = BufWriter::with_capacity(1 << 16, File::create(&partial_path).map_err(reason)?);
         let encoder = match format {
             OutputFormat::Wav => {
@@ -226,6 +269,7 @@ impl StemWriter {
             final_path: final_path.to_path_buf(),
             scratch: Vec::new(),
             clipped_samples: 0,
+            is_handed_over: false,
         })
     }
 
@@ -297,8 +341,10 @@ impl StemWriter {
         }
     }
 
-    /// Completes the file (headers, last frames) and gives it its final name.
-    pub fn finish(mut self) -> Result<PathBuf, String> {
+    /// Completes the file (headers, last frames) under its temporary name; [`FinishedStem::commit`]
+    /// gives it its final name once every stem of the input is complete. On failure the
+    /// temporary file is removed.
+    pub fn finalize(mut self) -> Result<FinishedStem, String> {
         let path = self.final_path.clone();
         let error = |e: String| format!("cannot write {}: {e}", path.display());
         match self.encoder.take() {
@@ -306,19 +352,23 @@ impl StemWriter {
             Some(Encoder::Flac(mut thread)) => thread.join().map_err(error)?,
             None => return Err(error("the file was already finished".into())),
         }
-        std::fs::rename(&self.partial_path, &self.final_path).map_err(|e| error(io_reason(&e)))?;
-        Ok(path)
+        self.is_handed_over = true;
+        Ok(FinishedStem {
+            partial_path: self.partial_path.clone(),
+            final_path: self.final_path.clone(),
+            is_committed: false,
+        })
     }
 }
 
 impl Drop for StemWriter {
-    /// An unfinished stem (an error stopped the run) is deleted.
+    /// An unfinished stem (an error stopped the run, or finishing it failed) is deleted.
     fn drop(&mut self) {
-        if let Some(encoder) = self.encoder.take() {
-            if let Encoder::Flac(mut thread) = encoder {
-                // Stops the thread (it completes the file it is about to lose) before removal.
-                let _ = thread.join();
-            }
+        if let Some(Encoder::Flac(mut thread)) = self.encoder.take() {
+            // Stops the thread (it completes the file it is about to lose) before removal.
+            let _ = thread.join();
+        }
+        if !self.is_handed_over {
             let _ = std::fs::remove_file(&self.partial_path);
         }
     }
@@ -500,7 +550,7 @@ mod tests {
             for (l, r) in left.chunks(777).zip(right.chunks(777)) {
                 writer.write(l, r).unwrap();
             }
-            writer.finish().unwrap();
+            writer.finalize().unwrap().commit().unwrap();
 
             let mut decoder = crate::decode::AudioDecoder::open(&path).unwrap();
             assert_eq!(decoder.info().integer_bits, Some(u32::from(bits)));
@@ -523,6 +573,56 @@ mod tests {
                 "{num_frames} frames, {num_channels} channels"
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn no_partial_file_is_left_when_a_stem_is_not_committed_or_cannot_be() {
+        let dir =
+            std::env::temp_dir().join(format!("stemflow-encode-partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let partials = || -> Vec<_> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".partial"))
+                .collect()
+        };
+        let write = |name: &str| {
+            let mut writer = StemWriter::create(
+                &dir.join(name),
+                OutputFormat::Wav,
+                BitDepth::Int16,
+                44_100,
+                2,
+            )
+            .unwrap();
+            writer.write(&[0.1; 64], &[0.2; 64]).unwrap();
+            writer
+        };
+        // Completed but dropped (another stem of the input failed).
+        drop(write("drums.wav").finalize().unwrap());
+        assert_eq!(partials(), Vec::<String>::new());
+        assert!(!dir.join("drums.wav").exists());
+        // A folder took the final name after the writer was created.
+        let writer = write("bass.wav");
+        std::fs::create_dir(dir.join("bass.wav")).unwrap();
+        let error = writer.finalize().unwrap().commit().unwrap_err();
+        assert!(error.contains("bass.wav"), "{error}");
+        assert_eq!(partials(), Vec::<String>::new());
+        // A folder that has the name already: refused before anything is written.
+        let error = StemWriter::create(
+            &dir.join("bass.wav"),
+            OutputFormat::Wav,
+            BitDepth::Int16,
+            44_100,
+            2,
+        )
+        .err()
+        .unwrap();
+        assert!(error.contains("a folder has that name"), "{error}");
+        assert_eq!(partials(), Vec::<String>::new());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

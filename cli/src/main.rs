@@ -11,6 +11,7 @@ mod bench;
 mod decode;
 mod demo;
 mod devices;
+mod disk_space;
 mod encode;
 mod engine_log;
 mod error;

@@ -11,7 +11,7 @@ use symphonia::core::audio::{AudioBufferRef, SampleBuffer};
 use symphonia::core::codecs::{Decoder as SymphoniaDecoder, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::{FormatOptions, FormatReader};
-use symphonia::core::io::MediaSourceStream;
+use symphonia::core::io::{MediaSource, MediaSourceStream, ReadOnlySource};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::SampleFormat;
@@ -25,7 +25,11 @@ fn container_name(path: &Path) -> Option<&'static str> {
     let mut head = [0u8; 12];
     let mut file = File::open(path).ok()?;
     let read = file.read(&mut head).ok()?;
-    let head = &head[..read];
+    container_of(&head[..read])
+}
+
+/// The container that bytes at the start of a file announce.
+fn container_of(head: &[u8]) -> Option<&'static str> {
     if head.len() >= 8 && &head[4..8] == b"ftyp" {
         Some("M4A/MP4")
     } else if head.starts_with(b"RIFF") {
@@ -128,33 +132,80 @@ pub struct AudioDecoder {
 /// not damage but a file Stemflow does not understand.
 const MAX_GAP_FRAMES: u64 = 480_000;
 
-/// A piped input copied to a temporary file (removed when dropped).
+/// What is read of a pipe before deciding how to decode it: enough for every container's
+/// signature.
+const PIPE_HEAD_BYTES: usize = 64 << 10;
+/// The longest M4A/MP4 or AIFF input taken from a pipe: these are copied to a temporary file
+/// first (they need seeking), and a pipe may never end.
+const MAX_SPOOLED_BYTES: u64 = 4 << 30;
+
+/// A piped input copied to a temporary file (removed when dropped), for the containers that
+/// need seeking: M4A/MP4 (its index may come last) and AIFF (its length is read from its chunk
+/// list). Other pipes are decoded as they arrive.
 struct SpooledPipe {
     path: std::path::PathBuf,
 }
 
 impl SpooledPipe {
-    /// Copies everything `pipe` delivers to a new temporary file.
-    fn read(pipe: &Path) -> Result<Self, String> {
+    /// Copies `head` and what follows of `pipe` to a new temporary file, up to
+    /// [`MAX_SPOOLED_BYTES`] and never leaving the temporary folder's disk with less than the
+    /// reserve free ([`crate::disk_space`]).
+    fn read(head: &[u8], mut pipe: File, container: &str) -> Result<Self, String> {
+        use std::io::{Read, Write};
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
+        let folder = std::env::temp_dir();
+        let path = folder.join(format!(
             "stemflow-pipe-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        // From here on the copy is removed whatever happens.
         let spooled = Self { path };
-        let mut source = File::open(pipe).map_err(|e| io_reason(&e))?;
-        let mut copy = File::create(&spooled.path).map_err(|e| {
+        let cannot_copy = |e: std::io::Error| {
             format!(
                 "cannot copy the pipe to {}: {}",
                 spooled.path.display(),
                 io_reason(&e)
             )
+        };
+        let mut copy = File::create(&spooled.path).map_err(cannot_copy)?;
+        let mut disk = crate::disk_space::DiskGuard::new(&folder).map_err(|e| {
+            format!("cannot copy the pipe ({container} is read from a temporary copy): {e}")
         })?;
-        std::io::copy(&mut source, &mut copy)
-            .map_err(|e| format!("reading the pipe failed: {}", io_reason(&e)))?;
+        copy.write_all(head).map_err(cannot_copy)?;
+        let mut copied = head.len() as u64;
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            let read = match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("reading the pipe failed: {}", io_reason(&e))),
+            };
+            copied += read as u64;
+            if copied > MAX_SPOOLED_BYTES {
+                return Err(format!(
+                    "{container} from a pipe is copied to a temporary file first (it needs seeking), and this one passed {} GB, so it was stopped; save it to a file and separate the file",
+                    MAX_SPOOLED_BYTES >> 30
+                ));
+            }
+            disk.wrote(read as u64).map_err(|e| {
+                format!("stopped copying the pipe ({container} is read from a temporary copy): {e}")
+            })?;
+            copy.write_all(&chunk[..read]).map_err(cannot_copy)?;
+        }
         Ok(spooled)
     }
+}
+
+/// Reads up to `limit` bytes from the start of `pipe` (less when it ends first).
+fn read_head(pipe: &mut File, limit: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(limit);
+    pipe.take(limit as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("reading the pipe failed: {}", io_reason(&e)))?;
+    Ok(head)
 }
 
 impl Drop for SpooledPipe {
@@ -173,27 +224,59 @@ impl AudioDecoder {
         if metadata.is_dir() {
             return Err("is a folder, not an audio file".into());
         }
-        // A pipe (`<(cat song.wav)`, a FIFO) has no length and cannot seek, which several
-        // readers need: it is copied to a temporary file first, removed when decoding ends.
-        let spooled = if metadata.is_file() {
-            None
-        } else {
-            Some(SpooledPipe::read(path)?)
-        };
-        let path = spooled
-            .as_ref()
-            .map_or(path, |spooled| spooled.path.as_path());
-        if std::fs::metadata(path).map_or(0, |m| m.len()) == 0 {
-            return Err(if spooled.is_some() {
-                "the pipe delivered nothing".into()
-            } else {
-                "the file is empty".into()
-            });
+        if metadata.is_file() {
+            if metadata.len() == 0 {
+                return Err("the file is empty".into());
+            }
+            let file = File::open(path).map_err(|e| io_reason(&e))?;
+            return Self::open_source(Box::new(file), Some(path), None, None);
         }
-        let file = File::open(path).map_err(|e| io_reason(&e))?;
-        let stream = MediaSourceStream::new(Box::new(file), Default::default());
+        // A pipe (`<(cat song.wav)`, a FIFO, standard input) has no length and cannot seek. It is
+        // decoded as it arrives, so an endless one never fills the disk; only the containers
+        // that need seeking are copied to a temporary file first, within limits.
+        let mut pipe = File::open(path).map_err(|e| io_reason(&e))?;
+        let head = read_head(&mut pipe, PIPE_HEAD_BYTES)?;
+        if head.is_empty() {
+            return Err("the pipe delivered nothing".into());
+        }
+        let container = container_of(&head);
+        match container {
+            Some(container @ ("M4A/MP4" | "AIFF")) => {
+                let spooled = SpooledPipe::read(&head, pipe, container)?;
+                let file = File::open(&spooled.path).map_err(|e| io_reason(&e))?;
+                let copy = spooled.path.clone();
+                Self::open_source(Box::new(file), Some(&copy), None, Some(spooled))
+            }
+            _ => {
+                let stream =
+                    ReadOnlySource::new(std::io::Read::chain(std::io::Cursor::new(head), pipe));
+                Self::open_source(Box::new(stream), None, container, None)
+            }
+        }
+    }
+
+    /// Probes `source` and decodes its first packet. `path` is the file it reads (for the
+    /// readers that look at the file itself: AIFF's length, MP4's edit list); a pipe decoded as
+    /// it arrives has none, and `container` is what its first bytes announce.
+    fn open_source(
+        source: Box<dyn MediaSource>,
+        path: Option<&Path>,
+        container: Option<&'static str>,
+        spooled: Option<SpooledPipe>,
+    ) -> Result<Self, String> {
+        let stream = MediaSourceStream::new(source, Default::default());
         let mut hint = Hint::new();
-        if let Some(extension) = path.extension().and_then(|e| e.to_str()) {
+        let extension = match path {
+            Some(path) => path.extension().and_then(|e| e.to_str()),
+            None => container.and_then(|c| match c {
+                "WAV" => Some("wav"),
+                "FLAC" => Some("flac"),
+                "Ogg" => Some("ogg"),
+                "MP3" => Some("mp3"),
+                _ => None,
+            }),
+        };
+        if let Some(extension) = extension {
             hint.with_extension(extension);
         }
         let format_options = FormatOptions {
@@ -204,7 +287,7 @@ impl AudioDecoder {
             .format(&hint, stream, &format_options, &MetadataOptions::default())
             .map_err(|e| match e {
                 SymphoniaError::IoError(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    match container_name(path) {
+                    match path.and_then(container_name).or(container) {
                         Some(container) => format!(
                             "a truncated or damaged {container} file: it ends before its audio is described"
                         ),
@@ -238,8 +321,8 @@ impl AudioDecoder {
         if let Some(channels) = params.channels {
             check_channel_count(channels.count())?;
         }
-        let aiff_frames = aiff_num_frames(path);
-        let mp4_edit = mp4_audio_edit(path, params.sample_rate.unwrap_or(0));
+        let aiff_frames = path.and_then(aiff_num_frames);
+        let mp4_edit = path.and_then(|path| mp4_audio_edit(path, params.sample_rate.unwrap_or(0)));
         let is_pcm = codec.starts_with("pcm");
         let is_length_exact = is_pcm || codec == "flac";
         let is_float = matches!(

@@ -11,6 +11,7 @@ use super::new_folder::NewFolderGuard;
 use super::options::{Failure, SeparateOptions, Separated};
 use super::slot::SeparatorSlot;
 use crate::decode::io_reason;
+use crate::disk_space::DiskGuard;
 use crate::encode::{BitDepth, StemWriter};
 use crate::progress::{clock, Progress};
 
@@ -46,6 +47,10 @@ pub(super) fn separate_file(
             io_reason(&e)
         ))
     })?;
+    // The run stops before the disk is full (an endless pipe, an input too long for the disk).
+    let mut disk = DiskGuard::new(folder).map_err(Failure::Input)?;
+    let bytes_per_frame =
+        (options.stems.len() * info.num_channels) as u64 * u64::from(bit_depth.bits().div_ceil(8));
     // Every file is created before the long part starts, so an unwritable folder fails fast.
     let mut writers: Vec<(Stem, StemWriter)> = options
         .stems
@@ -100,6 +105,13 @@ pub(super) fn separate_file(
         info.sample_rate_hz,
     );
     let mut write = |frames: StemFrames<'_>| -> Result<(), Failure> {
+        disk.wrote(frames.num_frames() as u64 * bytes_per_frame)
+            .map_err(|reason| {
+                Failure::Input(format!(
+                    "stopped after {:.1} s of audio: {reason}; the stems begun were removed",
+                    frames.first_frame() as f64 / f64::from(info.sample_rate_hz)
+                ))
+            })?;
         for (stem, writer) in writers.iter_mut() {
             writer
                 .write(frames.channel(*stem, 0), frames.channel(*stem, 1))
@@ -159,7 +171,9 @@ pub(super) fn separate_file(
     }
     new_folder.keep();
 
-    let mut files = Vec::new();
+    // Every stem is completed before any gets its final name: an input whose last stem fails
+    // leaves none of its new stems, and no temporary file.
+    let mut finished = Vec::new();
     for (stem, writer) in writers {
         let clipped = writer.clipped_samples();
         if clipped > 0 {
@@ -170,8 +184,12 @@ pub(super) fn separate_file(
                 bit_depth.describe()
             );
         }
-        files.push(writer.finish().map_err(Failure::Input)?);
+        finished.push(writer.finalize().map_err(Failure::Input)?);
     }
+    let files = finished
+        .into_iter()
+        .map(|stem| stem.commit().map_err(Failure::Input))
+        .collect::<Result<Vec<_>, _>>()?;
     let audio_s = num_frames as f64 / info.sample_rate_hz as f64;
     let elapsed_s = elapsed.as_secs_f64();
     if !options.is_quiet() {
