@@ -456,3 +456,151 @@ fn a_manifest_never_overwrites_a_later_input() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A manifest of `count` songs of `seconds` each in `dir/songs/`.
+fn long_catalogue(dir: &Path, count: usize, seconds: f32) -> PathBuf {
+    let songs = dir.join("songs");
+    std::fs::create_dir_all(&songs).unwrap();
+    let frames = (seconds * 44_100.0) as usize;
+    let mut lines = Vec::new();
+    for i in 0..count {
+        let left = music(frames, 44_100, i);
+        let right = music(frames, 44_100, i + 7);
+        write_wav(
+            &songs.join(format!("s{i}.wav")),
+            44_100,
+            &[left, right],
+            16,
+            false,
+        );
+        lines.push(format!(r#"{{"input": "songs/s{i}.wav"}}"#));
+    }
+    let manifest = dir.join("list.jsonl");
+    std::fs::write(&manifest, lines.join("\n") + "\n").unwrap();
+    manifest
+}
+
+/// Starts `stemflow` with `args` (not waiting for it).
+fn spawn_stemflow(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_stemflow"))
+        .args(args)
+        .env_remove("STEMFLOW_ORT_LIB")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("stemflow runs")
+}
+
+#[test]
+fn two_workers_on_one_manifest_separate_each_input_once_and_neither_fails() {
+    let dir = scratch_dir("two-workers");
+    let manifest = long_catalogue(&dir, 6, 20.0);
+    let out = dir.join("stems");
+    let args = [
+        "separate",
+        "--manifest",
+        path_str(&manifest),
+        "-o",
+        path_str(&out),
+        "--json",
+    ];
+    // Started together, both go for s0 first.
+    let workers = [spawn_stemflow(&args), spawn_stemflow(&args)];
+    let outputs: Vec<_> = workers
+        .into_iter()
+        .map(|w| w.wait_with_output().unwrap())
+        .collect();
+    let mut separated = BTreeMap::<String, usize>::new();
+    for output in &outputs {
+        assert!(
+            output.status.success(),
+            "a worker failed: {}",
+            text(&output.stderr)
+        );
+        let lines = result_lines(&output.stdout);
+        assert_eq!(
+            lines.len(),
+            6,
+            "every input answered: {}",
+            text(&output.stdout)
+        );
+        for line in lines {
+            let status = line["status"].as_str().unwrap().to_owned();
+            assert!(status == "separated" || status == "skipped", "{line}");
+            if status == "separated" {
+                *separated
+                    .entry(line["input"].as_str().unwrap().into())
+                    .or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(
+        separated.len(),
+        6,
+        "each input separated by one of them: {separated:?}"
+    );
+    assert!(
+        separated.values().all(|&n| n == 1),
+        "an input separated twice: {separated:?}"
+    );
+    let said: String = outputs.iter().map(|o| text(&o.stderr)).collect();
+    assert!(
+        said.contains("being separated by another worker")
+            || said.contains("waiting for another worker"),
+        "neither worker met the other's claim:\n{said}"
+    );
+    for i in 0..6 {
+        let folder = out.join(format!("s{i}"));
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "bass.wav",
+                "drums.wav",
+                "other.wav",
+                "stemflow-result.json",
+                "vocals.wav"
+            ],
+            "s{i}: a complete set, no claim or partial file left"
+        );
+    }
+}
+
+#[test]
+fn a_killed_workers_claim_is_taken_over_by_the_next_worker() {
+    let dir = scratch_dir("killed-worker");
+    let manifest = long_catalogue(&dir, 1, 120.0);
+    let out = dir.join("stems");
+    let args = [
+        "separate",
+        "--manifest",
+        path_str(&manifest),
+        "-o",
+        path_str(&out),
+        "--json",
+    ];
+    let mut first = spawn_stemflow(&args);
+    let claim = out.join("s0/.stemflow-claim");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !claim.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first worker never claimed s0"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(claim.exists(), "a killed worker cannot remove its claim");
+    let second = run(&args);
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let lines = result_lines(&second.stdout);
+    assert_eq!(lines[0]["status"], "separated", "{}", text(&second.stdout));
+    assert!(!claim.exists(), "the second worker's claim is gone too");
+    let (_, vocals) = read_wav(&out.join("s0/vocals.wav"));
+    assert_eq!(vocals[0].len(), 120 * 44_100);
+}

@@ -5,9 +5,11 @@
 //! - `file.rs`: one input, from decoder to finished stem files;
 //! - `decode_ahead.rs`: each input decoded on its own thread, and the next one started early;
 //! - `manifest.rs`: catalogue input (`--manifest`, `--shard`); `record.rs`: the record that
-//!   makes a catalogue run resumable; `report.rs`: `--json` result lines.
+//!   makes a catalogue run resumable; `report.rs`: `--json` result lines;
+//! - `claim.rs`: one worker at a time on a stem folder, when several are handed one input.
 
 pub mod args;
+mod claim;
 mod decode_ahead;
 mod file;
 pub mod manifest;
@@ -17,14 +19,15 @@ mod record;
 mod report;
 mod slot;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::decode::io_reason;
 use crate::error::CliError;
 use args::{JobSource, SeparateArgs};
+use claim::{Claim, ClaimOutcome, Holder};
 use decode_ahead::PendingDecode;
 use file::{separate_file, stem_path};
 use manifest::{BadLine, Job};
@@ -124,8 +127,20 @@ pub fn separate_jobs(
         .collect();
     let mut num_jobs = 0;
     let mut num_failed = 0;
-    while let Some(job) = jobs.next() {
-        num_jobs += 1;
+    // Jobs whose folder another worker held when they came up: taken up again after the
+    // others, waiting for that worker if it is still at it.
+    let mut deferred: VecDeque<Job> = VecDeque::new();
+    loop {
+        let (job, is_deferred) = match jobs.next() {
+            Some(job) => (job, false),
+            None => match deferred.pop_front() {
+                Some(job) => (Ok(job), true),
+                None => break,
+            },
+        };
+        if !is_deferred {
+            num_jobs += 1;
+        }
         let started = Instant::now();
         let job = match job {
             Ok(job) => job,
@@ -173,6 +188,38 @@ pub fn separate_jobs(
             continue;
         }
         folders.insert(folder.clone(), input.clone());
+        // One worker at a time on a folder: another worker handed the same input (a retried
+        // pod, a second run of the same command) is waited for, or its input taken up after
+        // the others. The claim goes when this job ends, however it ends.
+        let may_defer = !is_deferred && !catalogue.is_streamed;
+        let (_claim, waited_for) = match claim_folder(&folder, input, may_defer) {
+            Ok(Some(claimed)) => claimed,
+            Ok(None) => {
+                folders.remove(&folder);
+                decoding_ahead = None;
+                deferred.push_back(job);
+                continue;
+            }
+            Err(Failure::Input(reason)) => {
+                fail(reason);
+                continue;
+            }
+            Err(failure) => return Err(failure),
+        };
+        // Separated by the worker this one waited for (a record says so when resumable).
+        if let (Some(other), false) = (&waited_for, catalogue.is_resumable) {
+            if let Some(files) = stems_written_since(&folder, options, other) {
+                crate::output::say_err!(
+                    "stemflow: {}: separated by the other worker meanwhile; skipped",
+                    input.display()
+                );
+                let mut report = JobReport::new(&job.given, Status::Skipped, &folder);
+                report.outputs = files;
+                report.seconds = started.elapsed().as_secs_f64();
+                report::print(catalogue, &report);
+                continue;
+            }
+        }
         let key = if catalogue.is_resumable {
             let identity = match &identity {
                 Some(identity) => identity.clone(),
@@ -294,6 +341,75 @@ pub fn separate_jobs(
         );
     }
     Ok(num_failed)
+}
+
+/// Claims `folder` for `input`'s job (see `claim.rs`). When another worker holds it: `None`
+/// when `may_defer` (the caller takes the job up later), otherwise waits for it, saying so once.
+/// Returns the claim and the worker waited for, if any.
+fn claim_folder(
+    folder: &Path,
+    input: &Path,
+    may_defer: bool,
+) -> Result<Option<(Claim, Option<Holder>)>, Failure> {
+    let mut waited_for: Option<Holder> = None;
+    let mut has_said = false;
+    loop {
+        let outcome = Claim::take(folder).map_err(|e| {
+            Failure::Input(format!(
+                "cannot claim {}: {}",
+                folder.display(),
+                io_reason(&e)
+            ))
+        })?;
+        let holder = match outcome {
+            ClaimOutcome::Taken(claim) => return Ok(Some((claim, waited_for))),
+            ClaimOutcome::Held(holder) => holder,
+        };
+        let who = holder.as_ref().map_or_else(
+            || "another worker".to_owned(),
+            |h| format!("another worker ({})", h.describe()),
+        );
+        if may_defer {
+            crate::output::say_err!(
+                "stemflow: {}: {} is being separated by {who}; back to it after the other inputs",
+                input.display(),
+                folder.display()
+            );
+            return Ok(None);
+        }
+        if !has_said {
+            crate::output::say_err!(
+                "stemflow: {}: waiting for {who}, which is separating it into {}",
+                input.display(),
+                folder.display()
+            );
+            has_said = true;
+        }
+        waited_for = holder.or(waited_for);
+        if let Some(signal) = crate::interrupt::received() {
+            return Err(Failure::Interrupted(signal));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The stem files of `options` in `folder`, when every one is there and was written after
+/// `other` claimed the folder: that worker separated it.
+fn stems_written_since(
+    folder: &Path,
+    options: &SeparateOptions,
+    other: &Holder,
+) -> Option<Vec<PathBuf>> {
+    let since = std::time::UNIX_EPOCH + Duration::from_secs(other.since_unix_s);
+    options
+        .stems
+        .iter()
+        .map(|&stem| {
+            let path = stem_path(folder, stem, options);
+            let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+            (modified >= since).then_some(path)
+        })
+        .collect()
 }
 
 /// The folder name for an input: its file name without the extension.
