@@ -434,3 +434,30 @@ fn a_panic_on_a_host_driven_path_fails_the_call_instead_of_aborting_the_host() {
         );
     }
 }
+
+/// `0013-gain-text-round-trip-at-minus-100-db`: a stem gain just above -100 dB was shown as
+/// "-100.0 dB", which reads back as silence (nice-plug parses -100 dB as -inf), so a host that
+/// stores values as text (or a user typing what they see) changed it; clap-validator's fuzz mode
+/// warns about it. Now what is shown reads back to a value shown the same.
+#[test]
+fn gain_text_reads_back_as_a_value_shown_the_same() {
+    let plugin =
+        ClapInstance::create(&plugin_path(), PLUGIN_ID, HostCapabilities::ALL).expect("instance");
+    let id = param_hash("vocals_gain");
+    // Normalized values around the -100 dB threshold, and across the range.
+    let values = (0..=2000)
+        .map(|i| 0.1166 + f64::from(i) * 0.000_001)
+        .chain((0..=100).map(|i| f64::from(i) / 100.0));
+    for value in values {
+        let text = plugin.value_to_text(id, value, 256).expect("value_to_text");
+        let c_text = std::ffi::CString::new(text.clone()).unwrap();
+        let read_back = plugin.text_to_value(id, &c_text).expect("text_to_value");
+        let again = plugin
+            .value_to_text(id, read_back, 256)
+            .expect("value_to_text");
+        assert_eq!(
+            again, text,
+            "{value} -> {text:?} -> {read_back} -> {again:?}"
+        );
+    }
+}

@@ -85,17 +85,17 @@ pub fn s2v_compression_ratio() -> Arc<dyn Fn(&str) -> Option<f32> + Send + Sync>
 pub fn v2s_f32_gain_to_db(digits: usize) -> Arc<dyn Fn(f32) -> String + Send + Sync> {
     let rounding_multiplier = 10u32.pow(digits as u32) as f32;
     Arc::new(move |value| {
-        if value < util::MINUS_INFINITY_GAIN {
+        let value_db = util::gain_to_db(value);
+        let rounded_db = (value_db * rounding_multiplier).round() / rounding_multiplier;
+        // A gain shown as -100.0 dB or less would read back as silence (`s2v_f32_gain_to_db`
+        // turns -100 dB into 0.0), so it is shown as what it reads back as.
+        if value < util::MINUS_INFINITY_GAIN || rounded_db <= util::MINUS_INFINITY_DB {
             String::from("-inf")
-        } else {
-            let value_db = util::gain_to_db(value);
-
+        } else if rounded_db == 0.0 {
             // See above
-            if (value_db * rounding_multiplier).round() / rounding_multiplier == 0.0 {
-                format!("{:.digits$}", 0.0)
-            } else {
-                format!("{value_db:.digits$}")
-            }
+            format!("{:.digits$}", 0.0)
+        } else {
+            format!("{value_db:.digits$}")
         }
     })
 }
