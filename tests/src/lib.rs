@@ -36,6 +36,7 @@
 
 pub mod artefacts;
 pub mod checks;
+pub mod clap_library;
 pub mod compare;
 pub mod fuzz;
 pub mod host;

@@ -8,16 +8,13 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use clap_sys::audio_buffer::clap_audio_buffer;
-use clap_sys::entry::clap_plugin_entry;
 use clap_sys::events::{clap_event_header, clap_input_events, clap_output_events};
 use clap_sys::ext::latency::{clap_host_latency, clap_plugin_latency, CLAP_EXT_LATENCY};
 use clap_sys::ext::render::{
     clap_plugin_render, CLAP_EXT_RENDER, CLAP_RENDER_OFFLINE, CLAP_RENDER_REALTIME,
 };
-use clap_sys::factory::plugin_factory::{clap_plugin_factory, CLAP_PLUGIN_FACTORY_ID};
 use clap_sys::host::clap_host;
 use clap_sys::plugin::clap_plugin;
 use clap_sys::process::clap_process;
@@ -30,40 +27,6 @@ pub struct HostCounters {
     pub restart_requests: AtomicUsize,
     /// `clap_host_latency::changed` calls.
     pub latency_changes: AtomicUsize,
-}
-
-/// The loaded library and its initialised entry, once per process (CLAP's `init` is called once).
-struct Library {
-    _library: libloading::Library,
-    entry: *const clap_plugin_entry,
-}
-
-// SAFETY: the entry is an immutable static of the loaded library, which stays loaded for the
-// whole process; CLAP allows its factory to be used from the main thread of any host.
-unsafe impl Send for Library {}
-// SAFETY: as above.
-unsafe impl Sync for Library {}
-
-fn library() -> &'static Library {
-    static LIBRARY: OnceLock<Library> = OnceLock::new();
-    LIBRARY.get_or_init(|| {
-        let path = crate::artefacts::plugin_path();
-        // SAFETY: loading the plugin under test; its initialisers are nice-plug's.
-        let library = unsafe { libloading::Library::new(&path) }.expect("cannot load the plugin");
-        // SAFETY: every CLAP plugin exports `clap_entry` as a `clap_plugin_entry`.
-        let entry: *const clap_plugin_entry = unsafe {
-            *library
-                .get::<*const clap_plugin_entry>(b"clap_entry\0")
-                .expect("no clap_entry")
-        };
-        let path = CString::new(path.to_string_lossy().as_bytes()).unwrap();
-        // SAFETY: `init` is called once, with the plugin's path, before anything else.
-        assert!(unsafe { ((*entry).init.unwrap())(path.as_ptr()) });
-        Library {
-            _library: library,
-            entry,
-        }
-    })
 }
 
 unsafe extern "C" fn host_get_extension(
@@ -157,7 +120,8 @@ pub struct RawPlugin {
 impl RawPlugin {
     /// Creates and initialises an instance of the plugin with CLAP id `plugin_id`.
     pub fn create(plugin_id: &str) -> Self {
-        let library = library();
+        let factory = crate::clap_library::factory(&crate::artefacts::plugin_path())
+            .unwrap_or_else(|e| panic!("{e}"));
         let counters = Box::new(HostCounters::default());
         let host = Box::new(clap_host {
             clap_version: CLAP_VERSION,
@@ -176,9 +140,6 @@ impl RawPlugin {
         // host outlives the plugin (both are owned by the returned value, the plugin destroyed
         // first).
         let plugin = unsafe {
-            let factory = ((*library.entry).get_factory.unwrap())(CLAP_PLUGIN_FACTORY_ID.as_ptr())
-                as *const clap_plugin_factory;
-            assert!(!factory.is_null(), "no plugin factory");
             let plugin = ((*factory).create_plugin.unwrap())(factory, &*host, id.as_ptr());
             assert!(
                 !plugin.is_null(),

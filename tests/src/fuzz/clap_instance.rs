@@ -9,13 +9,12 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use clap_sys::audio_buffer::clap_audio_buffer;
-use clap_sys::entry::clap_plugin_entry;
 use clap_sys::events::{clap_event_header, clap_input_events, clap_output_events};
 use clap_sys::ext::audio_ports::{
     clap_audio_port_info, clap_host_audio_ports, clap_plugin_audio_ports, CLAP_EXT_AUDIO_PORTS,
@@ -33,7 +32,6 @@ use clap_sys::ext::render::{clap_plugin_render, CLAP_EXT_RENDER};
 use clap_sys::ext::state::{clap_host_state, clap_plugin_state, CLAP_EXT_STATE};
 use clap_sys::ext::tail::{clap_host_tail, clap_plugin_tail, CLAP_EXT_TAIL};
 use clap_sys::ext::thread_check::{clap_host_thread_check, CLAP_EXT_THREAD_CHECK};
-use clap_sys::factory::plugin_factory::{clap_plugin_factory, CLAP_PLUGIN_FACTORY_ID};
 use clap_sys::host::clap_host;
 use clap_sys::id::clap_id;
 use clap_sys::plugin::clap_plugin;
@@ -42,6 +40,8 @@ use clap_sys::stream::{clap_istream, clap_ostream};
 use clap_sys::version::CLAP_VERSION;
 
 use super::events::EventList;
+use crate::clap_library::factory;
+pub use crate::clap_library::plugin_ids;
 
 /// Which host extensions the host offers the plugin (the plugin must cope with any subset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,86 +209,59 @@ unsafe extern "C" fn host_get_extension(
     // SAFETY: only our hosts are handed to the plugin; the id is NUL-terminated.
     let (data, id) = unsafe { (host_data(host), CStr::from_ptr(id)) };
     let caps = data.capabilities;
-    if caps.null_callbacks {
-        let offered: &[(bool, &CStr, *const c_void)] = &[
-            (
-                caps.latency,
-                CLAP_EXT_LATENCY,
-                &NULL_LATENCY as *const _ as *const c_void,
-            ),
-            (
-                caps.tail,
-                CLAP_EXT_TAIL,
-                &NULL_TAIL as *const _ as *const c_void,
-            ),
-            (
-                caps.state,
-                CLAP_EXT_STATE,
-                &NULL_STATE as *const _ as *const c_void,
-            ),
-            (
-                caps.params,
-                CLAP_EXT_PARAMS,
-                &NULL_PARAMS as *const _ as *const c_void,
-            ),
-            (
-                caps.audio_ports,
-                CLAP_EXT_AUDIO_PORTS,
-                &NULL_AUDIO_PORTS as *const _ as *const c_void,
-            ),
-            (
-                caps.audio_ports_config,
-                CLAP_EXT_AUDIO_PORTS_CONFIG,
-                &NULL_AUDIO_PORTS_CONFIG as *const _ as *const c_void,
-            ),
-            (
-                caps.thread_check,
-                CLAP_EXT_THREAD_CHECK,
-                &NULL_THREAD_CHECK as *const _ as *const c_void,
-            ),
-        ];
-        return offered
-            .iter()
-            .find(|(is_offered, ext_id, _)| *is_offered && *ext_id == id)
-            .map_or(null(), |(_, _, ext)| *ext);
-    }
-    let offered: &[(bool, &CStr, *const c_void)] = &[
+    // (offered, id, the working extension, a broken host's with null functions)
+    let offered: &[(bool, &CStr, *const c_void, *const c_void)] = &[
         (
             caps.latency,
             CLAP_EXT_LATENCY,
-            &LATENCY as *const _ as *const c_void,
+            ptr(&LATENCY),
+            ptr(&NULL_LATENCY),
         ),
-        (caps.tail, CLAP_EXT_TAIL, &TAIL as *const _ as *const c_void),
-        (
-            caps.state,
-            CLAP_EXT_STATE,
-            &STATE as *const _ as *const c_void,
-        ),
+        (caps.tail, CLAP_EXT_TAIL, ptr(&TAIL), ptr(&NULL_TAIL)),
+        (caps.state, CLAP_EXT_STATE, ptr(&STATE), ptr(&NULL_STATE)),
         (
             caps.params,
             CLAP_EXT_PARAMS,
-            &PARAMS as *const _ as *const c_void,
+            ptr(&PARAMS),
+            ptr(&NULL_PARAMS),
         ),
         (
             caps.audio_ports,
             CLAP_EXT_AUDIO_PORTS,
-            &AUDIO_PORTS as *const _ as *const c_void,
+            ptr(&AUDIO_PORTS),
+            ptr(&NULL_AUDIO_PORTS),
         ),
         (
             caps.audio_ports_config,
             CLAP_EXT_AUDIO_PORTS_CONFIG,
-            &AUDIO_PORTS_CONFIG as *const _ as *const c_void,
+            ptr(&AUDIO_PORTS_CONFIG),
+            ptr(&NULL_AUDIO_PORTS_CONFIG),
         ),
         (
             caps.thread_check,
             CLAP_EXT_THREAD_CHECK,
-            &THREAD_CHECK as *const _ as *const c_void,
+            ptr(&THREAD_CHECK),
+            ptr(&NULL_THREAD_CHECK),
         ),
     ];
     offered
         .iter()
-        .find(|(is_offered, ext_id, _)| *is_offered && *ext_id == id)
-        .map_or(null(), |(_, _, ext)| *ext)
+        .find(|(is_offered, ext_id, _, _)| *is_offered && *ext_id == id)
+        .map_or(
+            null(),
+            |&(_, _, working, broken)| {
+                if caps.null_callbacks {
+                    broken
+                } else {
+                    working
+                }
+            },
+        )
+}
+
+/// A static extension struct as the `void*` CLAP passes around.
+fn ptr<T>(extension: &'static T) -> *const c_void {
+    extension as *const T as *const c_void
 }
 
 unsafe extern "C" fn host_request_restart(host: *const clap_host) {
@@ -368,88 +341,6 @@ unsafe extern "C" fn host_is_main_thread(host: *const clap_host) -> bool {
 
 unsafe extern "C" fn host_is_audio_thread(_: *const clap_host) -> bool {
     IS_AUDIO_THREAD.with(Cell::get)
-}
-
-/// A loaded plugin library with its entry initialised (once per path and process; never
-/// unloaded, as a Rust plugin with threads cannot safely be).
-struct Library {
-    _library: libloading::Library,
-    entry: *const clap_plugin_entry,
-}
-
-// SAFETY: the entry is an immutable static of a library that stays loaded for the process; CLAP
-// allows its factory to be used from any host main thread.
-unsafe impl Send for Library {}
-// SAFETY: as above.
-unsafe impl Sync for Library {}
-
-fn library(path: &Path) -> Result<&'static Library, String> {
-    static LIBRARIES: OnceLock<Mutex<Vec<(PathBuf, &'static Library)>>> = OnceLock::new();
-    let mut libraries = LIBRARIES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, library)) = libraries.iter().find(|(p, _)| p == path) {
-        return Ok(library);
-    }
-    // SAFETY: loading the plugin under test runs its initialisers (nice-plug's).
-    let loaded = unsafe { libloading::Library::new(path) }
-        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
-    // SAFETY: every CLAP plugin exports `clap_entry` as a `clap_plugin_entry`.
-    let entry: *const clap_plugin_entry = unsafe {
-        *loaded
-            .get::<*const clap_plugin_entry>(b"clap_entry\0")
-            .map_err(|e| format!("{} has no clap_entry: {e}", path.display()))?
-    };
-    let c_path = CString::new(path.to_string_lossy().as_bytes()).map_err(|e| e.to_string())?;
-    // SAFETY: `init` is called once per process, with the library's path, before anything else.
-    let is_initialised = unsafe { (*entry).init.is_some_and(|init| init(c_path.as_ptr())) };
-    if !is_initialised {
-        return Err(format!("{}: clap_entry.init failed", path.display()));
-    }
-    let library: &'static Library = Box::leak(Box::new(Library {
-        _library: loaded,
-        entry,
-    }));
-    libraries.push((path.to_path_buf(), library));
-    Ok(library)
-}
-
-/// The CLAP ids of the plugins in the library at `path`.
-pub fn plugin_ids(path: &Path) -> Result<Vec<String>, String> {
-    let factory = factory(path)?;
-    let mut ids = Vec::new();
-    // SAFETY: a factory from `factory()`; descriptors are valid for the library's lifetime.
-    unsafe {
-        let count = (*factory).get_plugin_count.map_or(0, |f| f(factory));
-        for index in 0..count {
-            let descriptor = (*factory)
-                .get_plugin_descriptor
-                .map_or(null(), |f| f(factory, index));
-            if !descriptor.is_null() && !(*descriptor).id.is_null() {
-                ids.push(
-                    CStr::from_ptr((*descriptor).id)
-                        .to_string_lossy()
-                        .into_owned(),
-                );
-            }
-        }
-    }
-    Ok(ids)
-}
-
-fn factory(path: &Path) -> Result<*const clap_plugin_factory, String> {
-    let library = library(path)?;
-    // SAFETY: the entry was initialised; the plugin factory id is a NUL-terminated constant.
-    let factory = unsafe {
-        (*library.entry)
-            .get_factory
-            .map_or(null(), |f| f(CLAP_PLUGIN_FACTORY_ID.as_ptr()))
-    } as *const clap_plugin_factory;
-    if factory.is_null() {
-        return Err(format!("{} has no plugin factory", path.display()));
-    }
-    Ok(factory)
 }
 
 /// Asks the factory of the library at `path` for `plugin_id` with a null host pointer (a host

@@ -103,48 +103,10 @@ pub fn run(target: &Target, seed: u64) -> Result<SeedReport, String> {
         return Err("the VST3 factory lists no audio components".into());
     }
     let mut rng = Rng::new(seed);
-    let num_threads = if rng.chance(0.25) {
-        rng.range_usize(2, 4)
-    } else {
-        1
-    };
-    let lives: Vec<(Rng, usize)> = (0..num_threads)
-        .map(|_| {
-            let life = rng.fork();
-            (life, rng.range_usize(1, 3))
-        })
-        .collect();
-    let report = Mutex::new(SeedReport::default());
-    let errors = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for (thread_index, (mut life_rng, num_instances)) in lives.into_iter().enumerate() {
-            let (classes, report, errors) = (&classes, &report, &errors);
-            scope.spawn(move || {
-                for instance_index in 0..num_instances {
-                    if let Err(error) =
-                        component_life(module, classes, target, life_rng.fork(), report)
-                    {
-                        errors
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(format!(
-                                "VST3 thread {thread_index}, instance {instance_index}: {error}"
-                            ));
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(error) = errors
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .next()
-    {
-        return Err(error);
-    }
-    Ok(report.into_inner().unwrap_or_else(|e| e.into_inner()))
+    super::run_lives(&mut rng, |life_rng, report| {
+        component_life(module, &classes, target, life_rng, report)
+            .map_err(|error| format!("VST3: {error}"))
+    })
 }
 
 /// One component from creation to release.
