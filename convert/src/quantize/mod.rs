@@ -9,7 +9,7 @@
 //! - **Conv** with constant weights, only when asked: ONNX Runtime's CPU `ConvInteger` takes
 //!   uint8 weights with one zero point per tensor, so the weights are stored as uint8 around 128
 //!   with one scale per output channel; `ConvInteger → Cast → Mul(scales) → Add(bias)`.
-//!   On CPUs without VNNI it is slower than float convolution (measured, see the README), hence
+//!   On CPUs without VNNI it is slower than float convolution (measured, see docs/performance.md), hence
 //!   off by default.
 //!
 //! Everything else (ConvTranspose, which has no integer operator, normalisations, the graph's

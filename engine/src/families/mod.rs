@@ -14,7 +14,7 @@
 //! stems) and `model_separator.rs` (the streaming separator over any family).
 //!
 //! What a stream cannot do and the reference does on whole files is left out and documented
-//! in the README: normalisation by whole-file statistics (demucs' mean/std, audio-separator's
+//! in docs/models.md: normalisation by whole-file statistics (demucs' mean/std, audio-separator's
 //! peak) and the different handling of the file's last chunk. Everything else is the same
 //! arithmetic, checked against numpy implementations in `models/families_reference.py`.
 //!

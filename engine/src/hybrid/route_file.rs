@@ -99,7 +99,7 @@ impl RouteFile {
         let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
         let json: RouteJson = serde_json::from_str(&text).map_err(|e| {
             params(format!(
-                "not a valid route ({e}); see the README's Hybrid stems"
+                "not a valid route ({e}); see docs/models.md, routes"
             ))
         })?;
         if json.stages.is_empty() || json.stages.len() > MAX_STAGES {
