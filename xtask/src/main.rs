@@ -701,10 +701,25 @@ fn test(extra_args: &[String]) -> Result<()> {
         }
         test.args(["--skip", "stems_exported_from_ardour"]);
     }
+    let has_vulkan_driver = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
+        .iter()
+        .any(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()));
+    let snapshot_warning = (cfg!(target_os = "linux") && !has_vulkan_driver).then_some(
+        "xtask: WARNING: no Vulkan driver here, so the editor's snapshot comparisons are SKIPPED \
+         (apt-get install mesa-vulkan-drivers; CI installs it and fails without it)",
+    );
+    if let Some(warning) = snapshot_warning {
+        eprintln!("{warning}");
+    }
     let ray_python = ray_python()?;
-    run(setup
+    let result = run(setup
         .environment(&mut test, "target/stemflow-test/user-data")?
-        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python))
+        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python));
+    // Said again at the end, where it is read.
+    if let Some(warning) = snapshot_warning {
+        eprintln!("{warning}");
+    }
+    result
 }
 
 /// What the hosted tests and the fuzzer need: the ONNX Runtime library, the model fixtures, and

@@ -361,13 +361,18 @@ fn snapshot_options() -> SnapshotOptions {
 }
 
 /// Compares against the checked-in image. Linux only (the images come from Mesa's lavapipe); a
-/// Linux machine without a Vulkan driver skips with a message, except in CI where it fails.
+/// Linux machine without a Vulkan driver skips, saying so in the test output even when the test
+/// passes (written past the test harness's capture), except in CI where it fails.
 fn snapshot(harness: &mut Harness<'_, TestEditor>, name: &str) {
+    use std::io::Write as _;
     let has_vulkan_driver = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
         .iter()
         .any(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()));
     if !cfg!(target_os = "linux") {
-        eprintln!("snapshot {name}: compared on Linux only");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: snapshot {name} not compared: compared on Linux only"
+        );
         return;
     }
     if !has_vulkan_driver {
@@ -375,8 +380,10 @@ fn snapshot(harness: &mut Harness<'_, TestEditor>, name: &str) {
             std::env::var_os("CI").is_none(),
             "CI needs a Vulkan driver for snapshots: apt-get install mesa-vulkan-drivers"
         );
-        eprintln!(
-            "snapshot {name} skipped: no Vulkan driver (apt-get install mesa-vulkan-drivers)"
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: snapshot {name} not compared: no Vulkan driver (apt-get install \
+             mesa-vulkan-drivers)"
         );
         return;
     }
