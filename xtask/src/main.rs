@@ -64,23 +64,20 @@ fn plugin_library_name() -> String {
 /// Where the user's plugins go on this platform; `STEMFLOW_CLAP_DIR`/`STEMFLOW_VST3_DIR` win.
 fn plugin_folders() -> Result<(PathBuf, PathBuf)> {
     let from_env = |name: &str| std::env::var_os(name).map(PathBuf::from);
-    let home = || -> Result<PathBuf> {
-        std::env::var_os(if cfg!(windows) {
-            "LOCALAPPDATA"
-        } else {
-            "HOME"
-        })
-        .map(PathBuf::from)
-        .ok_or_else(|| anyhow::anyhow!("no home folder (HOME/LOCALAPPDATA unset)"))
-    };
+    // Windows: %LOCALAPPDATA%\Programs\Common; elsewhere the home folder.
+    let base = if cfg!(windows) {
+        dirs::data_local_dir().map(|d| d.join("Programs/Common"))
+    } else {
+        dirs::home_dir()
+    }
+    .ok_or_else(|| anyhow::anyhow!("no home folder known for this user"))?;
     let (clap, vst3) = if cfg!(target_os = "macos") {
-        let base = home()?.join("Library/Audio/Plug-Ins");
+        let base = base.join("Library/Audio/Plug-Ins");
         (base.join("CLAP"), base.join("VST3"))
     } else if cfg!(windows) {
-        let base = home()?.join("Programs/Common");
         (base.join("CLAP"), base.join("VST3"))
     } else {
-        (home()?.join(".clap"), home()?.join(".vst3"))
+        (base.join(".clap"), base.join(".vst3"))
     };
     Ok((
         from_env("STEMFLOW_CLAP_DIR").unwrap_or(clap),
@@ -366,7 +363,7 @@ fn install() -> Result<()> {
 
     let runtime_library = fetch_runtime(&flavor_arg(&std::env::args().collect::<Vec<_>>())?)?;
     let user_runtime = stemflow_paths::user_runtime_dir()
-        .ok_or_else(|| anyhow::anyhow!("no user data folder (HOME unset)"))?;
+        .ok_or_else(|| anyhow::anyhow!("no user data folder known for this user"))?;
     if user_runtime.exists() {
         std::fs::remove_dir_all(&user_runtime)?;
     }
