@@ -2,12 +2,14 @@
 //! `cargo xtask soak`, `cargo xtask fuzz`, `cargo xtask vendor` (see `vendor.rs`), plus
 //! nice-plug's `bundle`.
 
+mod tools;
 mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nice_plug_xtask::Result;
+use tools::{copy_recursively, python, sha256_hex};
 
 const PLUGIN_PACKAGE: &str = "stemflow";
 const BUNDLE_NAME: &str = "Stemflow";
@@ -83,26 +85,6 @@ fn plugin_folders() -> Result<(PathBuf, PathBuf)> {
         from_env("STEMFLOW_CLAP_DIR").unwrap_or(clap),
         from_env("STEMFLOW_VST3_DIR").unwrap_or(vst3),
     ))
-}
-
-/// Copies a file or a whole folder (bundles are folders on macOS and for VST3).
-fn copy_recursively(from: &Path, to: &Path) -> Result<()> {
-    if from.is_dir() {
-        if to.is_file() {
-            std::fs::remove_file(to)?;
-        }
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
-            copy_recursively(&entry.path(), &to.join(entry.file_name()))?;
-        }
-    } else {
-        if to.is_dir() {
-            std::fs::remove_dir_all(to)?;
-        }
-        std::fs::copy(from, to)?;
-    }
-    Ok(())
 }
 
 /// One pinned ONNX Runtime wheel on PyPI.
@@ -206,27 +188,6 @@ fn flavor_arg(args: &[String]) -> Result<String> {
             .find_map(|a| a.strip_prefix("--flavor=").map(String::from))
             .unwrap_or_else(|| "cpu".into())),
     }
-}
-
-fn sha256_hex(path: &Path) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    let mut file = std::fs::File::open(path)?;
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(format!("{:x}", hasher.finalize()))
-}
-
-fn python() -> Result<&'static str> {
-    for candidate in ["python3", "python"] {
-        if Command::new(candidate)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Ok(candidate);
-        }
-    }
-    anyhow::bail!("fetching ONNX Runtime needs Python 3 with pip (to download the wheel from PyPI)")
 }
 
 /// Downloads the pinned wheel for `flavor` with pip, checks its SHA-256 and unpacks the shared

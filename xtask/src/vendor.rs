@@ -14,7 +14,7 @@ use std::process::Command;
 
 use nice_plug_xtask::Result;
 
-use crate::{copy_recursively, python, sha256_hex};
+use crate::tools::{copy_recursively, python, sha256_hex};
 
 /// A crate release the vendored copy starts from.
 struct Release {

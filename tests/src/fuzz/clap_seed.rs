@@ -24,10 +24,11 @@ use super::clap_instance::{
     ParamInfo, Ports,
 };
 use super::events::{self, EventList};
+use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
 use super::state_edit::{corrupt_state, state_with_separator};
-use super::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
+use super::target::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
 
 /// Sample rates a host commonly uses; one in ten activations takes any rate in 1–200 kHz.
 const SAMPLE_RATES_HZ: [f64; 9] = [
@@ -43,46 +44,9 @@ pub fn run(target: &Target, seed: u64) -> Result<SeedReport, String> {
     if ids.is_empty() {
         return Err("the CLAP library lists no plugins".into());
     }
-    let num_threads = if rng.chance(0.25) {
-        rng.range_usize(2, 4)
-    } else {
-        1
-    };
-    let lives: Vec<(Rng, usize)> = (0..num_threads)
-        .map(|_| {
-            let life_rng = rng.fork();
-            (life_rng, rng.range_usize(1, 3))
-        })
-        .collect();
-    let report = Mutex::new(SeedReport::default());
-    let errors = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for (thread_index, (mut life_rng, num_instances)) in lives.into_iter().enumerate() {
-            let (ids, report, errors) = (&ids, &report, &errors);
-            std::thread::Builder::new()
-                .name(format!("fuzz-main-{thread_index}"))
-                .spawn_scoped(scope, move || {
-                    for instance_index in 0..num_instances {
-                        let rng = life_rng.fork();
-                        if let Err(error) = instance_life(target, ids, rng, report) {
-                            errors
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .push(format!(
-                                    "thread {thread_index}, instance {instance_index}: {error}"
-                                ));
-                            return;
-                        }
-                    }
-                })
-                .unwrap_or_else(|e| panic!("cannot start a fuzzer thread: {e}"));
-        }
-    });
-    let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
-    if let Some(error) = errors.into_iter().next() {
-        return Err(error);
-    }
-    Ok(report.into_inner().unwrap_or_else(|e| e.into_inner()))
+    run_lives(&mut rng, |life_rng, report| {
+        instance_life(target, &ids, life_rng, report)
+    })
 }
 
 /// A random sample rate (see [`SAMPLE_RATES_HZ`]).

@@ -19,10 +19,11 @@ use vst3::Steinberg::Vst::{
 use vst3::Steinberg::{kInvalidArgument, kResultFalse, kResultOk, tresult};
 use vst3::{Class, ComPtr, ComWrapper};
 
+use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
 use super::state_edit::corrupt_state;
-use super::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
+use super::target::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
 use crate::vst3_host::{component_classes, module, stream, stream_bytes, Module, Vst3Component};
 
 /// One parameter's changes in one block.
@@ -103,7 +104,7 @@ pub fn run(target: &Target, seed: u64) -> Result<SeedReport, String> {
         return Err("the VST3 factory lists no audio components".into());
     }
     let mut rng = Rng::new(seed);
-    super::run_lives(&mut rng, |life_rng, report| {
+    run_lives(&mut rng, |life_rng, report| {
         component_life(module, &classes, target, life_rng, report)
             .map_err(|error| format!("VST3: {error}"))
     })
