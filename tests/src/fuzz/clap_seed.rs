@@ -28,7 +28,7 @@ use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
 use super::state_edit::{corrupt_state, state_with_separator};
-use super::target::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
+use super::target::{first_bad_sample, SeedReport, Target};
 
 /// Sample rates a host commonly uses; one in ten activations takes any rate in 1–200 kHz.
 const SAMPLE_RATES_HZ: [f64; 9] = [
@@ -712,11 +712,7 @@ fn process_blocks(
                     continue;
                 }
                 for (channel, samples) in channels.iter().enumerate() {
-                    if let Some((frame, x)) = samples[..frames]
-                        .iter()
-                        .enumerate()
-                        .find(|(_, x)| !x.is_finite() || x.abs() > MAX_OUTPUT_MAGNITUDE)
-                    {
+                    if let Some((frame, x)) = first_bad_sample(&samples[..frames]) {
                         return Err(format!(
                             "block {block_index} ({frames} frames, {mode:?}): output port {port} channel {channel} frame {frame} is {x}; events {:?}; inputs {:?}",
                             input_events.events(),
@@ -727,11 +723,7 @@ fn process_blocks(
             }
             if mode == BufferMode::InPlace {
                 for (channel, samples) in buffers.inputs[0].iter().enumerate() {
-                    if let Some((frame, x)) = samples[..frames]
-                        .iter()
-                        .enumerate()
-                        .find(|(_, x)| !x.is_finite() || x.abs() > MAX_OUTPUT_MAGNITUDE)
-                    {
+                    if let Some((frame, x)) = first_bad_sample(&samples[..frames]) {
                         return Err(format!(
                             "block {block_index} ({frames} frames, in place): main output channel {channel} frame {frame} is {x}"
                         ));

@@ -7,6 +7,16 @@ use std::path::{Path, PathBuf};
 /// +12 dB, so anything near this is a fault, not music).
 pub const MAX_OUTPUT_MAGNITUDE: f32 = 1_000.0;
 
+/// The first sample a plugin should never output (not finite, or beyond
+/// [`MAX_OUTPUT_MAGNITUDE`]), with its frame.
+pub fn first_bad_sample(samples: &[f32]) -> Option<(usize, f32)> {
+    samples
+        .iter()
+        .copied()
+        .enumerate()
+        .find(|(_, x)| !x.is_finite() || x.abs() > MAX_OUTPUT_MAGNITUDE)
+}
+
 /// What the fuzzer runs against.
 #[derive(Debug, Clone)]
 pub struct Target {

@@ -23,7 +23,7 @@ use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
 use super::state_edit::corrupt_state;
-use super::target::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
+use super::target::{first_bad_sample, SeedReport, Target};
 use crate::vst3_host::{component_classes, module, stream, stream_bytes, Module, Vst3Component};
 
 /// One parameter's changes in one block.
@@ -430,11 +430,7 @@ fn process_blocks(processor: SendPtr, run: &Vst3Run, rng: &mut Rng) -> Result<(u
                     continue;
                 }
                 for (channel, samples) in channels.iter().enumerate() {
-                    if let Some((frame, x)) = samples[..frames]
-                        .iter()
-                        .enumerate()
-                        .find(|(_, x)| !x.is_finite() || x.abs() > MAX_OUTPUT_MAGNITUDE)
-                    {
+                    if let Some((frame, x)) = first_bad_sample(&samples[..frames]) {
                         return Err(format!("output bus {bus} channel {channel} frame {frame} is {x} ({frames} frames)"));
                     }
                 }
