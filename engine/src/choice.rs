@@ -1,6 +1,6 @@
 //! [`SeparatorChoice`]: which separator runs. One type with one parser ([`SeparatorChoice::resolve`]
 //! for what users type, [`SeparatorChoice::from_id`] for saved state) and one display name. It
-//! is built into a separator by [`crate::opening`].
+//! is built into a separator by the engine's `opening` module.
 
 use std::path::{Path, PathBuf};
 

@@ -21,7 +21,6 @@ use crate::EngineError;
 /// The separator and the resamplers around it. Lives on the worker thread.
 pub struct StemPipeline {
     separator: Box<dyn Separator>,
-    host_rate_hz: u32,
     /// Host frames consumed per [`StemPipeline::process_chunk`] call.
     input_chunk_frames: usize,
     /// The chunk of host input [`StemPipeline::chunk_input_mut`] hands out when resampling
@@ -143,7 +142,6 @@ impl StemPipeline {
         let layout = StemFrameLayout::for_separator(separator.has_extra_stems());
         let mut pipeline = Self {
             separator,
-            host_rate_hz,
             input_chunk_frames,
             host_chunk: std::array::from_fn(|_| {
                 vec![0.0; if is_resampling { input_chunk_frames } else { 0 }]
@@ -215,11 +213,6 @@ impl StemPipeline {
                 max_chunks_out * self.input_chunk_frames
             }
         }
-    }
-
-    /// The host sample rate.
-    pub fn host_rate_hz(&self) -> u32 {
-        self.host_rate_hz
     }
 
     /// The separator's display name.

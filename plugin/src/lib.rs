@@ -11,6 +11,7 @@ pub mod editor;
 pub mod editor_size;
 mod look_ahead_change;
 mod params;
+mod render_speed;
 pub mod shared;
 mod state;
 pub mod swap;
@@ -22,11 +23,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nice_plug::prelude::*;
+use render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::dsp::DenormalGuard;
 use stemflow_engine::look_ahead::LookAhead;
-use stemflow_engine::render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{

@@ -9,10 +9,10 @@
 //!   `shared.rs`: the flags, handshakes and wake-up between the two threads.
 //!
 //! Timeline: the handle reports a fixed latency `L`. Output frame `t` of every stem is the stem of
-//! input frame `t − L`. The worker's [`StemPipeline`] delays by `D ≤ L`; the output ring is
+//! input frame `t − L`. The worker's `StemPipeline` delays by `D ≤ L`; the output ring is
 //! pre-filled with `L − D` silent frames, so each frame the audio thread reads lines up without
 //! any bookkeeping. The ring carries the separated stems only
-//! ([`crate::stem_sink::StemFrameLayout`]): the handle already keeps its input delayed by `L`
+//! (`stem_sink::StemFrameLayout`): the handle already keeps its input delayed by `L`
 //! for fallback and bypass, and computes `Other` from it as the exact residual,
 //! `input(t − L) − (vocals + drums + bass + guitar + piano)`, so the stems sum to the input.
 //!

@@ -63,6 +63,7 @@ impl RenderSpeedDetector {
     }
 
     /// Whether the host currently runs clearly faster than real time. Realtime-safe.
+    #[cfg(test)]
     pub fn is_faster_than_real_time(&self) -> bool {
         self.is_faster
     }
