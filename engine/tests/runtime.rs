@@ -446,9 +446,9 @@ fn run_session(
 
 #[test]
 fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
-    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
     use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
     use stemflow_kit::metrics::sdr_db_of_samples;
+    use stemflow_onnx::{Attribute, Dim, OnnxGraph};
     require_runtime();
 
     // Two MatMuls sharing their input (one run-time quantization serves both), then a Conv
@@ -563,7 +563,7 @@ fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
 }
 
 fn graph_with_conv_only() -> Vec<u8> {
-    use stemflow_convert::onnx_writer::{Dim, OnnxGraph};
+    use stemflow_onnx::{Dim, OnnxGraph};
     let mut graph = OnnxGraph::new("conv");
     graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(1), Dim::Fixed(4)]);
     graph
@@ -580,7 +580,7 @@ fn graph_with_conv_only() -> Vec<u8> {
 /// `ConstantOfShape`'s default value, an embedding looked up from constants, and `CumSum`
 /// (kept float32).
 fn graph_for_float16(len: usize) -> Vec<u8> {
-    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
+    use stemflow_onnx::{Attribute, Dim, OnnxGraph};
     let mut graph = OnnxGraph::new("fp16");
     graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Fixed(len)]);
     graph.add_initializer_i64("axis2", &[1], vec![2]).unwrap();
@@ -704,7 +704,7 @@ const ENVELOPE_STEPS: usize = 8;
 /// float16 product back into a float32 one), so the value the rest of the graph reads from the
 /// constants is a float16 tensor.
 fn graph_with_an_envelope_chain(window: &[f32], in_float16: bool) -> Vec<u8> {
-    use stemflow_convert::onnx_writer::{Attribute, Dim, OnnxGraph};
+    use stemflow_onnx::{Attribute, Dim, OnnxGraph};
     let mut graph = OnnxGraph::new("envelope");
     graph.add_input("x", vec![Dim::Fixed(1), Dim::Fixed(ENVELOPE_LEN)]);
     graph

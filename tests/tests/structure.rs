@@ -10,7 +10,7 @@ const MAX_ENGINE_FILE_LINES: usize = 700;
 /// The crates whose module graphs are checked, by source folder.
 const CRATE_SOURCES: [&str; 8] = [
     "engine/src",
-    "proto/src",
+    "onnx/src",
     "convert/src",
     "kit/src",
     "plugin/src",
@@ -483,4 +483,56 @@ fn no_engine_file_is_too_long_to_read() {
         "engine files over {MAX_ENGINE_FILE_LINES} lines: {}",
         too_long.join(", ")
     );
+}
+
+/// Whether a line of code reads or writes protobuf fields outside the ONNX layer: the wire
+/// reader, or a `put_*` call given a bare field number instead of a `field::` name.
+fn spells_onnx_by_hand(line: &str) -> bool {
+    if line.contains("Fields::new(") || line.contains("read_varint(") {
+        return true;
+    }
+    let Some(call) = line.find("put_").map(|at| &line[at..]) else {
+        return false;
+    };
+    let Some(args) = call.find('(').map(|open| &call[open + 1..]) else {
+        return false;
+    };
+    // The field number is the second argument: `put_bytes(out, 7, …)`.
+    args.split(',')
+        .nth(1)
+        .is_some_and(|field| field.trim().parse::<u32>().is_ok())
+}
+
+#[test]
+fn onnx_is_read_and_written_only_through_the_onnx_crate() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for crate_src in CRATE_SOURCES.iter().filter(|src| **src != "onnx/src") {
+        let mut files = Vec::new();
+        rust_files(&root.join(crate_src), &mut files);
+        for file in files {
+            let code = code_only(&std::fs::read_to_string(&file).unwrap());
+            for (number, line) in code.lines().enumerate() {
+                if spells_onnx_by_hand(line) {
+                    offenders.push(format!(
+                        "{}:{}: {}",
+                        file.display(),
+                        number + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "protobuf read or written outside stemflow-onnx (use its views, encoders and field names):\n{}",
+        offenders.join("\n")
+    );
+    assert!(spells_onnx_by_hand("put_bytes(&mut out, 7, &graph);"));
+    assert!(spells_onnx_by_hand("for f in Fields::new(body) {"));
+    assert!(!spells_onnx_by_hand(
+        "put_bytes(&mut out, graph::NODE, &node);"
+    ));
+    assert!(!spells_onnx_by_hand("output_gain(1, 2)"));
 }

@@ -24,14 +24,16 @@ pub mod values;
 
 use std::collections::{HashMap, HashSet};
 
-use stemflow_proto::write::put_bytes;
-use stemflow_proto::FieldValue;
-
-use crate::onnx_parts::{
-    data_type, fresh_name, metadata_value, model_with_graph, put_tensor, raw_fields, single_graph,
-    value_info_elem_type, value_info_name, AttributeParts, NodeParts, TensorParts,
+use stemflow_onnx::encode::{
+    encode_attribute, encode_node, encode_tensor_attribute, encode_tensor_head, put_initializer,
 };
-use crate::onnx_writer::{encode_attribute, encode_node_parts, encode_tensor_head, Attribute};
+use stemflow_onnx::field::{data_type, graph as graph_field};
+use stemflow_onnx::view::{fresh_name, raw_fields};
+use stemflow_onnx::wire::put_bytes;
+use stemflow_onnx::{
+    Attribute, AttributeView, GraphPart, ModelView, NodeView, RawField, TensorView,
+};
+
 use crate::quantize::QUANTIZATION_METADATA_KEY;
 use crate::ConvertError;
 use values::to_half;
@@ -105,33 +107,37 @@ impl Precision {
 /// already float16 or int8, has sub-graphs, or computes nothing in float from its inputs.
 pub fn convert_model(model: &[u8]) -> Result<(Vec<u8>, Float16Report), ConvertError> {
     let refuse = |m: String| ConvertError::Float16(m);
-    let model_fields = raw_fields(model).map_err(|e| refuse(format!("not an ONNX model ({e})")))?;
-    if metadata_value(&model_fields, FLOAT16_METADATA_KEY)
+    let model = ModelView::read(model).map_err(|e| refuse(format!("not an ONNX model ({e})")))?;
+    if model
+        .metadata_value(FLOAT16_METADATA_KEY)
         .map_err(refuse)?
         .is_some()
     {
         return Err(refuse("the model is already float16".into()));
     }
-    if let Some(how) = metadata_value(&model_fields, QUANTIZATION_METADATA_KEY).map_err(refuse)? {
+    if let Some(how) = model
+        .metadata_value(QUANTIZATION_METADATA_KEY)
+        .map_err(refuse)?
+    {
         return Err(refuse(format!(
             "the model is quantized ({how}); convert the float model instead"
         )));
     }
-    let graph_body = single_graph(&model_fields).map_err(refuse)?;
+    let graph_body = model.graph().map_err(refuse)?;
     let (graph, report) = convert_graph(graph_body).map_err(refuse)?;
     let how = format!(
         "float16 weights and computation (stemflow quantize --fp16), inputs and outputs float32; \
          {} nodes in float16, {} kept float32",
         report.num_half_nodes, report.num_float_nodes
     );
-    let out = model_with_graph(&model_fields, &graph, FLOAT16_METADATA_KEY, &how);
+    let out = model.with_graph(&graph, Some((FLOAT16_METADATA_KEY, &how)));
     Ok((out, report))
 }
 
 /// A graph, read.
 struct Graph<'a> {
-    nodes: Vec<(usize, NodeParts<'a>)>,
-    initializers: HashMap<&'a str, TensorParts<'a>>,
+    nodes: Vec<(usize, NodeView<'a>)>,
+    initializers: HashMap<&'a str, TensorView<'a>>,
     inputs: HashSet<&'a str>,
     outputs: HashSet<&'a str>,
     /// Element type of every tensor whose type is known.
@@ -141,7 +147,7 @@ struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    fn read(fields: &[crate::onnx_parts::RawField<'a>]) -> Result<Self, String> {
+    fn read(fields: &[RawField<'a>]) -> Result<Self, String> {
         let mut graph = Graph {
             nodes: Vec::new(),
             initializers: HashMap::new(),
@@ -152,12 +158,8 @@ impl<'a> Graph<'a> {
         };
         let mut input_types = Vec::new();
         for (index, field) in fields.iter().enumerate() {
-            let FieldValue::Bytes(value) = field.value else {
-                continue;
-            };
-            match field.number {
-                1 => {
-                    let node = NodeParts::read(value)?;
+            match GraphPart::read(field)? {
+                GraphPart::Node(node) => {
                     if node.has_subgraph {
                         return Err(format!(
                             "node {} ({}) holds a sub-graph; models with If/Loop/Scan are not supported",
@@ -170,23 +172,23 @@ impl<'a> Graph<'a> {
                         .extend(node.outputs.iter().map(|s| s.to_string()));
                     graph.nodes.push((index, node));
                 }
-                5 => {
-                    let tensor = TensorParts::read(value)?;
+                GraphPart::Initializer(tensor) => {
                     graph.types.insert(tensor.name, tensor.data_type);
                     graph.names.insert(tensor.name.to_owned());
                     graph.initializers.insert(tensor.name, tensor);
                 }
-                11 => {
-                    let name = value_info_name(value)?;
-                    graph.inputs.insert(name);
-                    graph.names.insert(name.to_owned());
-                    input_types.push((name, value_info_elem_type(value)?));
+                GraphPart::Input(info) => {
+                    graph.inputs.insert(info.name);
+                    graph.names.insert(info.name.to_owned());
+                    input_types.push((info.name, info.elem_type));
                 }
-                12 => {
-                    graph.outputs.insert(value_info_name(value)?);
+                GraphPart::Output(info) => {
+                    graph.outputs.insert(info.name);
                 }
-                15 => return Err("sparse initializers are not supported".into()),
-                _ => {}
+                GraphPart::SparseInitializer(_) => {
+                    return Err("sparse initializers are not supported".into())
+                }
+                GraphPart::Other => {}
             }
         }
         for (name, elem_type) in input_types {
@@ -203,7 +205,7 @@ impl<'a> Graph<'a> {
 }
 
 /// Whether input `slot` of `node` must stay float32 (its schema allows nothing else).
-fn is_float32_slot(node: &NodeParts<'_>, slot: usize) -> bool {
+fn is_float32_slot(node: &NodeView<'_>, slot: usize) -> bool {
     (node.is("Resize") && slot >= 1) || (node.is("Upsample") && slot == 1)
 }
 
@@ -382,8 +384,8 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
 
     let mut out = Vec::with_capacity(body.len() / 2);
     for (index, field) in fields.iter().enumerate() {
-        match (field.number, field.value) {
-            (1, _) => {
+        match (field.number, field.body()) {
+            (graph_field::NODE, _) => {
                 let Some((_, node)) = graph.nodes.iter().find(|(i, _)| *i == index) else {
                     continue;
                 };
@@ -398,15 +400,15 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
                     &mut out,
                 )?;
             }
-            (5, FieldValue::Bytes(value)) => {
-                let tensor = TensorParts::read(value)?;
+            (graph_field::INITIALIZER, Some(value)) => {
+                let tensor = TensorView::read(value)?;
                 if converted.contains(tensor.name) {
                     let values = tensor
                         .f32_values()
                         .ok_or_else(|| format!("weight {} cannot be read", tensor.name))?;
                     let half = to_half(&values);
                     let dims: Vec<usize> = tensor.dims.iter().map(|&d| d as usize).collect();
-                    put_tensor(
+                    put_initializer(
                         &mut out,
                         tensor.name,
                         &dims,
@@ -421,7 +423,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
                 }
             }
             // Intermediate types are hints ONNX Runtime infers again; many change here.
-            (13, _) => {}
+            (graph_field::VALUE_INFO, _) => {}
             _ => out.extend_from_slice(field.bytes),
         }
     }
@@ -430,7 +432,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
 
 /// For a node that writes a constant (`Constant`, `ConstantOfShape`): whether its value can be
 /// written as float16 here. `None` for any other node.
-fn generated_constant(node: &NodeParts<'_>) -> Result<Option<bool>, String> {
+fn generated_constant(node: &NodeView<'_>) -> Result<Option<bool>, String> {
     if node.is("ConstantOfShape") {
         return Ok(Some(true));
     }
@@ -438,10 +440,10 @@ fn generated_constant(node: &NodeParts<'_>) -> Result<Option<bool>, String> {
         return Ok(None);
     }
     for body in &node.attributes {
-        let attribute = AttributeParts::read(body)?;
+        let attribute = AttributeView::read(body)?;
         if attribute.name == "value" {
             let is_readable = match attribute.tensor {
-                Some(tensor) => TensorParts::read(tensor)?.has_f32_values(),
+                Some(tensor) => TensorView::read(tensor)?.has_f32_values(),
                 None => false,
             };
             return Ok(Some(is_readable));
@@ -491,15 +493,15 @@ impl Emitter {
     fn put_cast(&mut self, from: &str, to: &str, precision: Precision, out: &mut Vec<u8>) {
         let name = self.fresh(&format!("{to}_cast"));
         let to_type = encode_attribute("to", &Attribute::Int(precision.data_type()));
-        let node = encode_node_parts("Cast", &name, &[from], &[to], &[&to_type[..]]);
-        put_bytes(out, 1, &node);
+        let node = encode_node("Cast", "", &name, &[from], &[to], &[&to_type[..]]);
+        put_bytes(out, graph_field::NODE, &node);
         self.report.num_casts += 1;
     }
 
     #[allow(clippy::too_many_arguments)]
     fn node(
         &mut self,
-        node: &NodeParts<'_>,
+        node: &NodeView<'_>,
         bytes: &[u8],
         plan: &NodePlan,
         graph: &Graph<'_>,
@@ -545,7 +547,7 @@ impl Emitter {
         }
         let mut attributes: Vec<Vec<u8>> = Vec::new();
         for body in &node.attributes {
-            let attribute = AttributeParts::read(body)?;
+            let attribute = AttributeView::read(body)?;
             let rewritten = match attribute.name {
                 "to" if node.is("Cast")
                     && plan.compute == Precision::Half
@@ -557,7 +559,7 @@ impl Emitter {
                     let tensor = attribute
                         .tensor
                         .ok_or_else(|| format!("{} has no tensor value", node.name))?;
-                    Some(self.half_tensor_attribute(&TensorParts::read(tensor)?)?)
+                    Some(self.half_tensor_attribute(&TensorView::read(tensor)?)?)
                 }
                 _ => None,
             };
@@ -567,7 +569,7 @@ impl Emitter {
         let has_value = node
             .attributes
             .iter()
-            .any(|b| AttributeParts::read(b).is_ok_and(|a| a.name == "value"));
+            .any(|b| AttributeView::read(b).is_ok_and(|a| a.name == "value"));
         if node.is("ConstantOfShape") && !has_value && converted.contains(node.outputs[0]) {
             // The default value, float32 0, as float16 0.
             attributes.push(self.half_tensor_attribute_of("", &[1], &[0.0]));
@@ -578,12 +580,15 @@ impl Emitter {
             let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
             let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
             let attributes: Vec<&[u8]> = attributes.iter().map(Vec::as_slice).collect();
-            let mut encoded =
-                encode_node_parts(node.op_type, node.name, &inputs, &outputs, &attributes);
-            if !node.domain.is_empty() {
-                put_bytes(&mut encoded, 7, node.domain.as_bytes());
-            }
-            put_bytes(out, 1, &encoded);
+            let encoded = encode_node(
+                node.op_type,
+                node.domain,
+                node.name,
+                &inputs,
+                &outputs,
+                &attributes,
+            );
+            put_bytes(out, graph_field::NODE, &encoded);
         } else {
             out.extend_from_slice(bytes);
         }
@@ -599,7 +604,7 @@ impl Emitter {
     }
 
     /// A `value` attribute holding `tensor`'s values as float16.
-    fn half_tensor_attribute(&mut self, tensor: &TensorParts<'_>) -> Result<Vec<u8>, String> {
+    fn half_tensor_attribute(&mut self, tensor: &TensorView<'_>) -> Result<Vec<u8>, String> {
         let values = tensor
             .f32_values()
             .ok_or_else(|| format!("constant {} cannot be read", tensor.name))?;
@@ -612,20 +617,15 @@ impl Emitter {
         self.report.num_clamped += half.num_clamped;
         let mut body = encode_tensor_head(name, dims, data_type::FLOAT16, half.bytes.len());
         body.extend_from_slice(&half.bytes);
-        let mut attribute = Vec::new();
-        put_bytes(&mut attribute, 1, b"value");
-        put_bytes(&mut attribute, 5, &body);
-        // AttributeProto.type = TENSOR (4).
-        stemflow_proto::write::put_int64(&mut attribute, 20, 4);
-        attribute
+        encode_tensor_attribute("value", &body)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx_writer::{Dim, OnnxGraph};
     use crate::quantize::{quantize_model, QuantizeOptions};
+    use stemflow_onnx::{Dim, OnnxGraph};
 
     fn scale_graph(weights: Vec<f32>) -> Vec<u8> {
         let mut graph = OnnxGraph::new("scale");
@@ -641,22 +641,16 @@ mod tests {
 
     /// The nodes and the initializers' names and types of a converted model.
     fn graph_parts(model: &[u8]) -> (Vec<NodeSummary>, Vec<(String, i64)>) {
-        let fields = raw_fields(model).unwrap();
-        let graph = fields.iter().find(|f| f.number == 7).unwrap();
-        let FieldValue::Bytes(body) = graph.value else {
-            panic!("no graph")
-        };
+        let model = ModelView::read(model).unwrap();
         let mut nodes = Vec::new();
         let mut tensors = Vec::new();
-        for field in raw_fields(body).unwrap() {
-            match (field.number, field.value) {
-                (1, FieldValue::Bytes(b)) => {
-                    let node = NodeParts::read(b).unwrap();
+        for field in raw_fields(model.graph().unwrap()).unwrap() {
+            match GraphPart::read(&field).unwrap() {
+                GraphPart::Node(node) => {
                     let io = node.inputs.iter().chain(&node.outputs);
                     nodes.push((node.op_type.to_owned(), io.map(|s| s.to_string()).collect()));
                 }
-                (5, FieldValue::Bytes(b)) => {
-                    let tensor = TensorParts::read(b).unwrap();
+                GraphPart::Initializer(tensor) => {
                     tensors.push((tensor.name.to_owned(), tensor.data_type));
                 }
                 _ => {}

@@ -2,25 +2,26 @@
 //! operators: enough to tell float tensors (which the conversion moves to float16) from
 //! integers, booleans and shapes (which it leaves alone). No value_info is needed.
 
-use crate::onnx_parts::{data_type, AttributeParts, NodeParts, TensorParts};
+use stemflow_onnx::field::data_type;
+use stemflow_onnx::{AttributeView, NodeView, TensorView};
 
 /// The element type of `node`'s output number `output`, given its inputs' types
 /// (`None` where unknown).
 pub fn output_type(
-    node: &NodeParts<'_>,
+    node: &NodeView<'_>,
     output: usize,
     input_types: &[Option<i64>],
 ) -> Result<Option<i64>, String> {
-    let attribute = |name: &str| -> Result<Option<AttributeParts<'_>>, String> {
+    let attribute = |name: &str| -> Result<Option<AttributeView<'_>>, String> {
         for body in &node.attributes {
-            let attribute = AttributeParts::read(body)?;
+            let attribute = AttributeView::read(body)?;
             if attribute.name == name {
                 return Ok(Some(attribute));
             }
         }
         Ok(None)
     };
-    let tensor_type = |body: &[u8]| TensorParts::read(body).map(|t| Some(t.data_type));
+    let tensor_type = |body: &[u8]| TensorView::read(body).map(|t| Some(t.data_type));
     let first_known = || input_types.iter().flatten().next().copied();
     let input = |i: usize| input_types.get(i).copied().flatten();
     if !node.is_default_domain() {
@@ -63,12 +64,12 @@ pub fn output_type(
 }
 
 /// The element type of a `Constant` node's value.
-fn constant_type(node: &NodeParts<'_>) -> Result<Option<i64>, String> {
+fn constant_type(node: &NodeView<'_>) -> Result<Option<i64>, String> {
     for body in &node.attributes {
-        let attribute = AttributeParts::read(body)?;
+        let attribute = AttributeView::read(body)?;
         let value_type = match attribute.name {
             "value" => match attribute.tensor {
-                Some(tensor) => Some(TensorParts::read(tensor)?.data_type),
+                Some(tensor) => Some(TensorView::read(tensor)?.data_type),
                 None => None,
             },
             "value_float" | "value_floats" => Some(data_type::FLOAT),

@@ -21,14 +21,11 @@ pub mod weights;
 
 use std::collections::{HashMap, HashSet};
 
-use stemflow_proto::FieldValue;
-
-use crate::onnx_parts::{
-    data_type, default_opset, fresh_name, metadata_value, model_with_graph, put_node, put_tensor,
-    raw_fields, single_graph, value_info_name, NodeParts, TensorParts,
-};
-use crate::onnx_writer::{encode_attribute, Attribute};
 use crate::ConvertError;
+use stemflow_onnx::encode::{encode_attribute, put_initializer, put_node};
+use stemflow_onnx::field::{data_type, graph};
+use stemflow_onnx::view::{fresh_name, raw_fields};
+use stemflow_onnx::{Attribute, GraphPart, ModelView, NodeView, TensorView};
 use weights::{quantize_per_channel, FULL_RANGE_LEVELS, REDUCED_RANGE_LEVELS};
 
 /// Metadata property a quantized model carries (its value says how it was quantized).
@@ -117,17 +114,20 @@ pub fn quantize_model(
     ops: QuantizeOptions,
 ) -> Result<(Vec<u8>, QuantizeReport), ConvertError> {
     let refuse = |m: String| ConvertError::Quantize(m);
-    let model_fields = raw_fields(model).map_err(|e| refuse(format!("not an ONNX model ({e})")))?;
-    if let Some(how) = metadata_value(&model_fields, QUANTIZATION_METADATA_KEY).map_err(refuse)? {
+    let model = ModelView::read(model).map_err(|e| refuse(format!("not an ONNX model ({e})")))?;
+    if let Some(how) = model
+        .metadata_value(QUANTIZATION_METADATA_KEY)
+        .map_err(refuse)?
+    {
         return Err(refuse(format!("the model is already quantized ({how})")));
     }
-    let opset = default_opset(&model_fields).map_err(refuse)?.unwrap_or(0);
+    let opset = model.default_opset().map_err(refuse)?.unwrap_or(0);
     if opset < MIN_OPSET {
         return Err(refuse(format!(
             "the model uses operator set {opset}; int8 needs {MIN_OPSET} or later (DynamicQuantizeLinear)"
         )));
     }
-    let graph_body = single_graph(&model_fields).map_err(refuse)?;
+    let graph_body = model.graph().map_err(refuse)?;
     let (graph, report) = quantize_graph(graph_body, ops).map_err(refuse)?;
     let range = if ops.full_range {
         "8-bit"
@@ -137,34 +137,28 @@ pub fn quantize_model(
     let how = format!(
         "int8 dynamic (stemflow quantize): {range} weights per channel, activations at run time"
     );
-    let out = model_with_graph(&model_fields, &graph, QUANTIZATION_METADATA_KEY, &how);
+    let out = model.with_graph(&graph, Some((QUANTIZATION_METADATA_KEY, &how)));
     Ok((out, report))
 }
 
 /// Rewrites a `GraphProto` body.
 fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, QuantizeReport), String> {
     let fields = raw_fields(body)?;
-    let mut initializers: HashMap<&str, TensorParts<'_>> = HashMap::new();
+    let mut initializers: HashMap<&str, TensorView<'_>> = HashMap::new();
     let mut graph_inputs = HashSet::new();
     let mut graph_outputs = HashSet::new();
     let mut nodes = Vec::new();
     for (index, field) in fields.iter().enumerate() {
-        let FieldValue::Bytes(value) = field.value else {
-            continue;
-        };
-        match field.number {
-            1 => nodes.push((index, NodeParts::read(value)?)),
-            5 => {
-                let tensor = TensorParts::read(value)?;
+        match GraphPart::read(field)? {
+            GraphPart::Node(node) => nodes.push((index, node)),
+            GraphPart::Initializer(tensor) => {
                 initializers.insert(tensor.name, tensor);
             }
-            11 | 12 => {
-                let name = value_info_name(value)?;
-                if field.number == 11 {
-                    graph_inputs.insert(name);
-                } else {
-                    graph_outputs.insert(name);
-                }
+            GraphPart::Input(info) => {
+                graph_inputs.insert(info.name);
+            }
+            GraphPart::Output(info) => {
+                graph_outputs.insert(info.name);
             }
             _ => {}
         }
@@ -190,7 +184,7 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
     };
 
     let mut report = QuantizeReport::default();
-    let mut plans: HashMap<usize, (Plan<'_>, &NodeParts<'_>)> = HashMap::new();
+    let mut plans: HashMap<usize, (Plan<'_>, &NodeView<'_>)> = HashMap::new();
     for (index, node) in &nodes {
         if node.is("MatMul") {
             let is_constant = node.inputs.len() == 2 && constant(node.inputs[1], Some(2)).is_some();
@@ -245,12 +239,12 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
     }
     let mut out = Vec::with_capacity(body.len());
     for (index, field) in fields.iter().enumerate() {
-        match (field.number, field.value, plans.get(&index)) {
-            (1, _, Some(&(plan, node))) => {
+        match (field.number, field.body(), plans.get(&index)) {
+            (graph::NODE, _, Some(&(plan, node))) => {
                 rewriter.rewrite(node, plan, &initializers, &mut out)?;
             }
-            (5, FieldValue::Bytes(value), _) => {
-                let name = TensorParts::read(value)?.name;
+            (graph::INITIALIZER, Some(value), _) => {
+                let name = TensorView::read(value)?.name;
                 let is_replaced = !has_subgraph
                     && !graph_outputs.contains(name)
                     && replaced_uses
@@ -318,9 +312,9 @@ impl Rewriter {
 
     fn rewrite(
         &mut self,
-        node: &NodeParts<'_>,
+        node: &NodeView<'_>,
         plan: Plan<'_>,
-        initializers: &HashMap<&str, TensorParts<'_>>,
+        initializers: &HashMap<&str, TensorView<'_>>,
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
         let output = node.outputs.first().copied().unwrap_or_default();
@@ -412,7 +406,7 @@ impl Rewriter {
 
     /// The quantized form of a weight, adding its initializers the first time: int8 per column
     /// for a MatMul, uint8 around 128 per output channel for a Conv.
-    fn weight(&mut self, tensor: &TensorParts<'_>, is_conv: bool) -> Result<Quantized, String> {
+    fn weight(&mut self, tensor: &TensorView<'_>, is_conv: bool) -> Result<Quantized, String> {
         let key = (tensor.name.to_owned(), is_conv);
         if let Some(done) = self.weights.get(&key) {
             return Ok(done.clone());
@@ -443,8 +437,8 @@ impl Rewriter {
                 .iter()
                 .map(|&v| (i16::from(v) + i16::from(CONV_WEIGHT_ZERO_POINT)) as u8)
                 .collect();
-            put_tensor(init, &quantized.values, &dims, data_type::UINT8, &bytes);
-            put_tensor(
+            put_initializer(init, &quantized.values, &dims, data_type::UINT8, &bytes);
+            put_initializer(
                 init,
                 &quantized.zero_point,
                 &[],
@@ -453,8 +447,8 @@ impl Rewriter {
             );
         } else {
             let bytes: Vec<u8> = q.values.iter().map(|&v| v as u8).collect();
-            put_tensor(init, &quantized.values, &dims, data_type::INT8, &bytes);
-            put_tensor(
+            put_initializer(init, &quantized.values, &dims, data_type::INT8, &bytes);
+            put_initializer(
                 init,
                 &quantized.zero_point,
                 &[channels],
@@ -463,7 +457,7 @@ impl Rewriter {
             );
         }
         let scale_bytes: Vec<u8> = q.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
-        put_tensor(
+        put_initializer(
             init,
             &quantized.scale,
             &scale_dims,
@@ -477,7 +471,7 @@ impl Rewriter {
     }
 
     /// A Conv's bias `[M]` as `[M, 1, …]`, to add after rescaling.
-    fn bias(&mut self, bias: &TensorParts<'_>, weight: &TensorParts<'_>) -> Result<String, String> {
+    fn bias(&mut self, bias: &TensorView<'_>, weight: &TensorView<'_>) -> Result<String, String> {
         let values = bias
             .f32_values()
             .ok_or_else(|| format!("bias {} cannot be read", bias.name))?;
@@ -485,7 +479,7 @@ impl Rewriter {
         dims.resize(weight.dims.len() - 1, 1);
         let name = self.fresh(&format!("{}_per_channel", bias.name));
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        put_tensor(
+        put_initializer(
             &mut self.new_initializers,
             &name,
             &dims,

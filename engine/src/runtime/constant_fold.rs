@@ -30,6 +30,7 @@ use ort::value::{DynValue, TensorElementType, ValueType};
 
 use super::fold_plan::{self, FoldedTensor};
 use super::runtime;
+use stemflow_onnx::field::data_type;
 
 /// Outputs up to this size are folded by ONNX Runtime in step 1 (shapes, indices, small
 /// tables); larger ones are computed in step 2.
@@ -191,32 +192,35 @@ fn folded_tensor(value: &DynValue) -> Result<FoldedTensor, String> {
             (shape.to_vec(), $onnx, raw)
         }};
     }
-    // `TensorProto.DataType` numbers.
     let (dims, data_type, raw): (Vec<i64>, i64, Vec<u8>) = match ty {
-        TensorElementType::Float32 => raw!(f32, 1),
-        TensorElementType::Uint8 => raw!(u8, 2),
-        TensorElementType::Int8 => raw!(i8, 3),
-        TensorElementType::Uint16 => raw!(u16, 4),
-        TensorElementType::Int16 => raw!(i16, 5),
-        TensorElementType::Int32 => raw!(i32, 6),
-        TensorElementType::Int64 => raw!(i64, 7),
+        TensorElementType::Float32 => raw!(f32, data_type::FLOAT),
+        TensorElementType::Uint8 => raw!(u8, data_type::UINT8),
+        TensorElementType::Int8 => raw!(i8, data_type::INT8),
+        TensorElementType::Uint16 => raw!(u16, data_type::UINT16),
+        TensorElementType::Int16 => raw!(i16, data_type::INT16),
+        TensorElementType::Int32 => raw!(i32, data_type::INT32),
+        TensorElementType::Int64 => raw!(i64, data_type::INT64),
         TensorElementType::Bool => {
             let (shape, data) = value
                 .try_extract_tensor::<bool>()
                 .map_err(|e| e.to_string())?;
             (
                 shape.to_vec(),
-                9,
+                data_type::BOOL,
                 data.iter().map(|&b| u8::from(b)).collect(),
             )
         }
-        TensorElementType::Float64 => raw!(f64, 11),
-        TensorElementType::Uint32 => raw!(u32, 12),
-        TensorElementType::Uint64 => raw!(u64, 13),
-        TensorElementType::Float16 => raw!(half::f16, 10),
-        TensorElementType::Bfloat16 => raw!(half::bf16, 16),
+        TensorElementType::Float64 => raw!(f64, data_type::DOUBLE),
+        TensorElementType::Uint32 => raw!(u32, data_type::UINT32),
+        TensorElementType::Uint64 => raw!(u64, data_type::UINT64),
+        TensorElementType::Float16 => raw!(half::f16, data_type::FLOAT16),
+        TensorElementType::Bfloat16 => raw!(half::bf16, data_type::BFLOAT16),
         other => return Err(format!("values of type {other:?} are not folded here")),
     };
+    let dims = dims
+        .into_iter()
+        .map(|d| usize::try_from(d).map_err(|_| format!("a folded value has dimension {d}")))
+        .collect::<Result<Vec<usize>, String>>()?;
     Ok(FoldedTensor {
         dims,
         data_type,

@@ -10,8 +10,11 @@
 
 use std::collections::HashSet;
 
-use stemflow_proto::write::{put_bytes, put_int64};
-use stemflow_proto::{FieldValue, Fields};
+use stemflow_onnx::encode::{encode_tensor, encode_value_name};
+use stemflow_onnx::field::graph;
+use stemflow_onnx::view::raw_fields;
+use stemflow_onnx::wire::put_bytes;
+use stemflow_onnx::{GraphPart, ModelView, NodeView};
 
 /// Operators never folded: non-deterministic, or fused by ONNX Runtime when their inputs are
 /// constants (quantization).
@@ -31,7 +34,7 @@ const NEVER_FOLDED: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldedTensor {
     /// Its dimensions.
-    pub dims: Vec<i64>,
+    pub dims: Vec<usize>,
     /// `TensorProto.DataType`.
     pub data_type: i64,
     /// Its values, little-endian, as `TensorProto.raw_data` stores them.
@@ -55,135 +58,29 @@ pub struct FoldPlan {
     dropped_fields: HashSet<usize>,
 }
 
-/// A graph node, borrowed.
-struct Node<'a> {
-    inputs: Vec<&'a str>,
-    outputs: Vec<&'a str>,
-    op_type: &'a str,
-    domain: &'a str,
-    has_subgraph: bool,
+fn is_constant(node: &NodeView<'_>) -> bool {
+    node.is("Constant")
 }
 
-impl<'a> Node<'a> {
-    fn read(body: &'a [u8]) -> Result<Self, String> {
-        let mut node = Node {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            op_type: "",
-            domain: "",
-            has_subgraph: false,
-        };
-        for field in Fields::new(body) {
-            match field? {
-                (1, FieldValue::Bytes(name)) => node.inputs.push(text(name)?),
-                (2, FieldValue::Bytes(name)) => node.outputs.push(text(name)?),
-                (4, FieldValue::Bytes(op)) => node.op_type = text(op)?,
-                (7, FieldValue::Bytes(domain)) => node.domain = text(domain)?,
-                (5, FieldValue::Bytes(attribute)) => {
-                    for part in Fields::new(attribute) {
-                        // AttributeProto.g (6) and .graphs (11).
-                        if matches!(part?, (6 | 11, FieldValue::Bytes(_))) {
-                            node.has_subgraph = true;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(node)
-    }
-
-    fn is_default_domain(&self) -> bool {
-        matches!(self.domain, "" | "ai.onnx")
-    }
-
-    fn is_constant(&self) -> bool {
-        self.is_default_domain() && self.op_type == "Constant"
-    }
-
-    fn may_fold(&self) -> bool {
-        self.is_default_domain()
-            && !self.has_subgraph
-            && !NEVER_FOLDED.contains(&self.op_type)
-            && self.inputs.iter().any(|name| !name.is_empty())
-    }
-}
-
-fn text(bytes: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(bytes).map_err(|_| "a name is not UTF-8".to_owned())
-}
-
-/// The `name` (field 1 of a `ValueInfoProto`, 8 of a `TensorProto`) of a message.
-fn name_field(body: &[u8], number: u64) -> Result<&str, String> {
-    for field in Fields::new(body) {
-        if let (n, FieldValue::Bytes(name)) = field? {
-            if n == number {
-                return text(name);
-            }
-        }
-    }
-    Ok("")
-}
-
-/// What the graph is made of, in field order.
-enum GraphField<'a> {
-    Node(Node<'a>),
-    Initializer(&'a str),
-    Input(&'a str),
-    Output(&'a str),
-    Other,
-}
-
-/// Splits a model into its fields and its one graph's fields.
-#[allow(clippy::type_complexity)]
-fn model_parts(model: &[u8]) -> Result<(Vec<(u64, &[u8])>, Vec<(u64, &[u8])>), String> {
-    let mut model_fields = Vec::new();
-    let mut graph = None;
-    let mut fields = Fields::new(model);
-    while let Some(field) = fields.next_with_bytes() {
-        let (number, value, bytes) = field?;
-        if let (7, FieldValue::Bytes(body)) = (number, value) {
-            if graph.replace(body).is_some() {
-                return Err("the model has more than one graph".into());
-            }
-        }
-        model_fields.push((number, bytes));
-    }
-    let graph = graph.ok_or("the model has no graph")?;
-    let mut graph_fields = Vec::new();
-    let mut fields = Fields::new(graph);
-    while let Some(field) = fields.next_with_bytes() {
-        let (number, _, bytes) = field?;
-        graph_fields.push((number, bytes));
-    }
-    Ok((model_fields, graph_fields))
-}
-
-/// The body of a field's bytes (key and length stripped).
-fn body(bytes: &[u8]) -> Result<&[u8], String> {
-    match Fields::new(bytes).next() {
-        Some(Ok((_, FieldValue::Bytes(body)))) => Ok(body),
-        _ => Err("a graph field is not a message".into()),
-    }
+fn may_fold(node: &NodeView<'_>) -> bool {
+    node.is_default_domain()
+        && !node.has_subgraph
+        && !NEVER_FOLDED.contains(&node.op_type)
+        && node.inputs.iter().any(|name| !name.is_empty())
 }
 
 /// Plans the folding of `model`'s constant subgraphs; `None` when there is nothing to fold (or
 /// the graph has subgraphs). An error when the model cannot be read.
 pub fn plan(model: &[u8]) -> Result<Option<FoldPlan>, String> {
-    let (model_fields, graph_fields) = model_parts(model)?;
-    let mut parsed = Vec::with_capacity(graph_fields.len());
-    for &(number, bytes) in &graph_fields {
-        parsed.push(match number {
-            1 => GraphField::Node(Node::read(body(bytes)?)?),
-            5 => GraphField::Initializer(name_field(body(bytes)?, 8)?),
-            11 => GraphField::Input(name_field(body(bytes)?, 1)?),
-            12 => GraphField::Output(name_field(body(bytes)?, 1)?),
-            _ => GraphField::Other,
-        });
-    }
+    let model = ModelView::read(model)?;
+    let graph_fields = raw_fields(model.graph()?)?;
+    let parsed = graph_fields
+        .iter()
+        .map(GraphPart::read)
+        .collect::<Result<Vec<_>, _>>()?;
     if parsed
         .iter()
-        .any(|f| matches!(f, GraphField::Node(n) if n.has_subgraph))
+        .any(|f| matches!(f, GraphPart::Node(n) if n.has_subgraph))
     {
         return Ok(None);
     }
@@ -191,26 +88,26 @@ pub fn plan(model: &[u8]) -> Result<Option<FoldPlan>, String> {
     let inputs: HashSet<&str> = parsed
         .iter()
         .filter_map(|f| match f {
-            GraphField::Input(name) => Some(*name),
+            GraphPart::Input(info) => Some(info.name),
             _ => None,
         })
         .collect();
     let mut constants: HashSet<&str> = parsed
         .iter()
         .filter_map(|f| match f {
-            GraphField::Initializer(name) if !inputs.contains(name) => Some(*name),
+            GraphPart::Initializer(tensor) if !inputs.contains(tensor.name) => Some(tensor.name),
             _ => None,
         })
         .collect();
     let mut folded_values: HashSet<&str> = HashSet::new();
     let mut folded = vec![false; parsed.len()];
     for (index, field) in parsed.iter().enumerate() {
-        let GraphField::Node(node) = field else {
+        let GraphPart::Node(node) = field else {
             continue;
         };
-        if node.is_constant() {
+        if is_constant(node) {
             constants.extend(node.outputs.iter().copied());
-        } else if node.may_fold()
+        } else if may_fold(node)
             && node.inputs.iter().all(|name| {
                 name.is_empty() || constants.contains(name) || folded_values.contains(name)
             })
@@ -228,17 +125,17 @@ pub fn plan(model: &[u8]) -> Result<Option<FoldPlan>, String> {
     let mut read_by_folded: HashSet<&str> = HashSet::new();
     for (index, field) in parsed.iter().enumerate() {
         match field {
-            GraphField::Node(node) if folded[index] => read_by_folded.extend(&node.inputs),
-            GraphField::Node(node) => read_by_rest.extend(&node.inputs),
-            GraphField::Output(name) => {
-                read_by_rest.insert(name);
+            GraphPart::Node(node) if folded[index] => read_by_folded.extend(&node.inputs),
+            GraphPart::Node(node) => read_by_rest.extend(&node.inputs),
+            GraphPart::Output(info) => {
+                read_by_rest.insert(info.name);
             }
             _ => {}
         }
     }
     let mut outputs = Vec::new();
     for (index, field) in parsed.iter().enumerate() {
-        if let GraphField::Node(node) = field {
+        if let GraphPart::Node(node) = field {
             if folded[index] {
                 outputs.extend(
                     node.outputs
@@ -254,46 +151,39 @@ pub fn plan(model: &[u8]) -> Result<Option<FoldPlan>, String> {
     }
 
     // The sub-model: the constants the folded nodes read, then the folded nodes, in order.
-    let mut graph = Vec::new();
-    put_bytes(&mut graph, 2, b"stemflow-constant-fold");
+    let mut graph_body = Vec::new();
+    put_bytes(&mut graph_body, graph::NAME, b"stemflow-constant-fold");
     let mut dropped_fields = HashSet::new();
     for (index, field) in parsed.iter().enumerate() {
-        let bytes = graph_fields[index].1;
+        let bytes = graph_fields[index].bytes;
         let (is_read_by_folded, is_read_by_rest) = match field {
-            GraphField::Node(_) if folded[index] => {
-                graph.extend_from_slice(bytes);
+            GraphPart::Node(_) if folded[index] => {
+                graph_body.extend_from_slice(bytes);
                 dropped_fields.insert(index);
                 continue;
             }
-            GraphField::Node(node) if node.is_constant() => (
+            GraphPart::Node(node) if is_constant(node) => (
                 node.outputs.iter().any(|n| read_by_folded.contains(n)),
                 node.outputs.iter().any(|n| read_by_rest.contains(n)),
             ),
-            GraphField::Initializer(name) if !inputs.contains(name) => {
-                (read_by_folded.contains(name), read_by_rest.contains(name))
-            }
+            GraphPart::Initializer(tensor) if !inputs.contains(tensor.name) => (
+                read_by_folded.contains(tensor.name),
+                read_by_rest.contains(tensor.name),
+            ),
             _ => continue,
         };
         if is_read_by_folded {
-            graph.extend_from_slice(bytes);
+            graph_body.extend_from_slice(bytes);
             if !is_read_by_rest {
                 dropped_fields.insert(index);
             }
         }
     }
     for name in &outputs {
-        let mut value_info = Vec::new();
-        put_bytes(&mut value_info, 1, name.as_bytes());
-        put_bytes(&mut graph, 12, &value_info);
+        put_bytes(&mut graph_body, graph::OUTPUT, &encode_value_name(name));
     }
-    let mut sub_model = Vec::with_capacity(graph.len() + 64);
-    for &(number, bytes) in &model_fields {
-        // ir_version (1) and opset_import (8): the sub-model runs with the model's operators.
-        if matches!(number, 1 | 8) {
-            sub_model.extend_from_slice(bytes);
-        }
-    }
-    put_bytes(&mut sub_model, 7, &graph);
+    // The sub-model runs with the model's IR version and operators.
+    let sub_model = model.sibling(&graph_body);
     Ok(Some(FoldPlan {
         sub_model,
         outputs,
@@ -313,49 +203,36 @@ impl FoldPlan {
                 self.outputs.len()
             ));
         }
-        let (model_fields, graph_fields) = model_parts(model)?;
-        let mut graph = Vec::with_capacity(model.len());
-        for (index, &(_, bytes)) in graph_fields.iter().enumerate() {
+        let model_bytes = model;
+        let model = ModelView::read(model_bytes)?;
+        let graph_fields = raw_fields(model.graph()?)?;
+        let mut graph_body = Vec::with_capacity(model_bytes.len());
+        for (index, field) in graph_fields.iter().enumerate() {
             if !self.dropped_fields.contains(&index) {
-                graph.extend_from_slice(bytes);
+                graph_body.extend_from_slice(field.bytes);
             }
         }
         for (name, value) in self.outputs.iter().zip(values) {
-            let mut tensor = Vec::with_capacity(value.raw.len() + name.len() + 64);
-            for &dim in &value.dims {
-                put_int64(&mut tensor, 1, dim);
-            }
-            put_int64(&mut tensor, 2, value.data_type);
-            put_bytes(&mut tensor, 8, name.as_bytes());
-            put_bytes(&mut tensor, 9, &value.raw);
-            put_bytes(&mut graph, 5, &tensor);
+            let tensor = encode_tensor(name, &value.dims, value.data_type, &value.raw);
+            put_bytes(&mut graph_body, graph::INITIALIZER, &tensor);
         }
-        let mut out = Vec::with_capacity(graph.len() + 4096);
-        for &(number, bytes) in &model_fields {
-            if number == 7 {
-                put_bytes(&mut out, 7, &graph);
-            } else {
-                out.extend_from_slice(bytes);
-            }
-        }
-        Ok(out)
+        Ok(model.with_graph(&graph_body, None))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stemflow_convert::onnx_writer::{Dim, OnnxGraph};
+    use stemflow_onnx::{Dim, OnnxGraph};
 
     /// The op types of a model's nodes and the names of its initializers, in order.
     fn contents(model: &[u8]) -> (Vec<String>, Vec<String>) {
-        let (_, graph_fields) = model_parts(model).unwrap();
+        let model = ModelView::read(model).unwrap();
         let (mut ops, mut initializers) = (Vec::new(), Vec::new());
-        for (number, bytes) in graph_fields {
-            let body = body(bytes).unwrap();
-            match number {
-                1 => ops.push(Node::read(body).unwrap().op_type.to_owned()),
-                5 => initializers.push(name_field(body, 8).unwrap().to_owned()),
+        for field in raw_fields(model.graph().unwrap()).unwrap() {
+            match GraphPart::read(&field).unwrap() {
+                GraphPart::Node(node) => ops.push(node.op_type.to_owned()),
+                GraphPart::Initializer(tensor) => initializers.push(tensor.name.to_owned()),
                 _ => {}
             }
         }

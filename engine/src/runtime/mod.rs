@@ -23,7 +23,6 @@ pub mod devices;
 pub mod fold_plan;
 pub mod graph_cache;
 pub mod model_file;
-mod protobuf;
 pub mod runner;
 pub mod session;
 pub mod signature;

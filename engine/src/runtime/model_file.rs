@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::protobuf::external_data_locations;
 use crate::model_error::ModelError;
+use stemflow_onnx::external_data::external_data_locations;
 
 /// Largest model file accepted.
 pub const MAX_MODEL_FILE_BYTES: u64 = 4 << 30;

@@ -3,7 +3,9 @@
 
 use ort::session::Session;
 
-use stemflow_proto::{FieldValue, Fields};
+use stemflow_onnx::field::data_type;
+use stemflow_onnx::view::raw_fields;
+use stemflow_onnx::{DimView, GraphPart, ModelView, ValueInfoView};
 
 /// One tensor of a graph's signature: name, element type and dimensions (`-1` when dynamic).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,115 +111,47 @@ impl GraphSignature {
     /// [`GraphSignature::of`] reports them for a session of the same file. Recognising a model
     /// this way costs no session: ONNX Runtime's graph optimisation of HTDemucs takes seconds.
     pub fn read(bytes: &[u8]) -> Result<Self, String> {
-        let mut graph = None;
-        let mut metadata = std::collections::BTreeMap::new();
-        for field in Fields::new(bytes) {
-            match field? {
-                (7, FieldValue::Bytes(body)) => graph = Some(body),
-                (14, FieldValue::Bytes(entry)) => {
-                    let (mut key, mut value) = (String::new(), String::new());
-                    for field in Fields::new(entry) {
-                        match field? {
-                            (1, FieldValue::Bytes(text)) => key = utf8(text),
-                            (2, FieldValue::Bytes(text)) => value = utf8(text),
-                            _ => {}
-                        }
-                    }
-                    metadata.insert(key, value);
-                }
-                _ => {}
-            }
-        }
-        let graph = graph.ok_or("no graph in the file")?;
+        let model = ModelView::read(bytes)?;
+        let metadata = model.metadata()?.into_iter().collect();
         let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
         let mut initializers = std::collections::HashSet::new();
-        for field in Fields::new(graph) {
-            match field? {
-                (5, FieldValue::Bytes(tensor)) => {
-                    initializers.insert(tensor_name(tensor)?);
+        for field in raw_fields(model.graph()?)? {
+            match GraphPart::read(&field)? {
+                GraphPart::Initializer(tensor) => {
+                    initializers.insert(tensor.name);
                 }
-                (15, FieldValue::Bytes(sparse)) => {
-                    for field in Fields::new(sparse) {
-                        if let (1, FieldValue::Bytes(values)) = field? {
-                            initializers.insert(tensor_name(values)?);
-                        }
-                    }
+                GraphPart::SparseInitializer(name) => {
+                    initializers.insert(name);
                 }
-                (11, FieldValue::Bytes(info)) => inputs.push(value_info(info)?),
-                (12, FieldValue::Bytes(info)) => outputs.push(value_info(info)?),
+                GraphPart::Input(info) => inputs.push(info),
+                GraphPart::Output(info) => outputs.push(signature(&info)),
                 _ => {}
             }
         }
-        inputs.retain(|input: &TensorSignature| !initializers.contains(&input.name));
         Ok(Self {
-            inputs,
+            inputs: inputs
+                .iter()
+                .filter(|input| !initializers.contains(input.name))
+                .map(signature)
+                .collect(),
             outputs,
             metadata,
         })
     }
 }
 
-fn utf8(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A `TensorProto`'s name (field 8).
-fn tensor_name(tensor: &[u8]) -> Result<String, String> {
-    let mut name = String::new();
-    for field in Fields::new(tensor) {
-        if let (8, FieldValue::Bytes(text)) = field? {
-            name = utf8(text);
-        }
+/// A graph input's or output's signature: a dimension not fixed (or out of range) is -1.
+fn signature(info: &ValueInfoView<'_>) -> TensorSignature {
+    TensorSignature {
+        name: info.name.to_owned(),
+        is_f32: info.elem_type == Some(data_type::FLOAT),
+        dims: info
+            .dims
+            .iter()
+            .map(|dim| match *dim {
+                DimView::Fixed(size) => size.max(-1),
+                DimView::Symbolic(_) | DimView::Unknown => -1,
+            })
+            .collect(),
     }
-    Ok(name)
-}
-
-/// A `ValueInfoProto`: name (1) and type (2: `TypeProto.tensor_type` (1) with `elem_type` (1,
-/// 1 = float) and `shape` (2) of `dim` (1), each a `dim_value` (1) or a `dim_param` (2)).
-fn value_info(info: &[u8]) -> Result<TensorSignature, String> {
-    let mut signature = TensorSignature {
-        name: String::new(),
-        is_f32: false,
-        dims: Vec::new(),
-    };
-    for field in Fields::new(info) {
-        match field? {
-            (1, FieldValue::Bytes(text)) => signature.name = utf8(text),
-            (2, FieldValue::Bytes(type_proto)) => {
-                for field in Fields::new(type_proto) {
-                    let (1, FieldValue::Bytes(tensor_type)) = field? else {
-                        continue;
-                    };
-                    for field in Fields::new(tensor_type) {
-                        match field? {
-                            (1, FieldValue::Varint(element_type)) => {
-                                signature.is_f32 = element_type == 1
-                            }
-                            (2, FieldValue::Bytes(shape)) => {
-                                for field in Fields::new(shape) {
-                                    if let (1, FieldValue::Bytes(dim)) = field? {
-                                        signature.dims.push(dimension(dim)?);
-                                    }
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(signature)
-}
-
-/// A `TensorShapeProto.Dimension`: its fixed size, or -1 when symbolic or unknown.
-fn dimension(dim: &[u8]) -> Result<i64, String> {
-    let mut size = -1;
-    for field in Fields::new(dim) {
-        if let (1, FieldValue::Varint(value)) = field? {
-            size = (value as i64).max(-1);
-        }
-    }
-    Ok(size)
 }

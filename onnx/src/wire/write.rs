@@ -54,8 +54,8 @@ pub fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::read::{read_varint, FieldValue, Fields};
     use super::*;
-    use crate::{FieldValue, Fields};
 
     #[test]
     fn varint_lengths_match_the_encoding() {
@@ -63,7 +63,7 @@ mod tests {
             let mut out = Vec::new();
             put_varint(&mut out, value);
             assert_eq!(out.len(), varint_len(value), "{value}");
-            assert_eq!(crate::read_varint(&out, &mut 0), Ok(value));
+            assert_eq!(read_varint(&out, &mut 0), Ok(value));
         }
     }
 

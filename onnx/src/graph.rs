@@ -1,6 +1,5 @@
-//! A minimal ONNX writer: [`OnnxGraph`] collects inputs, outputs, initializers, nodes and model
-//! metadata, and [`OnnxGraph::write_model`] encodes them as an ONNX `ModelProto` (protobuf,
-//! encoded by hand: varints and length-delimited fields, nothing else is needed).
+//! The graph builder: [`OnnxGraph`] collects inputs, outputs, initializers, nodes and model
+//! metadata, and [`OnnxGraph::write_model`] encodes them as an ONNX `ModelProto`.
 //!
 //! What it can express is what Stemflow's converters need and no more: one graph in the default
 //! operator set ([`OPSET_VERSION`]), float32 and int64 initializers stored as little-endian
@@ -14,18 +13,17 @@
 //!
 //! Initializers borrow their data where they can ([`Cow`]), and [`OnnxGraph::write_model`]
 //! streams it to the writer in small chunks: a 40 MB checkpoint is never copied whole.
-//!
-//! Field numbers are those of `onnx.proto` (onnx 1.23, proto2 syntax).
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use stemflow_proto::write::{
-    key_len, put_bytes, put_float, put_int64, put_key, put_varint, varint_len, WIRE_LEN,
+use crate::encode::{
+    encode_attribute, encode_node, encode_string_entry, encode_tensor_head, encode_value_info,
+    Attribute, Dim,
 };
-
-use crate::error::ConvertError;
+use crate::field::{data_type, graph as graph_field, model as model_field, opset_id};
+use crate::wire::{key_len, put_bytes, put_int64, put_key, put_varint, varint_len, WIRE_LEN};
 
 /// The ONNX IR version written (IR 8: the version of ONNX 1.10 to 1.13, which go to opset 18).
 pub const IR_VERSION: i64 = 8;
@@ -33,111 +31,23 @@ pub const IR_VERSION: i64 = 8;
 pub const OPSET_VERSION: i64 = 17;
 /// `producer_name` of the written models.
 pub const PRODUCER_NAME: &str = "stemflow-convert";
-/// `producer_version` of the written models: this crate's version.
+/// `producer_version` of the written models: Stemflow's version.
 pub const PRODUCER_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// `TensorProto.DataType.FLOAT`.
-const DATA_TYPE_FLOAT: i64 = 1;
-/// `TensorProto.DataType.INT64`.
-const DATA_TYPE_INT64: i64 = 7;
-
-/// `AttributeProto.AttributeType` values.
-const ATTRIBUTE_TYPE_FLOAT: i64 = 1;
-const ATTRIBUTE_TYPE_INT: i64 = 2;
-const ATTRIBUTE_TYPE_STRING: i64 = 3;
-const ATTRIBUTE_TYPE_FLOATS: i64 = 6;
-const ATTRIBUTE_TYPE_INTS: i64 = 7;
 
 /// Floats converted to bytes per `write_all` when streaming initializer data.
 const STREAM_CHUNK_VALUES: usize = 16 * 1024;
 
-/// `ModelProto` field numbers.
-mod model_field {
-    pub const IR_VERSION: u32 = 1;
-    pub const PRODUCER_NAME: u32 = 2;
-    pub const PRODUCER_VERSION: u32 = 3;
-    pub const GRAPH: u32 = 7;
-    pub const OPSET_IMPORT: u32 = 8;
-    pub const METADATA_PROPS: u32 = 14;
-}
-
-/// `GraphProto` field numbers.
-mod graph_field {
-    pub const NODE: u32 = 1;
-    pub const NAME: u32 = 2;
-    pub const INITIALIZER: u32 = 5;
-    pub const INPUT: u32 = 11;
-    pub const OUTPUT: u32 = 12;
-}
-
-/// `NodeProto` field numbers.
-mod node_field {
-    pub const INPUT: u32 = 1;
-    pub const OUTPUT: u32 = 2;
-    pub const NAME: u32 = 3;
-    pub const OP_TYPE: u32 = 4;
-    pub const ATTRIBUTE: u32 = 5;
-}
-
-/// `AttributeProto` field numbers.
-mod attribute_field {
-    pub const NAME: u32 = 1;
-    pub const F: u32 = 2;
-    pub const I: u32 = 3;
-    pub const S: u32 = 4;
-    pub const FLOATS: u32 = 7;
-    pub const INTS: u32 = 8;
-    pub const TYPE: u32 = 20;
-}
-
-/// `TensorProto` field numbers.
-mod tensor_field {
-    pub const DIMS: u32 = 1;
-    pub const DATA_TYPE: u32 = 2;
-    pub const NAME: u32 = 8;
-    pub const RAW_DATA: u32 = 9;
-}
-
-/// Field numbers of `ValueInfoProto`, `TypeProto`, `TypeProto.Tensor`, `TensorShapeProto`,
-/// `TensorShapeProto.Dimension`, `OperatorSetIdProto` and `StringStringEntryProto`.
-mod small_field {
-    pub const VALUE_INFO_NAME: u32 = 1;
-    pub const VALUE_INFO_TYPE: u32 = 2;
-    pub const TYPE_TENSOR_TYPE: u32 = 1;
-    pub const TENSOR_TYPE_ELEM_TYPE: u32 = 1;
-    pub const TENSOR_TYPE_SHAPE: u32 = 2;
-    pub const SHAPE_DIM: u32 = 1;
-    pub const DIM_VALUE: u32 = 1;
-    pub const DIM_PARAM: u32 = 2;
-    pub const OPSET_DOMAIN: u32 = 1;
-    pub const OPSET_VERSION: u32 = 2;
-    pub const ENTRY_KEY: u32 = 1;
-    pub const ENTRY_VALUE: u32 = 2;
-}
-
-/// A node attribute value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Attribute {
-    /// One 64-bit integer (`INT`).
-    Int(i64),
-    /// A list of 64-bit integers (`INTS`), such as `pads` or `kernel_shape`.
-    Ints(Vec<i64>),
-    /// One float (`FLOAT`), such as `epsilon` or `alpha`.
-    Float(f32),
-    /// A list of floats (`FLOATS`).
-    Floats(Vec<f32>),
-    /// A UTF-8 string (`STRING`), such as `auto_pad`.
-    String(String),
-}
-
-/// One dimension of a graph input or output.
+/// A graph that is not well formed, in words naming the offending part.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dim {
-    /// A fixed size (`dim_value`).
-    Fixed(usize),
-    /// A size named by a symbol and chosen at run time (`dim_param`), such as `"batch"`.
-    Symbolic(String),
+pub struct GraphError(pub String);
+
+impl std::fmt::Display for GraphError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
+
+impl std::error::Error for GraphError {}
 
 /// A graph input or output: a float32 tensor of the given dimensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,8 +92,8 @@ impl InitializerData<'_> {
     /// `TensorProto.DataType` of the values.
     fn data_type(&self) -> i64 {
         match self {
-            InitializerData::F32(_) => DATA_TYPE_FLOAT,
-            InitializerData::I64(_) => DATA_TYPE_INT64,
+            InitializerData::F32(_) => data_type::FLOAT,
+            InitializerData::I64(_) => data_type::INT64,
         }
     }
 }
@@ -257,25 +167,25 @@ impl<'a> OnnxGraph<'a> {
     /// Adds a float32 initializer. `data` may be borrowed (`&[f32]`, kept as is until writing)
     /// or owned (`Vec<f32>`).
     ///
-    /// Fails with [`ConvertError::Layout`] when `data` does not hold `dims`' product of values.
+    /// Fails with [`GraphError`] when `data` does not hold `dims`' product of values.
     pub fn add_initializer_f32(
         &mut self,
         name: &str,
         dims: &[usize],
         data: impl Into<Cow<'a, [f32]>>,
-    ) -> Result<(), ConvertError> {
+    ) -> Result<(), GraphError> {
         self.add_initializer(name, dims, InitializerData::F32(data.into()))
     }
 
     /// Adds an int64 initializer (shape or axes constants).
     ///
-    /// Fails with [`ConvertError::Layout`] when `data` does not hold `dims`' product of values.
+    /// Fails with [`GraphError`] when `data` does not hold `dims`' product of values.
     pub fn add_initializer_i64(
         &mut self,
         name: &str,
         dims: &[usize],
         data: Vec<i64>,
-    ) -> Result<(), ConvertError> {
+    ) -> Result<(), GraphError> {
         self.add_initializer(name, dims, InitializerData::I64(data))
     }
 
@@ -284,10 +194,10 @@ impl<'a> OnnxGraph<'a> {
         name: &str,
         dims: &[usize],
         data: InitializerData<'a>,
-    ) -> Result<(), ConvertError> {
+    ) -> Result<(), GraphError> {
         let num_values: usize = dims.iter().product();
         if num_values != data.len() {
-            return Err(ConvertError::Layout(format!(
+            return Err(GraphError(format!(
                 "initializer {name} has {} values, its shape {dims:?} needs {num_values}",
                 data.len()
             )));
@@ -363,8 +273,8 @@ impl<'a> OnnxGraph<'a> {
     /// Checks that the graph is well formed: every name is defined once (as an input, an
     /// initializer or a node output), every node reads only names defined before it, and every
     /// graph output is computed (empty names, ONNX's "optional input or output left out", are
-    /// skipped). Fails with [`ConvertError::Layout`] naming the first offender.
-    pub fn validate(&self) -> Result<(), ConvertError> {
+    /// skipped). Fails with [`GraphError`] naming the first offender.
+    pub fn validate(&self) -> Result<(), GraphError> {
         let mut defined: BTreeSet<&str> = BTreeSet::new();
         let sources = self
             .inputs
@@ -377,18 +287,16 @@ impl<'a> OnnxGraph<'a> {
             );
         for (name, what) in sources {
             if name.is_empty() {
-                return Err(ConvertError::Layout(format!("a {what} has an empty name")));
+                return Err(GraphError(format!("a {what} has an empty name")));
             }
             if !defined.insert(name) {
-                return Err(ConvertError::Layout(format!(
-                    "{what} {name} is defined twice"
-                )));
+                return Err(GraphError(format!("{what} {name} is defined twice")));
             }
         }
         for node in &self.nodes {
             for input in node.inputs.iter().filter(|i| !i.is_empty()) {
                 if !defined.contains(input.as_str()) {
-                    return Err(ConvertError::Layout(format!(
+                    return Err(GraphError(format!(
                         "node {} reads {input}, which nothing before it defines",
                         node.name
                     )));
@@ -397,16 +305,13 @@ impl<'a> OnnxGraph<'a> {
             // An empty name marks an optional input or output left out.
             for output in node.outputs.iter().filter(|o| !o.is_empty()) {
                 if !defined.insert(output) {
-                    return Err(ConvertError::Layout(format!(
-                        "node {} redefines {output}",
-                        node.name
-                    )));
+                    return Err(GraphError(format!("node {} redefines {output}", node.name)));
                 }
             }
         }
         for output in &self.outputs {
             if !defined.contains(output.name.as_str()) {
-                return Err(ConvertError::Layout(format!(
+                return Err(GraphError(format!(
                     "graph output {} is never computed",
                     output.name
                 )));
@@ -473,7 +378,7 @@ impl ModelParts {
 
         let mut graph_head = Vec::new();
         for node in &graph.nodes {
-            put_bytes(&mut graph_head, graph_field::NODE, &encode_node(node));
+            put_bytes(&mut graph_head, graph_field::NODE, &encode_graph_node(node));
         }
         put_bytes(&mut graph_head, graph_field::NAME, graph.name.as_bytes());
 
@@ -488,26 +393,24 @@ impl ModelParts {
             put_bytes(
                 &mut graph_tail,
                 graph_field::INPUT,
-                &encode_value_info(input),
+                &encode_value_info(&input.name, &input.dims),
             );
         }
         for output in &graph.outputs {
             put_bytes(
                 &mut graph_tail,
                 graph_field::OUTPUT,
-                &encode_value_info(output),
+                &encode_value_info(&output.name, &output.dims),
             );
         }
 
         let mut model_tail = Vec::new();
         let mut opset = Vec::new();
-        put_bytes(&mut opset, small_field::OPSET_DOMAIN, b"");
-        put_int64(&mut opset, small_field::OPSET_VERSION, OPSET_VERSION);
+        put_bytes(&mut opset, opset_id::DOMAIN, b"");
+        put_int64(&mut opset, opset_id::VERSION, OPSET_VERSION);
         put_bytes(&mut model_tail, model_field::OPSET_IMPORT, &opset);
         for (key, value) in &graph.metadata {
-            let mut entry = Vec::new();
-            put_bytes(&mut entry, small_field::ENTRY_KEY, key.as_bytes());
-            put_bytes(&mut entry, small_field::ENTRY_VALUE, value.as_bytes());
+            let entry = encode_string_entry(key, value);
             put_bytes(&mut model_tail, model_field::METADATA_PROPS, &entry);
         }
 
@@ -577,7 +480,7 @@ impl ModelParts {
     }
 }
 
-fn encode_node(node: &Node) -> Vec<u8> {
+fn encode_graph_node(node: &Node) -> Vec<u8> {
     let attributes: Vec<Vec<u8>> = node
         .attributes
         .iter()
@@ -586,65 +489,14 @@ fn encode_node(node: &Node) -> Vec<u8> {
     let attributes: Vec<&[u8]> = attributes.iter().map(Vec::as_slice).collect();
     let inputs: Vec<&str> = node.inputs.iter().map(String::as_str).collect();
     let outputs: Vec<&str> = node.outputs.iter().map(String::as_str).collect();
-    encode_node_parts(&node.op_type, &node.name, &inputs, &outputs, &attributes)
-}
-
-/// A default-domain `NodeProto` from its parts, each attribute an encoded `AttributeProto`
-/// (as [`encode_attribute`] writes one, or copied from another model).
-pub(crate) fn encode_node_parts(
-    op_type: &str,
-    name: &str,
-    inputs: &[&str],
-    outputs: &[&str],
-    attributes: &[&[u8]],
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    for input in inputs {
-        put_bytes(&mut out, node_field::INPUT, input.as_bytes());
-    }
-    for output in outputs {
-        put_bytes(&mut out, node_field::OUTPUT, output.as_bytes());
-    }
-    put_bytes(&mut out, node_field::NAME, name.as_bytes());
-    put_bytes(&mut out, node_field::OP_TYPE, op_type.as_bytes());
-    for attribute in attributes {
-        put_bytes(&mut out, node_field::ATTRIBUTE, attribute);
-    }
-    out
-}
-
-pub(crate) fn encode_attribute(name: &str, value: &Attribute) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_bytes(&mut out, attribute_field::NAME, name.as_bytes());
-    let attribute_type = match value {
-        Attribute::Float(f) => {
-            put_float(&mut out, attribute_field::F, *f);
-            ATTRIBUTE_TYPE_FLOAT
-        }
-        Attribute::Int(i) => {
-            put_int64(&mut out, attribute_field::I, *i);
-            ATTRIBUTE_TYPE_INT
-        }
-        Attribute::String(s) => {
-            put_bytes(&mut out, attribute_field::S, s.as_bytes());
-            ATTRIBUTE_TYPE_STRING
-        }
-        Attribute::Floats(fs) => {
-            // proto2 `repeated float` without `packed`: one key per value.
-            for f in fs {
-                put_float(&mut out, attribute_field::FLOATS, *f);
-            }
-            ATTRIBUTE_TYPE_FLOATS
-        }
-        Attribute::Ints(is) => {
-            for i in is {
-                put_int64(&mut out, attribute_field::INTS, *i);
-            }
-            ATTRIBUTE_TYPE_INTS
-        }
-    };
-    put_int64(&mut out, attribute_field::TYPE, attribute_type);
-    out
+    encode_node(
+        &node.op_type,
+        "",
+        &node.name,
+        &inputs,
+        &outputs,
+        &attributes,
+    )
 }
 
 /// A `TensorProto`'s fields up to and including the `raw_data` key and length; the raw bytes
@@ -658,56 +510,10 @@ fn encode_initializer_head(init: &Initializer<'_>) -> Vec<u8> {
     )
 }
 
-/// A `TensorProto`'s fields up to and including the `raw_data` key and length (`raw_len_bytes`
-/// bytes of little-endian values follow).
-pub(crate) fn encode_tensor_head(
-    name: &str,
-    dims: &[usize],
-    data_type: i64,
-    raw_len_bytes: usize,
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    for &dim in dims {
-        put_int64(&mut out, tensor_field::DIMS, dim as i64);
-    }
-    put_int64(&mut out, tensor_field::DATA_TYPE, data_type);
-    put_bytes(&mut out, tensor_field::NAME, name.as_bytes());
-    put_key(&mut out, tensor_field::RAW_DATA, WIRE_LEN);
-    put_varint(&mut out, raw_len_bytes as u64);
-    out
-}
-
-fn encode_value_info(info: &ValueInfo) -> Vec<u8> {
-    let mut shape = Vec::new();
-    for dim in &info.dims {
-        let mut dimension = Vec::new();
-        match dim {
-            Dim::Fixed(size) => put_int64(&mut dimension, small_field::DIM_VALUE, *size as i64),
-            Dim::Symbolic(symbol) => {
-                put_bytes(&mut dimension, small_field::DIM_PARAM, symbol.as_bytes())
-            }
-        }
-        put_bytes(&mut shape, small_field::SHAPE_DIM, &dimension);
-    }
-    let mut tensor_type = Vec::new();
-    put_int64(
-        &mut tensor_type,
-        small_field::TENSOR_TYPE_ELEM_TYPE,
-        DATA_TYPE_FLOAT,
-    );
-    put_bytes(&mut tensor_type, small_field::TENSOR_TYPE_SHAPE, &shape);
-    let mut type_proto = Vec::new();
-    put_bytes(&mut type_proto, small_field::TYPE_TENSOR_TYPE, &tensor_type);
-    let mut out = Vec::new();
-    put_bytes(&mut out, small_field::VALUE_INFO_NAME, info.name.as_bytes());
-    put_bytes(&mut out, small_field::VALUE_INFO_TYPE, &type_proto);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stemflow_proto::write::{WIRE_FIXED32, WIRE_VARINT};
+    use crate::wire::{WIRE_FIXED32, WIRE_VARINT};
 
     /// A decoded protobuf field: its number and its value.
     #[derive(Debug, Clone, PartialEq)]
@@ -855,7 +661,7 @@ mod tests {
 
         let tensor = fields(bytes_of(&graph_fields, 5)[0]);
         assert_eq!(varints_of(&tensor, 1), [3]);
-        assert_eq!(varints_of(&tensor, 2), [DATA_TYPE_FLOAT as u64]);
+        assert_eq!(varints_of(&tensor, 2), [data_type::FLOAT as u64]);
         assert_eq!(bytes_of(&tensor, 8), [b"bias".as_slice()]);
         let raw = bytes_of(&tensor, 9)[0];
         let values: Vec<f32> = raw
@@ -868,7 +674,7 @@ mod tests {
         let input = fields(bytes_of(&graph_fields, 11)[0]);
         assert_eq!(bytes_of(&input, 1), [b"x".as_slice()]);
         let tensor_type = fields(bytes_of(&fields(bytes_of(&input, 2)[0]), 1)[0]);
-        assert_eq!(varints_of(&tensor_type, 1), [DATA_TYPE_FLOAT as u64]);
+        assert_eq!(varints_of(&tensor_type, 1), [data_type::FLOAT as u64]);
         let dims = bytes_of(&fields(bytes_of(&tensor_type, 2)[0]), 1);
         assert_eq!(fields(dims[0]), [Field::Bytes(2, b"batch")]);
         assert_eq!(fields(dims[1]), [Field::Varint(1, 3)]);
@@ -934,7 +740,7 @@ mod tests {
             .zip(&values)
             .all(|(c, v)| f32::from_le_bytes(c.try_into().unwrap()) == *v));
         let axes = fields(tensors[1]);
-        assert_eq!(varints_of(&axes, 2), [DATA_TYPE_INT64 as u64]);
+        assert_eq!(varints_of(&axes, 2), [data_type::INT64 as u64]);
         let raw = bytes_of(&axes, 9)[0];
         assert_eq!(&raw[..8], &1i64.to_le_bytes());
         assert_eq!(&raw[8..], &(-1i64).to_le_bytes());
@@ -948,7 +754,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error,
-            ConvertError::Layout("initializer w has 5 values, its shape [2, 3] needs 6".into())
+            GraphError("initializer w has 5 values, its shape [2, 3] needs 6".into())
         );
     }
 
@@ -958,19 +764,15 @@ mod tests {
 
         let mut graph = tiny_add_graph();
         graph.add_node("Relu", "relu", &["z"], &["w"], Vec::new());
-        assert!(matches!(graph.validate(), Err(ConvertError::Layout(m)) if m.contains("reads z")));
+        assert!(matches!(graph.validate(), Err(GraphError(m)) if m.contains("reads z")));
 
         let mut graph = tiny_add_graph();
         graph.add_node("Relu", "relu", &["x"], &["y"], Vec::new());
-        assert!(
-            matches!(graph.validate(), Err(ConvertError::Layout(m)) if m.contains("redefines y"))
-        );
+        assert!(matches!(graph.validate(), Err(GraphError(m)) if m.contains("redefines y")));
 
         let mut graph = tiny_add_graph();
         graph.add_output("missing", vec![Dim::Fixed(1)]);
-        assert!(
-            matches!(graph.validate(), Err(ConvertError::Layout(m)) if m.contains("never computed"))
-        );
+        assert!(matches!(graph.validate(), Err(GraphError(m)) if m.contains("never computed")));
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Just enough protobuf to find external-data references in an ONNX file before ONNX Runtime
-//! sees it: graphs, nodes, attributes and tensors, walked without building anything.
+//! The external-data references of an ONNX file, found before ONNX Runtime sees it: every
+//! graph, node, attribute and tensor, subgraphs included, walked without building anything.
 
-use stemflow_proto::{FieldValue, Fields};
+use crate::field::DATA_LOCATION_EXTERNAL;
+use crate::field::{attribute, graph, model, node, sparse_tensor, string_entry, tensor};
+use crate::wire::{FieldValue, Fields};
 
 /// Nesting deeper than this is refused (a hostile file could otherwise exhaust the stack).
 const MAX_DEPTH: usize = 64;
@@ -45,9 +47,9 @@ fn walk(
     let mut entry_value = None;
     for field in Fields::new(bytes) {
         let (field, body) = match field? {
-            (14, FieldValue::Varint(value)) => {
+            (tensor::DATA_LOCATION, FieldValue::Varint(value)) => {
                 if let Message::Tensor = message {
-                    is_external = value == 1;
+                    is_external = value == DATA_LOCATION_EXTERNAL;
                 }
                 continue;
             }
@@ -55,21 +57,25 @@ fn walk(
             _ => continue,
         };
         let child = match (message, field) {
-            (Message::Model, 7) => Some(Message::Graph),
-            (Message::Graph, 1) => Some(Message::Node),
-            (Message::Graph, 5) => Some(Message::Tensor),
-            (Message::Graph, 15) => Some(Message::SparseTensor),
-            (Message::Node, 5) => Some(Message::Attribute),
-            (Message::Attribute, 5 | 10) => Some(Message::Tensor),
-            (Message::Attribute, 6 | 11) => Some(Message::Graph),
-            (Message::Attribute, 22 | 23) => Some(Message::SparseTensor),
-            (Message::SparseTensor, 1 | 2) => Some(Message::Tensor),
-            (Message::Tensor, 13) => Some(Message::StringEntry),
-            (Message::StringEntry, 1) => {
+            (Message::Model, model::GRAPH) => Some(Message::Graph),
+            (Message::Graph, graph::NODE) => Some(Message::Node),
+            (Message::Graph, graph::INITIALIZER) => Some(Message::Tensor),
+            (Message::Graph, graph::SPARSE_INITIALIZER) => Some(Message::SparseTensor),
+            (Message::Node, node::ATTRIBUTE) => Some(Message::Attribute),
+            (Message::Attribute, attribute::T | attribute::TENSORS) => Some(Message::Tensor),
+            (Message::Attribute, attribute::G | attribute::GRAPHS) => Some(Message::Graph),
+            (Message::Attribute, attribute::SPARSE_TENSOR | attribute::SPARSE_TENSORS) => {
+                Some(Message::SparseTensor)
+            }
+            (Message::SparseTensor, sparse_tensor::VALUES | sparse_tensor::INDICES) => {
+                Some(Message::Tensor)
+            }
+            (Message::Tensor, tensor::EXTERNAL_DATA) => Some(Message::StringEntry),
+            (Message::StringEntry, string_entry::KEY) => {
                 entry_key = Some(String::from_utf8_lossy(body).into_owned());
                 None
             }
-            (Message::StringEntry, 2) => {
+            (Message::StringEntry, string_entry::VALUE) => {
                 entry_value = Some(String::from_utf8_lossy(body).into_owned());
                 None
             }
@@ -108,7 +114,7 @@ fn walk(
 mod tests {
     use super::*;
 
-    fn field(number: u64, body: &[u8]) -> Vec<u8> {
+    fn field(number: u32, body: &[u8]) -> Vec<u8> {
         let mut out = vec![((number << 3) | 2) as u8, body.len() as u8]; // wire type 2: length-delimited
         out.extend_from_slice(body);
         out
