@@ -1,7 +1,7 @@
 //! [`LookAhead`]: how far past the audio it separates a neural model may look, and so how much
 //! latency a stream has. `Full` is the reference pipeline (a whole chunk of latency, seconds);
 //! a shorter setting runs the model more often on windows that end shortly after the output
-//! they produce (see `families/look_ahead.rs`).
+//! they produce (see `families/look_ahead_schedule.rs`).
 
 /// The look-ahead a user chose, as a target latency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -11,11 +11,11 @@ pub mod editor;
 pub mod editor_size;
 mod look_ahead_change;
 mod params;
+pub mod port_set;
 mod render_speed;
 pub mod shared;
 mod state;
 pub mod swap;
-pub mod variant;
 
 use std::marker::PhantomData;
 use std::num::NonZeroU32;
@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nice_plug::prelude::*;
+use port_set::{MultiOutput, PortSet, SingleBus, TEN_CHANNEL_OUTPUT_CHANNELS};
 use render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
 use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::choice::SeparatorChoice;
@@ -35,7 +36,6 @@ use stemflow_engine::stream::{
 };
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use swap::{stream_swap_channel, StreamSwapHandle};
-use variant::{MultiOutput, SingleBus, Variant, TEN_CHANNEL_OUTPUT_CHANNELS};
 
 use look_ahead_change::{apply_look_ahead, PluginTask};
 pub use params::{
@@ -57,9 +57,9 @@ enum OutputLayout {
     TenChannel,
 }
 
-/// The plugin, in one of its [`Variant`]s: [`Stemflow`] (multi-output) or
+/// The plugin, in one of its [`PortSet`]s: [`Stemflow`] (multi-output) or
 /// [`StemflowSingleBus`].
-pub struct StemflowPlugin<V: Variant> {
+pub struct StemflowPlugin<V: PortSet> {
     params: Arc<StemflowParams>,
     /// Shared with the editor: meters (written here, lock-free, only while the editor is open),
     /// the running worker (installed in `activate`, removed in `deactivate`; the audio thread
@@ -84,7 +84,7 @@ pub struct StemflowPlugin<V: Variant> {
     render_speed: RenderSpeedDetector,
     /// The Look-ahead setting last applied (at activation) or requested (from `process()`).
     requested_look_ahead: LookAhead,
-    _variant: PhantomData<V>,
+    _port_set: PhantomData<V>,
 }
 
 /// Stemflow with one output per stem.
@@ -92,7 +92,7 @@ pub type Stemflow = StemflowPlugin<MultiOutput>;
 /// Stemflow with one 10-channel output.
 pub type StemflowSingleBus = StemflowPlugin<SingleBus>;
 
-impl<V: Variant> Default for StemflowPlugin<V> {
+impl<V: PortSet> Default for StemflowPlugin<V> {
     fn default() -> Self {
         Self {
             params: Arc::new(StemflowParams::default()),
@@ -110,12 +110,12 @@ impl<V: Variant> Default for StemflowPlugin<V> {
             input_scratch: [Vec::new(), Vec::new()],
             render_speed: RenderSpeedDetector::new(44_100.0),
             requested_look_ahead: LookAhead::Full,
-            _variant: PhantomData,
+            _port_set: PhantomData,
         }
     }
 }
 
-impl<V: Variant> Plugin for StemflowPlugin<V> {
+impl<V: PortSet> Plugin for StemflowPlugin<V> {
     const NAME: &'static str = V::NAME;
     const VENDOR: &'static str = "Stemflow";
     const URL: &'static str = env!("CARGO_PKG_HOMEPAGE");
@@ -346,7 +346,7 @@ impl<V: Variant> Plugin for StemflowPlugin<V> {
     }
 }
 
-impl<V: Variant> StemflowPlugin<V> {
+impl<V: PortSet> StemflowPlugin<V> {
     /// The saved separator and device. A model that moved inside a models folder is found again
     /// by its hash; a saved device that is gone becomes Auto; both with a notice.
     /// Not realtime-safe: looks at the disk.
@@ -545,7 +545,7 @@ impl<V: Variant> StemflowPlugin<V> {
     }
 }
 
-impl<V: Variant> ClapPlugin for StemflowPlugin<V> {
+impl<V: PortSet> ClapPlugin for StemflowPlugin<V> {
     const CLAP_ID: &'static str = V::CLAP_ID;
     const CLAP_DESCRIPTION: Option<&'static str> = Some(V::DESCRIPTION);
     const CLAP_MANUAL_URL: Option<&'static str> = Some(Self::URL);
@@ -559,7 +559,7 @@ impl<V: Variant> ClapPlugin for StemflowPlugin<V> {
     ];
 }
 
-impl<V: Variant> Vst3Plugin for StemflowPlugin<V> {
+impl<V: PortSet> Vst3Plugin for StemflowPlugin<V> {
     const VST3_CLASS_ID: [u8; 16] = V::VST3_CLASS_ID;
     const VST3_SUBCATEGORIES: &'static [Vst3SubCategory] =
         &[Vst3SubCategory::Fx, Vst3SubCategory::Tools];

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::description::{ChunkCodec, ModelDescription};
-use super::look_ahead::look_ahead_schedule;
+use super::look_ahead_schedule::look_ahead_schedule;
 use super::overlap_add::{OverlapAdd, ReadyChunk};
 use super::recognise::describe_model;
 use super::routes::StemRoute;

@@ -40,7 +40,7 @@ pub struct ChunkLayout {
     pub lead: Lead,
     /// Frames at the start of each chunk whose window is zero: a chunk counts only from there
     /// (0 in the reference schedules; a short look-ahead uses only a chunk's end, see
-    /// [`super::look_ahead`]).
+    /// [`super::look_ahead_schedule`]).
     pub window_start_frames: usize,
 }
 

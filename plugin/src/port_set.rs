@@ -69,8 +69,9 @@ const TEN_CHANNEL_LAYOUT: AudioIOLayout = AudioIOLayout {
     },
 };
 
-/// What differs between the plugins in the bundle.
-pub trait Variant: Send + 'static {
+/// The ports of one plugin in the bundle, and the names and ids that go with them: what differs
+/// between *Stemflow* and *Stemflow Single Bus*.
+pub trait PortSet: Send + 'static {
     /// The plugin's name in hosts.
     const NAME: &'static str;
     /// Its CLAP id.
@@ -87,7 +88,7 @@ pub trait Variant: Send + 'static {
 /// switch port configurations, the 10-channel layout).
 pub struct MultiOutput;
 
-impl Variant for MultiOutput {
+impl PortSet for MultiOutput {
     const NAME: &'static str = "Stemflow";
     const CLAP_ID: &'static str = "audio.stemflow.stemflow";
     const DESCRIPTION: &'static str = "Splits a track into vocals, drums, bass and other stems";
@@ -99,7 +100,7 @@ impl Variant for MultiOutput {
 /// *Stemflow Single Bus*: one 10-channel output (mix, vocals, drums, bass, other).
 pub struct SingleBus;
 
-impl Variant for SingleBus {
+impl PortSet for SingleBus {
     const NAME: &'static str = "Stemflow Single Bus";
     const CLAP_ID: &'static str = "audio.stemflow.stemflow-single-bus";
     const DESCRIPTION: &'static str =
