@@ -1,7 +1,8 @@
 //! Turns published model checkpoints into ONNX graphs Stemflow loads like any user model.
 //!
-//! - [`zip`]: a zip reader for wheels (deflated entries) and torch checkpoints (stored entries,
-//!   data descriptors, ZIP64 end records), with CRC checks and size limits.
+//! - [`zip`]: wheels (deflated entries) and torch checkpoints (stored entries, data descriptors,
+//!   ZIP64 end records) read with the `zip` crate, with size limits, CRC checks and stored
+//!   entries borrowed, not copied.
 //! - [`pickle`]: a restricted unpickler: it understands only the opcodes and the few globals a
 //!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
 //!   runs it.
@@ -25,6 +26,8 @@ pub mod release;
 pub mod spleeter;
 #[cfg(test)]
 mod test_rng;
+#[cfg(any(test, feature = "test-writers"))]
+pub mod testing;
 pub mod zip;
 
 pub use error::ConvertError;
