@@ -3,9 +3,11 @@
 //! - [`zip`]: wheels (deflated entries) and torch checkpoints (stored entries, data descriptors,
 //!   ZIP64 end records) read with the `zip` crate, with size limits, CRC checks and stored
 //!   entries borrowed, not copied.
-//! - [`pickle`]: a restricted unpickler: it understands only the opcodes and the few globals a
-//!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
-//!   runs it.
+//! - [`torch`]: `torch.save` files (zip and legacy layouts) read by a restricted unpickler that
+//!   interprets only the calls torch's and numpy's pickles make and refuses every other call by
+//!   name. A pickle is a program; this never runs it. [`torch::load_torch_checkpoint`] gives the
+//!   pickled object and its tensors (demucs packages, MSST state dicts);
+//!   [`torch::load_numpy_dict`] a Spleeter checkpoint's numpy arrays.
 //! - [`onnx_writer`]: a minimal ONNX (protobuf) writer for graphs with float initializers.
 //! - [`quantize`]: dynamic int8 quantization of any ONNX model (`stemflow quantize`);
 //!   [`float16`]: its float16 version for GPUs (`stemflow quantize --fp16`). Both rewrite the
@@ -20,7 +22,6 @@ pub mod float16;
 pub mod install;
 mod onnx_parts;
 pub mod onnx_writer;
-pub mod pickle;
 pub mod quantize;
 pub mod release;
 pub mod spleeter;
@@ -28,6 +29,7 @@ pub mod spleeter;
 mod test_rng;
 #[cfg(any(test, feature = "test-writers"))]
 pub mod testing;
+pub mod torch;
 pub mod zip;
 
 pub use error::ConvertError;

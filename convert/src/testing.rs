@@ -1,10 +1,10 @@
 //! Writers for tests and fixtures (feature `test-writers`; never used by the converters): zips
-//! with the `zip` crate, torch's checkpoint zip layout byte for byte, pickles of numpy dicts as
-//! torch writes them, and malicious pickles.
+//! with the `zip` crate, torch's checkpoint zip layout byte for byte, pickles of numpy dicts and
+//! of torch state dicts as torch writes them, and malicious pickles.
 
 use std::io::{Cursor, Write};
 
-use crate::pickle::opcode;
+use crate::torch::opcode;
 
 /// Signature of a local file header (`PK\x03\x04`).
 const LOCAL_HEADER_SIGNATURE: u32 = 0x0403_4b50;
@@ -273,6 +273,72 @@ pub fn write_pickle_with_global(module: &str, name: &str) -> Vec<u8> {
     writer.out.push(opcode::REDUCE);
     writer.put();
     writer.out.push(opcode::STOP);
+    writer.out
+}
+
+/// One tensor of [`write_torch_state_dict`]: `_rebuild_tensor_v2` of a storage persistent id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TorchTensorSpec<'a> {
+    /// The state dict key.
+    pub name: &'a str,
+    /// The storage class, e.g. `FloatStorage`.
+    pub storage_class: &'a str,
+    /// The storage key (`data/<key>` in the zip).
+    pub storage_key: &'a str,
+    /// The storage's length in elements.
+    pub storage_len: i64,
+    /// Storage offset in elements.
+    pub offset: i64,
+    /// Size (`tensor.size()`).
+    pub shape: &'a [i64],
+    /// Stride in elements (`tensor.stride()`).
+    pub stride: &'a [i64],
+}
+
+/// The pickle `torch.save(OrderedDict(...))` writes for `tensors` into a zip checkpoint's
+/// `data.pkl` (protocol 2): `collections.OrderedDict()`, then for each
+/// tensor its key and `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, False,
+/// OrderedDict())`, the storage a persistent id `('storage', torch.<class>, key, 'cpu', len)`.
+/// Nothing is checked, so tests can write inconsistent tensors; ints must fit an `i32`.
+pub fn write_torch_state_dict(tensors: &[TorchTensorSpec<'_>]) -> Vec<u8> {
+    let mut writer = Writer::default();
+    writer.out.extend_from_slice(&[opcode::PROTO, 2]);
+    writer.global("collections", "OrderedDict");
+    writer
+        .out
+        .extend_from_slice(&[opcode::EMPTY_TUPLE, opcode::REDUCE]);
+    writer.out.push(opcode::MARK);
+    for tensor in tensors {
+        writer.unicode(tensor.name);
+        writer.global("torch._utils", "_rebuild_tensor_v2");
+        writer.out.push(opcode::MARK);
+        writer.tuple(5, |w| {
+            w.unicode("storage");
+            w.global("torch", tensor.storage_class);
+            w.unicode(tensor.storage_key);
+            w.unicode("cpu");
+            w.int(tensor.storage_len);
+        });
+        writer.out.push(opcode::BINPERSID);
+        writer.int(tensor.offset);
+        writer.tuple(tensor.shape.len(), |w| {
+            tensor.shape.iter().for_each(|&d| w.int(d))
+        });
+        writer.tuple(tensor.stride.len(), |w| {
+            tensor.stride.iter().for_each(|&d| w.int(d))
+        });
+        writer.out.push(opcode::NEWFALSE);
+        writer.global("collections", "OrderedDict");
+        writer
+            .out
+            .extend_from_slice(&[opcode::EMPTY_TUPLE, opcode::REDUCE]);
+        writer
+            .out
+            .extend_from_slice(&[opcode::TUPLE, opcode::REDUCE]);
+    }
+    writer
+        .out
+        .extend_from_slice(&[opcode::SETITEMS, opcode::STOP]);
     writer.out
 }
 
