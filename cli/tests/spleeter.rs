@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use common::*;
 use stemflow_convert::install::{install_spleeter, sha256_hex, HYBRID_ROUTE_FILE};
-use stemflow_convert::pickle::testing::{write_numpy_dict, write_pickle_with_global};
 use stemflow_convert::release::{CheckpointPin, SpleeterRelease};
-use stemflow_convert::zip::testing::{write_torch_checkpoint, write_zip, ZipMethod};
+use stemflow_convert::testing::{
+    write_numpy_dict, write_pickle_with_global, write_torch_checkpoint, write_zip, ZipMethod,
+};
 use stemflow_convert::ConvertError;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;

@@ -5,9 +5,11 @@
 pub enum ConvertError {
     /// The archive (wheel or checkpoint zip) is damaged or not a zip.
     Zip(String),
-    /// The pickle is damaged, or asks for something a dict of numpy arrays never needs.
+    /// The pickle is damaged, or asks for something a checkpoint never needs (a call outside the
+    /// allow-list, named in the message).
     Pickle(String),
-    /// The arrays are not the layout the converter expects (missing key, wrong shape).
+    /// The file or its arrays are not the layout the reader or converter expects (not a torch
+    /// checkpoint, a missing storage or key, a wrong size or shape).
     Layout(String),
     /// A file's SHA-256 is not the pinned one.
     Checksum {

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::ConvertError;
-use crate::pickle::{load_numpy_dict, NdArray};
 use crate::release::SpleeterRelease;
 use crate::spleeter::{spleeter_graph, Tensor, TensorMap};
+use crate::torch::{load_numpy_dict, NdArray};
 use crate::zip::ZipArchive;
 
 /// The route written next to the model.

@@ -1,10 +1,13 @@
 //! Turns published model checkpoints into ONNX graphs Stemflow loads like any user model.
 //!
-//! - [`zip`]: a zip reader for wheels (deflated entries) and torch checkpoints (stored entries,
-//!   data descriptors, ZIP64 end records), with CRC checks and size limits.
-//! - [`pickle`]: a restricted unpickler: it understands only the opcodes and the few globals a
-//!   dict of numpy arrays needs and refuses everything else. A pickle is a program; this never
-//!   runs it.
+//! - [`zip`]: wheels (deflated entries) and torch checkpoints (stored entries, data descriptors,
+//!   ZIP64 end records) read with the `zip` crate, with size limits, CRC checks and stored
+//!   entries borrowed, not copied.
+//! - [`torch`]: `torch.save` files (zip and legacy layouts) read by a restricted unpickler that
+//!   interprets only the calls torch's and numpy's pickles make and refuses every other call by
+//!   name. A pickle is a program; this never runs it. [`torch::load_torch_checkpoint`] gives the
+//!   pickled object and its tensors (demucs packages, MSST state dicts);
+//!   [`torch::load_numpy_dict`] a Spleeter checkpoint's numpy arrays.
 //! - [`quantize`]: dynamic int8 quantization of any ONNX model (`stemflow quantize`);
 //!   [`float16`]: its float16 version for GPUs (`stemflow quantize --fp16`): graph tools that
 //!   rewrite a model field by field with `stemflow-onnx`'s views, copying what they do not
@@ -17,12 +20,14 @@ pub mod error;
 pub mod fetch;
 pub mod float16;
 pub mod install;
-pub mod pickle;
 pub mod quantize;
 pub mod release;
 pub mod spleeter;
 #[cfg(test)]
 mod test_rng;
+#[cfg(any(test, feature = "test-writers"))]
+pub mod testing;
+pub mod torch;
 pub mod zip;
 
 pub use error::ConvertError;
