@@ -16,7 +16,7 @@ use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
-use crate::plot::{LinePlot, Rgb, Series};
+use crate::plot::{LinePlot, Marker, Rgb, Series};
 
 const RATE_HZ: u32 = 44_100;
 
@@ -160,14 +160,43 @@ fn measure(
     })
 }
 
-/// Stem colours (vocals, drums, bass, other).
-const STEM_COLOURS: [Rgb; 4] = [
-    [214, 39, 40],
+/// Separator colours: Tableau 10, whose hues stay apart on screen and in print.
+const SEPARATOR_PALETTE: [Rgb; 10] = [
     [31, 119, 180],
+    [255, 127, 14],
     [44, 160, 44],
+    [214, 39, 40],
     [148, 103, 189],
+    [140, 86, 75],
+    [227, 119, 194],
+    [127, 127, 127],
+    [188, 189, 34],
+    [23, 190, 207],
 ];
 
+/// The colour of the `index`-th separator on the chart: the palette, then hues a golden angle
+/// apart, so no two separators share a colour however many are measured.
+fn separator_colour(index: usize) -> Rgb {
+    if let Some(&colour) = SEPARATOR_PALETTE.get(index) {
+        return colour;
+    }
+    let hue = ((index - SEPARATOR_PALETTE.len()) as f64 * 137.507_764 + 15.0).rem_euclid(360.0);
+    // HSV with saturation 0.7 and value 0.7.
+    let (value, chroma) = (0.7, 0.7 * 0.7);
+    let x = chroma * (1.0 - ((hue / 60.0).rem_euclid(2.0) - 1.0).abs());
+    let (r, g, b) = match (hue / 60.0) as u32 {
+        0 => (chroma, x, 0.0),
+        1 => (x, chroma, 0.0),
+        2 => (0.0, chroma, x),
+        3 => (0.0, x, chroma),
+        4 => (x, 0.0, chroma),
+        _ => (chroma, 0.0, x),
+    };
+    let m = value - chroma;
+    [r, g, b].map(|c| ((c + m) * 255.0).round() as u8)
+}
+
+/// The chart: one colour per separator, one marker per stem.
 fn plot_points(points: &[Point], seconds: f32) -> LinePlot {
     let mut series = Vec::new();
     let mut models: Vec<&str> = Vec::new();
@@ -187,9 +216,10 @@ fn plot_points(points: &[Point], seconds: f32) -> LinePlot {
                 continue;
             }
             series.push(Series {
-                label: format!("{model} {}", stem.file_name()),
-                colour: STEM_COLOURS[i],
-                is_square: m % 2 == 1,
+                group: (*model).to_owned(),
+                variant: stem.file_name().to_owned(),
+                colour: separator_colour(m),
+                marker: Marker::ALL[i],
                 points: line,
             });
         }
@@ -198,6 +228,76 @@ fn plot_points(points: &[Point], seconds: f32) -> LinePlot {
         title: format!("SDR against latency, demo song {seconds} s"),
         x_label: "latency (s)".into(),
         y_label: "SDR (dB)".into(),
+        group_title: "Separator".into(),
+        variant_title: "Stem".into(),
         series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(model: &str, latency_s: f64, sdr_db: [Option<f64>; 4]) -> Point {
+        Point {
+            model: model.into(),
+            latency_s,
+            compute_factor: 1.0,
+            real_time_factor: 0.5,
+            sdr_db,
+        }
+    }
+
+    #[test]
+    fn no_two_separators_share_a_colour() {
+        let colours: Vec<Rgb> = (0..64).map(separator_colour).collect();
+        for (i, a) in colours.iter().enumerate() {
+            for (j, b) in colours.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "separators {i} and {j} share a colour");
+            }
+        }
+    }
+
+    #[test]
+    fn each_separator_has_one_colour_and_each_stem_one_marker() {
+        let all = [Some(1.0), Some(2.0), Some(3.0), Some(4.0)];
+        let two_stems = [Some(5.0), None, None, Some(6.0)];
+        let points = [
+            point("builtin", 0.25, all),
+            point("spleeter-2stems", 0.5, two_stems),
+            point("spleeter-2stems", 12.0, two_stems),
+            point("hybrid-spleeter", 0.5, all),
+            point("hybrid-spleeter", 12.0, all),
+        ];
+        let plot = plot_points(&points, 10.0);
+        assert_eq!(plot.series.len(), 4 + 2 + 4);
+        let mut colour_of: Vec<(&str, Rgb)> = Vec::new();
+        for series in &plot.series {
+            match colour_of.iter().find(|(g, _)| *g == series.group) {
+                Some((_, colour)) => assert_eq!(*colour, series.colour, "{}", series.group),
+                None => {
+                    assert!(
+                        colour_of.iter().all(|(_, c)| *c != series.colour),
+                        "{} repeats a colour",
+                        series.group
+                    );
+                    colour_of.push((&series.group, series.colour));
+                }
+            }
+            let stem = Stem::FOUR
+                .iter()
+                .position(|s| s.file_name() == series.variant)
+                .unwrap();
+            assert_eq!(series.marker, Marker::ALL[stem]);
+        }
+        assert_eq!(colour_of.len(), 3);
+        // Spleeter's two stems keep vocals and other, at both latencies.
+        let spleeter: Vec<_> = plot
+            .series
+            .iter()
+            .filter(|s| s.group == "spleeter-2stems")
+            .map(|s| (s.variant.as_str(), s.points.len()))
+            .collect();
+        assert_eq!(spleeter, [("vocals", 2), ("other", 2)]);
     }
 }

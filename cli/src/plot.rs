@@ -1,142 +1,248 @@
-//! [`LinePlot`]: a small line chart written as a PNG, for benchmark curves checked into `docs/`
-//! (no plotting library: a few rectangles, lines, markers and a 5×7 bitmap font).
+//! [`LinePlot`]: a line chart with a logarithmic x axis, drawn with `plotters` and written as a
+//! PNG, for benchmark curves checked into `docs/`.
+//!
+//! Each series has a colour that stands for its group (a separator) and a marker that stands for
+//! its variant (a stem); the legend beside the chart gives one entry per group and one per
+//! variant, so no colour appears twice in it. The text uses Ubuntu Light, embedded in the binary
+//! from `epaint_default_fonts` (egui's fonts, already built for the plugin; the font stays under
+//! the Ubuntu Font Licence 1.0, which allows embedding it in software): no system font is read.
+//! Proportional rather than monospaced because plotters 0.3.7 places each glyph without its left
+//! side bearing, which leaves gaps around narrow glyphs of a monospaced font.
 
-use std::io::Write;
+use std::error::Error;
 use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
 /// An RGB colour.
 pub type Rgb = [u8; 3];
 
+/// How a series marks its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// A filled disc.
+    Circle,
+    /// A filled square.
+    Square,
+    /// A filled triangle, point up.
+    Triangle,
+    /// A diagonal cross.
+    Cross,
+}
+
+impl Marker {
+    /// The markers in the order variants take them.
+    pub const ALL: [Marker; 4] = [
+        Marker::Circle,
+        Marker::Square,
+        Marker::Triangle,
+        Marker::Cross,
+    ];
+}
+
 /// One line of the chart.
 pub struct Series {
-    /// Legend text.
-    pub label: String,
+    /// What the colour stands for (the legend names each group once, with the colour of its
+    /// first series).
+    pub group: String,
+    /// What the marker stands for (the legend names each variant once, with the marker of its
+    /// first series).
+    pub variant: String,
     /// Line and marker colour.
     pub colour: Rgb,
-    /// Square markers (else round).
-    pub is_square: bool,
-    /// Points `(x, y)`, in order.
+    /// Point marker.
+    pub marker: Marker,
+    /// Points `(x, y)`, in order; points with `x <= 0` or a non-finite value are left out.
     pub points: Vec<(f64, f64)>,
 }
 
 /// A chart with a logarithmic x axis and a linear y axis.
 pub struct LinePlot {
+    /// Caption above the chart.
     pub title: String,
+    /// Description under the x axis.
     pub x_label: String,
+    /// Description beside the y axis.
     pub y_label: String,
+    /// Legend heading over the groups (the colours).
+    pub group_title: String,
+    /// Legend heading over the variants (the markers).
+    pub variant_title: String,
+    /// The lines, drawn in order.
     pub series: Vec<Series>,
 }
 
-const WIDTH: usize = 1120;
-const HEIGHT: usize = 600;
-const LEFT: usize = 90;
-const RIGHT: usize = 400;
-const TOP: usize = 60;
-const BOTTOM: usize = 70;
-const TEXT_SCALE: usize = 2;
-
-struct Canvas {
-    pixels: Vec<u8>,
+/// What the legend lists.
+struct Legend<'a> {
+    /// Each group with its colour.
+    groups: Vec<(&'a str, Rgb)>,
+    /// Each variant with its marker.
+    variants: Vec<(&'a str, Marker)>,
 }
 
-impl Canvas {
-    fn new() -> Self {
-        Self {
-            pixels: vec![255; WIDTH * HEIGHT * 3],
-        }
+/// Image width in pixels.
+const WIDTH_PX: u32 = 1120;
+/// Image height in pixels.
+const HEIGHT_PX: u32 = 600;
+/// Width of the legend column on the right.
+const LEGEND_WIDTH_PX: u32 = 250;
+/// The family name the embedded font is registered under (plotters' default family).
+const FONT: &str = "sans-serif";
+/// Marker size (radius) in pixels.
+const MARKER_PX: i32 = 6;
+/// Colour of the text, axes and the legend's variant markers.
+const INK: RGBColor = RGBColor(40, 40, 40);
+
+/// Registers the embedded font with plotters once per process.
+fn register_font() -> Result<(), String> {
+    static IS_REGISTERED: OnceLock<bool> = OnceLock::new();
+    let is_registered = *IS_REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
+            .is_ok()
+    });
+    if is_registered {
+        Ok(())
+    } else {
+        Err("the embedded chart font does not load".into())
     }
-
-    fn set(&mut self, x: i64, y: i64, colour: Rgb) {
-        if x >= 0 && y >= 0 && (x as usize) < WIDTH && (y as usize) < HEIGHT {
-            let i = (y as usize * WIDTH + x as usize) * 3;
-            self.pixels[i..i + 3].copy_from_slice(&colour);
-        }
-    }
-
-    fn rect(&mut self, x: i64, y: i64, w: i64, h: i64, colour: Rgb) {
-        for dy in 0..h {
-            for dx in 0..w {
-                self.set(x + dx, y + dy, colour);
-            }
-        }
-    }
-
-    /// A line `thickness` pixels wide.
-    fn line(&mut self, (x0, y0): (f64, f64), (x1, y1): (f64, f64), colour: Rgb, thickness: i64) {
-        let steps = ((x1 - x0).abs().max((y1 - y0).abs()).ceil() as usize).max(1);
-        for i in 0..=steps {
-            let t = i as f64 / steps as f64;
-            let (x, y) = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t);
-            let r = thickness / 2;
-            self.rect(
-                x.round() as i64 - r,
-                y.round() as i64 - r,
-                thickness,
-                thickness,
-                colour,
-            );
-        }
-    }
-
-    fn marker(&mut self, (x, y): (f64, f64), colour: Rgb, is_square: bool) {
-        let (cx, cy) = (x.round() as i64, y.round() as i64);
-        for dy in -5..=5i64 {
-            for dx in -5..=5i64 {
-                if is_square || dx * dx + dy * dy <= 25 {
-                    self.set(cx + dx, cy + dy, colour);
-                }
-            }
-        }
-    }
-
-    /// Text in the bitmap font (upper-cased), its top-left at `(x, y)`; returns its width.
-    fn text(&mut self, x: i64, y: i64, text: &str, colour: Rgb) -> i64 {
-        let s = TEXT_SCALE as i64;
-        for (index, row, column) in lit_cells(text) {
-            self.rect(x + (index * 6 + column) * s, y + row * s, s, s, colour);
-        }
-        text_width(text)
-    }
-
-    /// Text rotated a quarter turn anticlockwise (for the y axis), its bottom-left at `(x, y)`.
-    fn text_vertical(&mut self, x: i64, y: i64, text: &str, colour: Rgb) {
-        let s = TEXT_SCALE as i64;
-        for (index, row, column) in lit_cells(text) {
-            self.rect(x + row * s, y - (index * 6 + column) * s, s, s, colour);
-        }
-    }
-}
-
-/// The lit cells of `text` in the bitmap font (upper-cased): (character index, row, column).
-fn lit_cells(text: &str) -> impl Iterator<Item = (i64, i64, i64)> + '_ {
-    text.chars().enumerate().flat_map(|(index, c)| {
-        let rows = glyph(c.to_ascii_uppercase());
-        (0..7).flat_map(move |row| {
-            (0..5)
-                .filter(move |column| rows[row] & (0b10000 >> column) != 0)
-                .map(move |column| (index as i64, row as i64, column))
-        })
-    })
-}
-
-fn text_width(text: &str) -> i64 {
-    (text.chars().count() * 6 * TEXT_SCALE) as i64
 }
 
 impl LinePlot {
-    /// Draws the chart and writes it to `path` as a PNG.
+    /// Draws the chart and writes it to `path` as a PNG (through `FILE.png.partial`, so a failed
+    /// write leaves no half file under the name).
     pub fn write_png(&self, path: &Path) -> Result<(), String> {
-        let canvas = self.draw();
-        write_png(path, &canvas.pixels).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        let rgb = self.draw()?;
+        let partial = path.with_extension("png.partial");
+        encode_png(&partial, &rgb)
+            .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
-    fn draw(&self) -> Canvas {
-        let mut canvas = Canvas::new();
-        let black = [0, 0, 0];
-        let grey = [220, 220, 220];
-        let points = self.series.iter().flat_map(|s| s.points.iter());
+    /// The chart as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row.
+    fn draw(&self) -> Result<Vec<u8>, String> {
+        register_font()?;
+        let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
+        {
+            let root =
+                BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+            self.draw_on(&root)
+                .and_then(|()| root.present().map_err(Into::into))
+                .map_err(|e| format!("cannot draw the chart: {e}"))?;
+        }
+        Ok(rgb)
+    }
+
+    fn draw_on(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), Box<dyn Error>> {
+        root.fill(&WHITE)?;
+        let root = root.titled(&self.title, (FONT, 24).into_font().color(&INK))?;
+        let (chart_area, legend_area) = root.split_horizontally(WIDTH_PX - LEGEND_WIDTH_PX);
+        let (x_range, y_range) = self.ranges();
+        let (x_ticks, x_minor) = log_ticks(x_range.clone());
+        // Steps of 2 (plotters picks a round step, wider when that would crowd the axis).
+        let num_y_ticks = ((y_range.end - y_range.start) / 2.0) as usize + 1;
+        let mut chart = ChartBuilder::on(&chart_area)
+            .margin(10)
+            .x_label_area_size(60)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                x_range
+                    .log_scale()
+                    .with_key_points(x_ticks)
+                    .with_light_points(x_minor),
+                y_range,
+            )?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .y_labels(num_y_ticks.min(16))
+            .y_max_light_lines(1)
+            .x_label_formatter(&|x| format_tick(*x))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style((FONT, 16).into_font().color(&INK))
+            .axis_desc_style((FONT, 18).into_font().color(&INK))
+            .axis_style(INK.stroke_width(2))
+            .bold_line_style(RGBColor(200, 200, 200).stroke_width(1))
+            .light_line_style(RGBColor(235, 235, 235).stroke_width(1))
+            .draw()?;
+        let points_of = |series: &Series| -> Vec<(f64, f64)> {
+            let is_drawable = |&(x, y): &(f64, f64)| x > 0.0 && x.is_finite() && y.is_finite();
+            series.points.iter().copied().filter(is_drawable).collect()
+        };
+        // All lines first, then all markers, so that no line hides a marker.
+        for series in &self.series {
+            let colour = to_colour(series.colour).stroke_width(2);
+            chart.draw_series(LineSeries::new(points_of(series), colour))?;
+        }
+        for series in &self.series {
+            for point in points_of(series) {
+                let colour = to_colour(series.colour);
+                draw_marker(chart.plotting_area(), point, series.marker, colour)?;
+            }
+        }
+        self.draw_legend(&legend_area)?;
+        Ok(())
+    }
+
+    /// The legend: the groups as coloured lines, then the variants as markers in ink.
+    fn draw_legend(
+        &self,
+        area: &DrawingArea<BitMapBackend<'_>, Shift>,
+    ) -> Result<(), Box<dyn Error>> {
+        let heading = (FONT, 18).into_font().color(&INK);
+        let text = (FONT, 16).into_font().color(&INK);
+        let Legend { groups, variants } = self.legend();
+        let x = 10;
+        let mut y = 30;
+        area.draw(&Text::new(
+            self.group_title.as_str(),
+            (x, y),
+            heading.clone(),
+        ))?;
+        for (group, colour) in groups {
+            y += 26;
+            let colour = to_colour(colour);
+            area.draw(&PathElement::new(
+                vec![(x, y + 8), (x + 30, y + 8)],
+                colour.stroke_width(3),
+            ))?;
+            area.draw(&Text::new(group, (x + 40, y), text.clone()))?;
+        }
+        y += 44;
+        area.draw(&Text::new(self.variant_title.as_str(), (x, y), heading))?;
+        for (variant, marker) in variants {
+            y += 26;
+            draw_marker(area, (x + 15, y + 8), marker, INK)?;
+            area.draw(&Text::new(variant, (x + 40, y), text.clone()))?;
+        }
+        Ok(())
+    }
+
+    /// The legend's entries: each group once with the colour of its first series, each variant
+    /// once with the marker of its first series, in the order they first appear.
+    fn legend(&self) -> Legend<'_> {
+        let mut legend = Legend {
+            groups: Vec::new(),
+            variants: Vec::new(),
+        };
+        for series in &self.series {
+            if !legend.groups.iter().any(|(g, _)| *g == series.group) {
+                legend.groups.push((&series.group, series.colour));
+            }
+            if !legend.variants.iter().any(|(v, _)| *v == series.variant) {
+                legend.variants.push((&series.variant, series.marker));
+            }
+        }
+        legend
+    }
+
+    /// The axis ranges: whole decades from below the data to a little past its last x, whole
+    /// steps of 2 around its y.
+    fn ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
         let (mut x_min, mut x_max, mut y_min, mut y_max) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-        for &(x, y) in points {
+        for &(x, y) in self.series.iter().flat_map(|s| s.points.iter()) {
             if x > 0.0 && x.is_finite() && y.is_finite() {
                 x_min = x_min.min(x);
                 x_max = x_max.max(x);
@@ -147,109 +253,62 @@ impl LinePlot {
         if x_min > x_max {
             (x_min, x_max, y_min, y_max) = (0.1, 10.0, 0.0, 1.0);
         }
-        // Decades around the data; y in whole steps of 2.
-        let (lx_min, lx_max) = (
-            x_min.log10().floor(),
-            // A little past the last point, not the next decade.
-            (x_max * 1.5).log10().max(x_min.log10().floor() + 1.0),
-        );
-        let (y_lo, y_hi) = (
-            (y_min / 2.0).floor() * 2.0,
-            ((y_max / 2.0).ceil() * 2.0).max((y_min / 2.0).floor() * 2.0 + 2.0),
-        );
-        let (w, h) = (
-            (WIDTH - LEFT - RIGHT) as f64,
-            (HEIGHT - TOP - BOTTOM) as f64,
-        );
-        let to_px = |x: f64, y: f64| {
-            (
-                LEFT as f64 + (x.log10() - lx_min) / (lx_max - lx_min) * w,
-                TOP as f64 + (y_hi - y) / (y_hi - y_lo) * h,
-            )
-        };
-        // Grid and tick labels.
-        let mut decade = lx_min;
-        while decade <= lx_max {
-            for factor in [1.0, 2.0, 5.0] {
-                let x = 10f64.powf(decade) * factor;
-                if x.log10() > lx_max + 1e-9 {
-                    continue;
-                }
-                let (px, _) = to_px(x, y_lo);
-                canvas.line((px, TOP as f64), (px, (HEIGHT - BOTTOM) as f64), grey, 1);
-                let label = format_tick(x);
-                canvas.text(
-                    px as i64 - text_width(&label) / 2,
-                    (HEIGHT - BOTTOM + 8) as i64,
-                    &label,
-                    black,
-                );
-            }
-            decade += 1.0;
-        }
-        let mut y = y_lo;
-        while y <= y_hi + 1e-9 {
-            let (_, py) = to_px(10f64.powf(lx_min), y);
-            canvas.line((LEFT as f64, py), ((WIDTH - RIGHT) as f64, py), grey, 1);
-            let label = format!("{y:.0}");
-            canvas.text(
-                LEFT as i64 - 8 - text_width(&label),
-                py as i64 - 7,
-                &label,
-                black,
-            );
-            y += 2.0;
-        }
-        // Frame, title, axis labels.
-        let (l, r, t, b) = (
-            LEFT as f64,
-            (WIDTH - RIGHT) as f64,
-            TOP as f64,
-            (HEIGHT - BOTTOM) as f64,
-        );
-        for (a, c) in [
-            ((l, t), (r, t)),
-            ((r, t), (r, b)),
-            ((r, b), (l, b)),
-            ((l, b), (l, t)),
-        ] {
-            canvas.line(a, c, black, 2);
-        }
-        canvas.text(LEFT as i64, 20, &self.title, black);
-        canvas.text(
-            LEFT as i64 + (w as i64 - text_width(&self.x_label)) / 2,
-            (HEIGHT - BOTTOM + 36) as i64,
-            &self.x_label,
-            black,
-        );
-        canvas.text_vertical(
-            20,
-            TOP as i64 + (h as i64 + text_width(&self.y_label)) / 2,
-            &self.y_label,
-            black,
-        );
-        // Series and legend.
-        for (i, series) in self.series.iter().enumerate() {
-            let pixels: Vec<(f64, f64)> = series
-                .points
-                .iter()
-                .filter(|(x, y)| *x > 0.0 && x.is_finite() && y.is_finite())
-                .map(|&(x, y)| to_px(x, y))
-                .collect();
-            for pair in pixels.windows(2) {
-                canvas.line(pair[0], pair[1], series.colour, 3);
-            }
-            for &p in &pixels {
-                canvas.marker(p, series.colour, series.is_square);
-            }
-            let ly = TOP as f64 + 10.0 + i as f64 * 26.0;
-            let lx = (WIDTH - RIGHT + 16) as f64;
-            canvas.line((lx, ly + 6.0), (lx + 28.0, ly + 6.0), series.colour, 3);
-            canvas.marker((lx + 14.0, ly + 6.0), series.colour, series.is_square);
-            canvas.text(lx as i64 + 36, ly as i64, &series.label, black);
-        }
-        canvas
+        let x_lo = 10f64.powf(x_min.log10().floor());
+        let x_hi = (x_max * 1.5).max(x_lo * 10.0);
+        let y_lo = (y_min / 2.0).floor() * 2.0;
+        let y_hi = ((y_max / 2.0).ceil() * 2.0).max(y_lo + 2.0);
+        (x_lo..x_hi, y_lo..y_hi)
     }
+}
+
+/// Labelled ticks at 1, 2 and 5 times each power of ten in `range`, and minor grid lines at the
+/// other whole multiples.
+fn log_ticks(range: std::ops::Range<f64>) -> (Vec<f64>, Vec<f64>) {
+    let (mut labelled, mut minor) = (Vec::new(), Vec::new());
+    let mut decade = range.start.log10().floor() as i32;
+    while 10f64.powi(decade) <= range.end {
+        for factor in 1..10 {
+            let x = f64::from(factor) * 10f64.powi(decade);
+            if x < range.start * (1.0 - 1e-9) || x > range.end {
+                continue;
+            }
+            if matches!(factor, 1 | 2 | 5) {
+                labelled.push(x);
+            } else {
+                minor.push(x);
+            }
+        }
+        decade += 1;
+    }
+    (labelled, minor)
+}
+
+/// Draws `marker` centred on `at` (in `area`'s coordinates).
+fn draw_marker<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    at: CT::From,
+    marker: Marker,
+    colour: RGBColor,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate,
+    CT::From: Clone,
+{
+    let r = MARKER_PX;
+    match marker {
+        Marker::Circle => area.draw(&Circle::new(at, r, colour.filled())),
+        Marker::Square => area.draw(
+            &(EmptyElement::at(at)
+                + Rectangle::new([(-r + 1, -r + 1), (r - 1, r - 1)], colour.filled())),
+        ),
+        Marker::Triangle => area.draw(&TriangleMarker::new(at, r + 2, colour.filled())),
+        Marker::Cross => area.draw(&Cross::new(at, r - 1, colour.stroke_width(3))),
+    }
+}
+
+fn to_colour([r, g, b]: Rgb) -> RGBColor {
+    RGBColor(r, g, b)
 }
 
 /// "0.2", "1", "10".
@@ -257,215 +316,112 @@ fn format_tick(x: f64) -> String {
     if x >= 1.0 {
         format!("{x:.0}")
     } else {
-        format!("{x:.1}").trim_end_matches('0').to_owned()
+        let digits = (-x.log10().floor()) as usize;
+        format!("{x:.digits$}")
     }
 }
 
-/// A PNG of `WIDTH × HEIGHT` RGB pixels.
-fn write_png(path: &Path, rgb: &[u8]) -> std::io::Result<()> {
-    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(kind);
-        crc.update(data);
-        out.extend_from_slice(kind);
-        out.extend_from_slice(data);
-        out.extend_from_slice(&crc.finalize().to_be_bytes());
-    }
-    let mut raw = Vec::with_capacity((WIDTH * 3 + 1) * HEIGHT);
-    for row in rgb.chunks(WIDTH * 3) {
-        raw.push(0); // no filter
-        raw.extend_from_slice(row);
-    }
-    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
-    encoder.write_all(&raw)?;
-    let compressed = encoder.finish()?;
-    let mut header = Vec::new();
-    header.extend_from_slice(&(WIDTH as u32).to_be_bytes());
-    header.extend_from_slice(&(HEIGHT as u32).to_be_bytes());
-    header.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB, no interlace
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    chunk(&mut png, b"IHDR", &header);
-    chunk(&mut png, b"IDAT", &compressed);
-    chunk(&mut png, b"IEND", &[]);
-    let partial = path.with_extension("png.partial");
-    std::fs::write(&partial, &png)?;
-    std::fs::rename(&partial, path)
-}
-
-/// The 5×7 bitmap of `c` (rows top to bottom, bit 4 = left column); unknown characters are a
-/// box.
-fn glyph(c: char) -> [u8; 7] {
-    match c {
-        ' ' => [0; 7],
-        '0' => [
-            0b01110, 0b10001, 0b10011, 0b10101, 0b11001, 0b10001, 0b01110,
-        ],
-        '1' => [
-            0b00100, 0b01100, 0b00100, 0b00100, 0b00100, 0b00100, 0b01110,
-        ],
-        '2' => [
-            0b01110, 0b10001, 0b00001, 0b00010, 0b00100, 0b01000, 0b11111,
-        ],
-        '3' => [
-            0b11111, 0b00010, 0b00100, 0b00010, 0b00001, 0b10001, 0b01110,
-        ],
-        '4' => [
-            0b00010, 0b00110, 0b01010, 0b10010, 0b11111, 0b00010, 0b00010,
-        ],
-        '5' => [
-            0b11111, 0b10000, 0b11110, 0b00001, 0b00001, 0b10001, 0b01110,
-        ],
-        '6' => [
-            0b00110, 0b01000, 0b10000, 0b11110, 0b10001, 0b10001, 0b01110,
-        ],
-        '7' => [
-            0b11111, 0b00001, 0b00010, 0b00100, 0b01000, 0b01000, 0b01000,
-        ],
-        '8' => [
-            0b01110, 0b10001, 0b10001, 0b01110, 0b10001, 0b10001, 0b01110,
-        ],
-        '9' => [
-            0b01110, 0b10001, 0b10001, 0b01111, 0b00001, 0b00010, 0b01100,
-        ],
-        'A' => [
-            0b01110, 0b10001, 0b10001, 0b11111, 0b10001, 0b10001, 0b10001,
-        ],
-        'B' => [
-            0b11110, 0b10001, 0b10001, 0b11110, 0b10001, 0b10001, 0b11110,
-        ],
-        'C' => [
-            0b01110, 0b10001, 0b10000, 0b10000, 0b10000, 0b10001, 0b01110,
-        ],
-        'D' => [
-            0b11100, 0b10010, 0b10001, 0b10001, 0b10001, 0b10010, 0b11100,
-        ],
-        'E' => [
-            0b11111, 0b10000, 0b10000, 0b11110, 0b10000, 0b10000, 0b11111,
-        ],
-        'F' => [
-            0b11111, 0b10000, 0b10000, 0b11110, 0b10000, 0b10000, 0b10000,
-        ],
-        'G' => [
-            0b01110, 0b10001, 0b10000, 0b10111, 0b10001, 0b10001, 0b01111,
-        ],
-        'H' => [
-            0b10001, 0b10001, 0b10001, 0b11111, 0b10001, 0b10001, 0b10001,
-        ],
-        'I' => [
-            0b01110, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b01110,
-        ],
-        'J' => [
-            0b00111, 0b00010, 0b00010, 0b00010, 0b00010, 0b10010, 0b01100,
-        ],
-        'K' => [
-            0b10001, 0b10010, 0b10100, 0b11000, 0b10100, 0b10010, 0b10001,
-        ],
-        'L' => [
-            0b10000, 0b10000, 0b10000, 0b10000, 0b10000, 0b10000, 0b11111,
-        ],
-        'M' => [
-            0b10001, 0b11011, 0b10101, 0b10101, 0b10001, 0b10001, 0b10001,
-        ],
-        'N' => [
-            0b10001, 0b10001, 0b11001, 0b10101, 0b10011, 0b10001, 0b10001,
-        ],
-        'O' => [
-            0b01110, 0b10001, 0b10001, 0b10001, 0b10001, 0b10001, 0b01110,
-        ],
-        'P' => [
-            0b11110, 0b10001, 0b10001, 0b11110, 0b10000, 0b10000, 0b10000,
-        ],
-        'Q' => [
-            0b01110, 0b10001, 0b10001, 0b10001, 0b10101, 0b10010, 0b01101,
-        ],
-        'R' => [
-            0b11110, 0b10001, 0b10001, 0b11110, 0b10100, 0b10010, 0b10001,
-        ],
-        'S' => [
-            0b01111, 0b10000, 0b10000, 0b01110, 0b00001, 0b00001, 0b11110,
-        ],
-        'T' => [
-            0b11111, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100,
-        ],
-        'U' => [
-            0b10001, 0b10001, 0b10001, 0b10001, 0b10001, 0b10001, 0b01110,
-        ],
-        'V' => [
-            0b10001, 0b10001, 0b10001, 0b10001, 0b10001, 0b01010, 0b00100,
-        ],
-        'W' => [
-            0b10001, 0b10001, 0b10001, 0b10101, 0b10101, 0b10101, 0b01010,
-        ],
-        'X' => [
-            0b10001, 0b10001, 0b01010, 0b00100, 0b01010, 0b10001, 0b10001,
-        ],
-        'Y' => [
-            0b10001, 0b10001, 0b10001, 0b01010, 0b00100, 0b00100, 0b00100,
-        ],
-        'Z' => [
-            0b11111, 0b00001, 0b00010, 0b00100, 0b01000, 0b10000, 0b11111,
-        ],
-        '.' => [0, 0, 0, 0, 0, 0b01100, 0b01100],
-        ',' => [0, 0, 0, 0, 0b01100, 0b00100, 0b01000],
-        ':' => [0, 0b01100, 0b01100, 0, 0b01100, 0b01100, 0],
-        '-' => [0, 0, 0, 0b11111, 0, 0, 0],
-        '+' => [0, 0b00100, 0b00100, 0b11111, 0b00100, 0b00100, 0],
-        '/' => [0, 0b00001, 0b00010, 0b00100, 0b01000, 0b10000, 0],
-        '(' => [
-            0b00010, 0b00100, 0b01000, 0b01000, 0b01000, 0b00100, 0b00010,
-        ],
-        ')' => [
-            0b01000, 0b00100, 0b00010, 0b00010, 0b00010, 0b00100, 0b01000,
-        ],
-        '×' => [0, 0b10001, 0b01010, 0b00100, 0b01010, 0b10001, 0],
-        '=' => [0, 0, 0b11111, 0, 0b11111, 0, 0],
-        _ => [
-            0b11111, 0b10001, 0b10001, 0b10001, 0b10001, 0b10001, 0b11111,
-        ],
-    }
+/// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG.
+fn encode_png(path: &Path, rgb: &[u8]) -> Result<(), Box<dyn Error>> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, WIDTH_PX, HEIGHT_PX);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::High);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn writes_a_png_that_decodes_to_the_drawn_pixels() {
-        let plot = LinePlot {
+    fn plot(series: Vec<Series>) -> LinePlot {
+        LinePlot {
             title: "test".into(),
             x_label: "latency (s)".into(),
-            y_label: "sdr (db)".into(),
-            series: vec![Series {
-                label: "vocals".into(),
-                colour: [200, 0, 0],
-                is_square: false,
-                points: vec![(0.25, 1.0), (1.0, 4.0), (12.0, 8.0)],
-            }],
-        };
+            y_label: "SDR (dB)".into(),
+            group_title: "separator".into(),
+            variant_title: "stem".into(),
+            series,
+        }
+    }
+
+    fn series(group: &str, variant: &str, colour: Rgb, marker: Marker) -> Series {
+        Series {
+            group: group.into(),
+            variant: variant.into(),
+            colour,
+            marker,
+            points: vec![(0.25, 1.0), (1.0, 4.0), (12.0, 8.0)],
+        }
+    }
+
+    #[test]
+    fn writes_a_png_of_the_chart_that_decodes_to_the_drawn_pixels() {
+        let plot = plot(vec![series("a", "vocals", [200, 0, 0], Marker::Circle)]);
         let dir = std::env::temp_dir().join(format!("stemflow-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("plot.png");
         plot.write_png(&path).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-        // The IDAT stream inflates to the canvas, row filters included.
-        let idat_at = bytes.windows(4).position(|w| w == b"IDAT").unwrap();
-        let len = u32::from_be_bytes(bytes[idat_at - 4..idat_at].try_into().unwrap()) as usize;
-        let mut raw = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::ZlibDecoder::new(&bytes[idat_at + 4..idat_at + 4 + len]),
-            &mut raw,
-        )
-        .unwrap();
-        assert_eq!(raw.len(), (WIDTH * 3 + 1) * HEIGHT);
-        let canvas = plot.draw();
-        let red = canvas
-            .pixels
-            .chunks(3)
-            .filter(|p| *p == [200, 0, 0])
-            .count();
+        assert!(!path.with_extension("png.partial").exists());
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut decoded = vec![0; reader.output_buffer_size().unwrap()];
+        let frame = reader.next_frame(&mut decoded).unwrap();
+        assert_eq!((frame.width, frame.height), (WIDTH_PX, HEIGHT_PX));
+        assert_eq!(frame.color_type, png::ColorType::Rgb);
+        let drawn = plot.draw().unwrap();
+        assert!(
+            decoded[..frame.buffer_size()] == drawn[..],
+            "the PNG holds the drawn pixels"
+        );
+        let red = drawn.chunks(3).filter(|p| *p == [200, 0, 0]).count();
         assert!(red > 500, "the series is drawn: {red} pixels");
+        // Text is drawn: the title band holds ink-dark pixels.
+        let title_band = &drawn[..WIDTH_PX as usize * 3 * 40];
+        let dark = title_band
+            .chunks(3)
+            .filter(|p| p.iter().all(|&c| c < 100))
+            .count();
+        assert!(dark > 50, "the title is drawn: {dark} dark pixels");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_legend_names_each_group_and_each_variant_once() {
+        let plot = plot(vec![
+            series("a", "vocals", [1, 0, 0], Marker::Circle),
+            series("a", "drums", [1, 0, 0], Marker::Square),
+            series("b", "vocals", [0, 2, 0], Marker::Circle),
+            series("b", "drums", [0, 2, 0], Marker::Square),
+        ]);
+        let Legend { groups, variants } = plot.legend();
+        assert_eq!(groups, [("a", [1, 0, 0]), ("b", [0, 2, 0])]);
+        assert_eq!(
+            variants,
+            [("vocals", Marker::Circle), ("drums", Marker::Square)]
+        );
+    }
+
+    #[test]
+    fn the_x_axis_has_ticks_at_1_2_5_per_decade() {
+        let (labelled, minor) = log_ticks(0.1..18.0);
+        assert_eq!(labelled, [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]);
+        assert_eq!(minor.len(), 12, "3, 4, 6, 7, 8 and 9 in two decades");
+        assert_eq!(
+            labelled.iter().map(|&x| format_tick(x)).collect::<Vec<_>>(),
+            ["0.1", "0.2", "0.5", "1", "2", "5", "10"]
+        );
+    }
+
+    #[test]
+    fn a_chart_without_points_still_draws() {
+        let mut empty = series("a", "vocals", [200, 0, 0], Marker::Circle);
+        empty.points = vec![(0.0, 1.0), (f64::NAN, 2.0)];
+        assert!(plot(vec![empty]).draw().is_ok());
     }
 }
