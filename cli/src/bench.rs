@@ -51,7 +51,7 @@ Examples:
   stemflow bench
   stemflow bench --seconds 60 --json
   stemflow bench --model builtin,models/htdemucs.onnx --device cpu,cuda:0
-  stemflow bench --lookahead-curve --model spleeter-2stems --plot curve.png
+  stemflow bench --look-ahead-curve --model spleeter-2stems --plot curve.png
 
 For each model × device: the time of one model run (min/median/max), the real-time factor of the
 whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
@@ -71,30 +71,30 @@ pub struct BenchArgs {
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub device: Vec<String>,
     /// Machine-readable output.
-    #[arg(long, conflicts_with = "lookahead_curve")]
+    #[arg(long, conflicts_with = "look_ahead_curve")]
     pub json: bool,
     /// Instead of timing: SDR per stem against latency at every Look-ahead setting, with the
     /// real-time factor at each, on the demo song (the built-in separator is one point).
-    #[arg(long)]
-    pub lookahead_curve: bool,
-    /// With --lookahead-curve: also draw the curve into this PNG file.
-    #[arg(long, value_name = "FILE.png", requires = "lookahead_curve")]
+    #[arg(long, alias = "lookahead-curve")]
+    pub look_ahead_curve: bool,
+    /// With --look-ahead-curve: also draw the curve into this PNG file.
+    #[arg(long, value_name = "FILE.png", requires = "look_ahead_curve")]
     pub plot: Option<std::path::PathBuf>,
 }
 
 /// Runs `stemflow bench`.
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
-    if args.lookahead_curve {
+    if args.look_ahead_curve {
         let device = match args.device.as_slice() {
             [] => DeviceChoice::Device(DeviceId::CPU),
             [one] => one.parse::<DeviceChoice>().map_err(CliError::Failed)?,
             _ => {
                 return Err(CliError::Usage(
-                    "--lookahead-curve measures on one device".into(),
+                    "--look-ahead-curve measures on one device".into(),
                 ))
             }
         };
-        return crate::lookahead_curve::lookahead_curve(
+        return crate::look_ahead_curve::look_ahead_curve(
             &args.model,
             device,
             args.seconds,

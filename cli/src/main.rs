@@ -16,7 +16,7 @@ mod encode;
 mod engine_log;
 mod error;
 mod interrupt;
-mod lookahead_curve;
+mod look_ahead_curve;
 mod memory;
 mod models;
 mod models_get;
@@ -143,4 +143,31 @@ fn quiet_panics() {
             );
         }
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn look_ahead_flags_take_the_hyphenated_name_and_the_old_one() {
+        for flag in ["--look-ahead", "--lookahead"] {
+            let cli = Cli::try_parse_from(["stemflow", "separate", flag, "500ms", "song.wav"])
+                .unwrap_or_else(|e| panic!("{flag}: {e}"));
+            let Command::Separate(args) = cli.command else {
+                panic!("not separate");
+            };
+            assert_eq!(args.look_ahead.label(), "500 ms", "{flag}");
+        }
+        for flag in ["--look-ahead-curve", "--lookahead-curve"] {
+            let cli = Cli::try_parse_from(["stemflow", "bench", flag]).unwrap();
+            let Command::Bench(args) = cli.command else {
+                panic!("not bench");
+            };
+            assert!(args.look_ahead_curve, "{flag}");
+        }
+        assert!(
+            Cli::try_parse_from(["stemflow", "separate", "--look-ahead", "soon", "a.wav"]).is_err()
+        );
+    }
 }

@@ -142,6 +142,7 @@ pub struct StemflowParams {
     /// How far past the audio a model may look (latency against compute and quality). Saved
     /// with the project, not automatable: a change reloads the separator and reports the new
     /// latency.
+    // Saved sessions hold this id: its spelling stays.
     #[id = "lookahead"]
     pub look_ahead: EnumParam<LookAheadSetting>,
     /// Passes the input, delayed by the reported latency, and silences the stems.

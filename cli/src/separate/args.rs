@@ -94,8 +94,8 @@ pub struct SeparateArgs {
     pub strict_device: bool,
     /// How far past the audio a model may look: `full` (the reference pipeline, the best
     /// quality) or a latency such as 2s or 500ms, as the plugin's Look-ahead setting (the
-    /// model runs more often; see `stemflow bench --lookahead-curve`).
-    #[arg(long = "lookahead", value_name = "full|TIME", default_value = "full", value_parser = LookAhead::parse)]
+    /// model runs more often; see `stemflow bench --look-ahead-curve`).
+    #[arg(long = "look-ahead", alias = "lookahead", value_name = "full|TIME", default_value = "full", value_parser = LookAhead::parse)]
     pub look_ahead: LookAhead,
     /// The stems to write (comma-separated); default: those of vocals, drums, bass, other
     /// (plus guitar and piano with `--guitar-piano own`) the model has.

@@ -64,6 +64,7 @@ pub fn record_key(
         "guitar_piano": format!("{:?}", options.extra_stems),
         "format": options.format.extension(),
         "bit_depth": options.bit_depth.map(BitDepth::describe),
+        // Records written before hold this key: its spelling stays.
         "lookahead": options.look_ahead.label(),
     })
 }

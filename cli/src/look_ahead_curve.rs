@@ -1,4 +1,4 @@
-//! `stemflow bench --lookahead-curve`: separation quality against latency. For each model and
+//! `stemflow bench --look-ahead-curve`: separation quality against latency. For each model and
 //! each Look-ahead setting, the synthetic demo song (whose stems are known) goes through the
 //! whole offline path; the table gives the latency a real-time stream reports, how many times
 //! as often the model runs, the real-time factor on this machine and the SDR of each stem. The
@@ -32,7 +32,7 @@ struct Point {
 
 /// Measures every model (plus the built-in) at every setting, prints the table and, with
 /// `plot`, writes the PNG.
-pub fn lookahead_curve(
+pub fn look_ahead_curve(
     models: &[String],
     device: DeviceChoice,
     seconds: f32,
