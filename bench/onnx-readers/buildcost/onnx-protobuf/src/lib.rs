@@ -1,0 +1,1 @@
+pub use onnx_protobuf::*;

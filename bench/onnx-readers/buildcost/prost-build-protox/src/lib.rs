@@ -1,0 +1,4 @@
+#[allow(clippy::all)]
+pub mod onnx {
+    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
+}
