@@ -19,6 +19,7 @@ mod interrupt;
 mod look_ahead_curve;
 mod memory;
 mod models;
+mod models_available;
 mod models_get;
 mod output;
 mod plot;

