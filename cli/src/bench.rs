@@ -369,8 +369,8 @@ fn time_hops(
         .as_ref()
         .map_or_else(|| "cpu".to_owned(), |a| a.actual.to_string());
     let fallback = active.and_then(|a| a.fallback_reason);
-    let separator_rate_hz = separator.sample_rate_hz();
-    let hop = separator.hop_frames();
+    let separator_rate_hz = separator.info().sample_rate_hz();
+    let hop = separator.info().hop_frames();
     let other_rate_mix = (separator_rate_hz != BENCH_HOST_RATE_HZ)
         .then(|| DemoSong::generate(separator_rate_hz, seconds).mix());
     let mix = other_rate_mix.as_ref().unwrap_or(host_mix);
@@ -378,7 +378,7 @@ fn time_hops(
     let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
     let mut hop_ms = Vec::new();
     let mut run_ms = Vec::new();
-    let num_frames = mix[0].len() + separator.latency_frames();
+    let num_frames = mix[0].len() + separator.info().latency_frames();
     for start in (0..num_frames).step_by(hop) {
         let signal = start.min(mix[0].len())..(start + hop).min(mix[0].len());
         input.clear();

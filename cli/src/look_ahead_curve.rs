@@ -127,7 +127,7 @@ fn measure(
     let separator = choice
         .build_with(device, look_ahead)
         .map_err(|e| e.to_string())?;
-    let compute_factor = separator.compute_factor();
+    let compute_factor = separator.info().compute_factor();
     let start = Instant::now();
     let mut stream = OfflineStream::new(separator, RATE_HZ).map_err(|e| e.to_string())?;
     // What the plugin reports at this rate (for blocks up to the stream's 100 ms margin).

@@ -23,7 +23,7 @@ use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::dsp::{periodic_hann, raised_cosine_step};
 use crate::planar::PlanarBlock;
-use crate::separator::{stem_channel, Separator, SeparatorError};
+use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo};
 use crate::stem::Stem;
 
 /// The built-in separator's display name, everywhere it is shown.
@@ -46,6 +46,10 @@ const NUM_BINS: usize = FFT_SIZE_SAMPLES / 2 + 1;
 pub const BUILTIN_STEMS: [Stem; 3] = [Stem::Vocals, Stem::Drums, Stem::Bass];
 /// Output channels the built-in separator computes: [`BUILTIN_STEMS`], stereo.
 const BUILTIN_CHANNELS: usize = BUILTIN_STEMS.len() * 2;
+/// Output of a hop completes the samples that entered `FFT_SIZE - HOP` samples before the
+/// newest frame's end, plus the time median's look-ahead.
+const LATENCY_FRAMES: usize =
+    FFT_SIZE_SAMPLES - HOP_SAMPLES + TIME_MEDIAN_LOOKAHEAD_HOPS * HOP_SAMPLES;
 
 /// The bass crossover: fully bass below the first, none above the second frequency.
 const BASS_CROSSOVER_HZ: (f32, f32) = (140.0, 260.0);
@@ -87,6 +91,8 @@ pub struct BuiltinSeparator {
     inverse_scratch: Vec<Complex32>,
     harmonic: Vec<f32>,
     percussive: Vec<f32>,
+    /// Its name, rate, hop and latency (the constants above); [`BUILTIN_STEMS`] delivered.
+    info: SeparatorInfo,
 }
 
 impl BuiltinSeparator {
@@ -131,6 +137,12 @@ impl BuiltinSeparator {
             inverse_scratch,
             harmonic: vec![0.0; NUM_BINS],
             percussive: vec![0.0; NUM_BINS],
+            info: SeparatorInfo::new(
+                BUILTIN_DISPLAY_NAME,
+                BUILTIN_SAMPLE_RATE_HZ,
+                HOP_SAMPLES,
+                LATENCY_FRAMES,
+            ),
         }
     }
 
@@ -246,22 +258,8 @@ impl Default for BuiltinSeparator {
 }
 
 impl Separator for BuiltinSeparator {
-    fn name(&self) -> &str {
-        BUILTIN_DISPLAY_NAME
-    }
-
-    fn sample_rate_hz(&self) -> u32 {
-        BUILTIN_SAMPLE_RATE_HZ
-    }
-
-    fn hop_frames(&self) -> usize {
-        HOP_SAMPLES
-    }
-
-    fn latency_frames(&self) -> usize {
-        // Output of a hop completes the samples that entered `FFT_SIZE - HOP` samples before the
-        // newest frame's end, plus the time median's look-ahead.
-        FFT_SIZE_SAMPLES - HOP_SAMPLES + TIME_MEDIAN_LOOKAHEAD_HOPS * HOP_SAMPLES
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
 
     fn reset(&mut self) {
@@ -457,7 +455,7 @@ mod tests {
         left[100] = 1.0;
         let right = left.clone();
         let out = run(&mut separator, &left, &right);
-        let latency = separator.latency_frames();
+        let latency = separator.info().latency_frames();
         let sum: Vec<f32> = (0..len)
             .map(|i| (0..SEPARATED_CHANNELS).step_by(2).map(|c| out[c][i]).sum())
             .collect();

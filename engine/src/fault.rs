@@ -17,7 +17,7 @@ use crate::builtin::BuiltinSeparator;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceId};
-use crate::separator::{Separator, SeparatorError, SeparatorEvent};
+use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorInfo};
 
 /// The extension of a fault plan file.
 pub const FAULT_PLAN_EXTENSION: &str = "stemflow-fault";
@@ -93,7 +93,8 @@ pub fn panic_if_planned_in_activate(path: &Path) {
 pub struct FaultSeparator {
     inner: BuiltinSeparator,
     plan: FaultPlan,
-    name: String,
+    /// The built-in's, under its own name.
+    info: SeparatorInfo,
     hops_done: u64,
     has_panicked: bool,
     has_failed: bool,
@@ -110,10 +111,11 @@ impl FaultSeparator {
             actual: "cuda:0".parse::<DeviceId>().expect("a valid device id"),
             fallback_reason: None,
         });
+        let inner = BuiltinSeparator::new();
         Self {
-            inner: BuiltinSeparator::new(),
+            info: inner.info().clone().with_name("Fault injection"),
+            inner,
             plan,
-            name: "Fault injection".into(),
             hops_done: 0,
             has_panicked: false,
             has_failed: false,
@@ -137,24 +139,8 @@ impl FaultSeparator {
 }
 
 impl Separator for FaultSeparator {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn sample_rate_hz(&self) -> u32 {
-        self.inner.sample_rate_hz()
-    }
-
-    fn hop_frames(&self) -> usize {
-        self.inner.hop_frames()
-    }
-
-    fn latency_frames(&self) -> usize {
-        self.inner.latency_frames()
-    }
-
-    fn scheduling_margin_frames(&self) -> usize {
-        self.inner.scheduling_margin_frames()
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
 
     fn reset(&mut self) {
@@ -170,7 +156,7 @@ impl Separator for FaultSeparator {
         let hop = self.hops_done;
         self.hops_done += 1;
         if self.plan.slow_factor > 0.0 {
-            let hop_s = self.hop_frames() as f64 / f64::from(self.sample_rate_hz());
+            let hop_s = self.info.hop_frames() as f64 / f64::from(self.info.sample_rate_hz());
             std::thread::sleep(Duration::from_secs_f64(hop_s * self.plan.slow_factor));
         }
         if self.plan.panic_at_hop == Some(hop) && !self.has_panicked {
@@ -180,7 +166,7 @@ impl Separator for FaultSeparator {
         if self.plan.error_at_hop == Some(hop) && !self.has_failed {
             self.has_failed = true;
             return Err(SeparatorError {
-                separator: self.name.clone(),
+                separator: self.info.name().to_owned(),
                 reason: format!("injected error at hop {hop}"),
             });
         }

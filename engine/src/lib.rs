@@ -5,7 +5,8 @@
 //!
 //! - [`separator::Separator`]: anything that turns stereo audio at its own sample rate into stems,
 //!   one fixed hop at a time ([`planar::PlanarBlock`]s in and out), with one control hook for
-//!   requests such as a device change. [`builtin::BuiltinSeparator`] is the embedded DSP
+//!   requests such as a device change; what it is (name, rate, hop, latency, stems, a model's
+//!   costs) is one [`separator::SeparatorInfo`], fixed once it is built. [`builtin::BuiltinSeparator`] is the embedded DSP
 //!   default; [`passthrough::PassthroughSeparator`] exists to test timing.
 //! - [`choice::SeparatorChoice`]: which separator runs, parsed and named in one place (the
 //!   engine's `opening` module builds it).
@@ -47,6 +48,7 @@ mod pipeline;
 pub mod planar;
 pub mod runtime;
 pub mod separator;
+mod separator_info;
 mod stem;
 mod stem_sink;
 pub mod stream;

@@ -128,9 +128,8 @@ fn inspect_route(path: &Path) -> ModelInfo {
         // What the stage's separator delivers: the built-in's three, what a model delivers.
         let (stage_latency, delivered): (usize, Vec<Stem>) = match &stage.choice {
             crate::choice::SeparatorChoice::Builtin => (
-                crate::separator::Separator::latency_frames(
-                    &crate::builtin::BuiltinSeparator::new(),
-                ),
+                crate::separator::Separator::info(&crate::builtin::BuiltinSeparator::new())
+                    .latency_frames(),
                 crate::builtin::BUILTIN_STEMS.to_vec(),
             ),
             crate::choice::SeparatorChoice::Model(model) => {

@@ -309,6 +309,7 @@ pub fn separate_with_progress(
 mod tests {
     use super::*;
     use crate::builtin::BuiltinSeparator;
+    use crate::separator::SeparatorInfo;
     use stemflow_kit::demo_song::DemoSong;
 
     #[test]
@@ -400,20 +401,11 @@ mod tests {
     }
 
     /// A separator whose model fails on every hop.
-    struct FailingSeparator;
+    struct FailingSeparator(SeparatorInfo);
 
     impl Separator for FailingSeparator {
-        fn name(&self) -> &str {
-            "broken.onnx"
-        }
-        fn sample_rate_hz(&self) -> u32 {
-            44_100
-        }
-        fn hop_frames(&self) -> usize {
-            512
-        }
-        fn latency_frames(&self) -> usize {
-            0
+        fn info(&self) -> &SeparatorInfo {
+            &self.0
         }
         fn reset(&mut self) {}
         fn process_hop(
@@ -430,7 +422,16 @@ mod tests {
 
     #[test]
     fn a_failing_separator_fails_the_render_and_names_the_model() {
-        let mut stream = OfflineStream::new(Box::new(FailingSeparator), 44_100).unwrap();
+        let mut stream = OfflineStream::new(
+            Box::new(FailingSeparator(SeparatorInfo::new(
+                "broken.onnx",
+                44_100,
+                512,
+                0,
+            ))),
+            44_100,
+        )
+        .unwrap();
         let block = vec![0.1f32; 20_000];
         let result = stream
             .push(&block, &block, |_| Ok::<(), EngineError>(()))
@@ -467,22 +468,14 @@ mod tests {
 
     /// Counts its hops and the frames each started at; its stems are silent.
     struct CountingSeparator {
+        info: SeparatorInfo,
         hop_starts: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
         next_start: usize,
     }
 
     impl Separator for CountingSeparator {
-        fn name(&self) -> &str {
-            "counting"
-        }
-        fn sample_rate_hz(&self) -> u32 {
-            44_100
-        }
-        fn hop_frames(&self) -> usize {
-            1_000
-        }
-        fn latency_frames(&self) -> usize {
-            2_500
+        fn info(&self) -> &SeparatorInfo {
+            &self.info
         }
         fn reset(&mut self) {
             self.next_start = 0;
@@ -496,7 +489,7 @@ mod tests {
             // stops.
             std::thread::sleep(std::time::Duration::from_millis(2));
             self.hop_starts.lock().unwrap().push(self.next_start);
-            self.next_start += self.hop_frames();
+            self.next_start += self.info.hop_frames();
             stems.clear();
             Ok(())
         }
@@ -511,6 +504,7 @@ mod tests {
         for _ in 0..5 {
             let hop_starts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
             let separator = CountingSeparator {
+                info: SeparatorInfo::new("counting", 44_100, 1_000, 2_500),
                 hop_starts: hop_starts.clone(),
                 next_start: 0,
             };

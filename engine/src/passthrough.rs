@@ -3,14 +3,12 @@
 //! six-stem separator whose every stem carries something.
 
 use crate::planar::PlanarBlock;
-use crate::separator::{stem_channel, Separator, SeparatorError};
+use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo};
 
 /// A separator that puts its whole input on the Vocals stem after a fixed delay. It exists to
 /// test the streaming machinery: with it, every stem's timing can be checked exactly.
 pub struct PassthroughSeparator {
-    sample_rate_hz: u32,
-    hop_frames: usize,
-    latency_frames: usize,
+    info: SeparatorInfo,
     /// Delay line per channel, `latency_frames + hop_frames` long, oldest first.
     delay: [Vec<f32>; 2],
 }
@@ -20,29 +18,20 @@ impl PassthroughSeparator {
     pub fn new(sample_rate_hz: u32, hop_frames: usize, latency_frames: usize) -> Self {
         let len = latency_frames + hop_frames;
         Self {
-            sample_rate_hz,
-            hop_frames,
-            latency_frames,
+            info: SeparatorInfo::new(
+                "Passthrough (test)",
+                sample_rate_hz,
+                hop_frames,
+                latency_frames,
+            ),
             delay: [vec![0.0; len], vec![0.0; len]],
         }
     }
 }
 
 impl Separator for PassthroughSeparator {
-    fn name(&self) -> &str {
-        "Passthrough (test)"
-    }
-
-    fn sample_rate_hz(&self) -> u32 {
-        self.sample_rate_hz
-    }
-
-    fn hop_frames(&self) -> usize {
-        self.hop_frames
-    }
-
-    fn latency_frames(&self) -> usize {
-        self.latency_frames
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
 
     fn reset(&mut self) {
@@ -56,14 +45,15 @@ impl Separator for PassthroughSeparator {
         input: &PlanarBlock,
         stems: &mut PlanarBlock,
     ) -> Result<(), SeparatorError> {
+        let (hop_frames, latency_frames) = (self.info.hop_frames(), self.info.latency_frames());
         stems.clear();
         for channel in 0..2 {
             let delay = &mut self.delay[channel];
-            delay[self.latency_frames..].copy_from_slice(input.channel(channel));
+            delay[latency_frames..].copy_from_slice(input.channel(channel));
             stems
                 .channel_mut(stem_channel(0, channel))
-                .copy_from_slice(&delay[..self.hop_frames]);
-            delay.copy_within(self.hop_frames.., 0);
+                .copy_from_slice(&delay[..hop_frames]);
+            delay.copy_within(hop_frames.., 0);
         }
         Ok(())
     }
@@ -72,24 +62,22 @@ impl Separator for PassthroughSeparator {
 /// A six-stem separator whose stems are different fixed weights of its input, so each stem's
 /// channel is non-silent and their sum is not the input.
 #[cfg(test)]
-pub(crate) struct WeightedSixStems;
+pub(crate) struct WeightedSixStems(SeparatorInfo);
+
+#[cfg(test)]
+impl WeightedSixStems {
+    pub(crate) fn new() -> Self {
+        Self(
+            SeparatorInfo::new("weighted six stems", 44_100, 256, 0)
+                .with_delivered_stems(crate::stem::Stem::ALL),
+        )
+    }
+}
 
 #[cfg(test)]
 impl Separator for WeightedSixStems {
-    fn name(&self) -> &str {
-        "weighted six stems"
-    }
-    fn sample_rate_hz(&self) -> u32 {
-        44_100
-    }
-    fn hop_frames(&self) -> usize {
-        256
-    }
-    fn latency_frames(&self) -> usize {
-        0
-    }
-    fn has_extra_stems(&self) -> bool {
-        true
+    fn info(&self) -> &SeparatorInfo {
+        &self.0
     }
     fn reset(&mut self) {}
     fn process_hop(

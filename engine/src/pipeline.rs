@@ -79,9 +79,12 @@ impl Resampling {
 impl StemPipeline {
     /// Builds the pipeline for a host sample rate. Not realtime-safe: allocates.
     pub fn new(separator: Box<dyn Separator>, host_rate_hz: u32) -> Result<Self, EngineError> {
-        let separator_rate_hz = separator.sample_rate_hz();
-        let hop_frames = separator.hop_frames();
-        let separator_latency = separator.latency_frames();
+        let info = separator.info();
+        let separator_rate_hz = info.sample_rate_hz();
+        let hop_frames = info.hop_frames();
+        let separator_latency = info.latency_frames();
+        let has_extra_stems = info.has_extra_stems();
+        let margin_frames = info.scheduling_margin_frames();
 
         let (input_chunk_frames, separator_chunk_frames, padding_frames) = if separator_rate_hz
             == host_rate_hz
@@ -110,7 +113,7 @@ impl StemPipeline {
                 separator_chunk_frames,
                 SEPARATED_CHANNELS,
             )?;
-            if !separator.has_extra_stems() {
+            if !has_extra_stems {
                 for stem in Stem::EXTRA {
                     for channel in 0..2 {
                         from.active_channels[stem_channel(stem.index(), channel)] = false;
@@ -124,7 +127,7 @@ impl StemPipeline {
 
         let ratio = host_rate_hz as f64 / separator_rate_hz as f64;
         // Time for the separator's own work (a neural chunk's inference), in host samples.
-        let margin_samples = (separator.scheduling_margin_frames() as f64 * ratio).ceil() as usize;
+        let margin_samples = (margin_frames as f64 * ratio).ceil() as usize;
         let (delay_samples, quantization_samples) = if to_separator.is_some() {
             // Each FFT resampler delays by half its chunk: together one host chunk.
             let separator_delay =
@@ -139,7 +142,7 @@ impl StemPipeline {
         };
 
         let is_resampling = to_separator.is_some();
-        let layout = StemFrameLayout::for_separator(separator.has_extra_stems());
+        let layout = StemFrameLayout::for_separator(has_extra_stems);
         let mut pipeline = Self {
             separator,
             input_chunk_frames,
@@ -217,7 +220,7 @@ impl StemPipeline {
 
     /// The separator's display name.
     pub fn separator_name(&self) -> &str {
-        self.separator.name()
+        self.separator.info().name()
     }
 
     /// The separator.
@@ -333,7 +336,7 @@ impl StemPipeline {
                 if !emit(&stems, self.layout, output) {
                     // (Resampled finite stems overflowing: silenced all the same.)
                     first_error.get_or_insert_with(|| SeparatorError {
-                        separator: self.separator.name().to_owned(),
+                        separator: self.separator.info().name().to_owned(),
                         reason: "its resampled output held NaN or infinite samples".into(),
                     });
                 }
@@ -376,7 +379,7 @@ impl StemPipeline {
             })
             .sum();
         SeparatorError {
-            separator: self.separator.name().to_owned(),
+            separator: self.separator.info().name().to_owned(),
             reason: format!("its output held {num_non_finite} NaN or infinite samples"),
         }
     }
@@ -444,6 +447,7 @@ mod tests {
     use super::*;
     use crate::interleave::{initialised_room, room_values};
     use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
+    use crate::separator::SeparatorInfo;
 
     /// One chunk through the pipeline, its frames appended to `out` (a sink holds no more than
     /// `max_output_frames_per_chunk`, so a chunk that made more would panic).
@@ -518,14 +522,14 @@ mod tests {
             StemPipeline::new(Box::new(PassthroughSeparator::new(44_100, 256, 0)), 44_100).unwrap();
         assert_eq!(three.frame_layout(), StemFrameLayout::ThreeStems);
         assert_eq!(three.frame_layout().frame_samples(), 6);
-        let five = StemPipeline::new(Box::new(WeightedSixStems), 44_100).unwrap();
+        let five = StemPipeline::new(Box::new(WeightedSixStems::new()), 44_100).unwrap();
         assert_eq!(five.frame_layout(), StemFrameLayout::FiveStems);
         assert_eq!(five.frame_layout().frame_samples(), SEPARATED_CHANNELS);
     }
 
     #[test]
     fn six_stem_frames_carry_guitar_and_piano() {
-        let mut pipeline = StemPipeline::new(Box::new(WeightedSixStems), 44_100).unwrap();
+        let mut pipeline = StemPipeline::new(Box::new(WeightedSixStems::new()), 44_100).unwrap();
         let hop = pipeline.input_chunk_frames();
         let input = vec![0.25; hop];
         let mut out = Vec::new();
@@ -534,7 +538,7 @@ mod tests {
         hop_input.channel_mut(0).fill(0.25);
         hop_input.channel_mut(1).fill(0.25);
         let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
-        WeightedSixStems
+        WeightedSixStems::new()
             .process_hop(&hop_input, &mut stems)
             .unwrap();
         assert_eq!(out.len(), hop * SEPARATED_CHANNELS);
@@ -585,19 +589,10 @@ mod tests {
 
     #[test]
     fn non_finite_separator_output_is_silenced_and_reported() {
-        struct NanSeparator;
+        struct NanSeparator(SeparatorInfo);
         impl Separator for NanSeparator {
-            fn name(&self) -> &str {
-                "nan"
-            }
-            fn sample_rate_hz(&self) -> u32 {
-                44_100
-            }
-            fn hop_frames(&self) -> usize {
-                256
-            }
-            fn latency_frames(&self) -> usize {
-                0
+            fn info(&self) -> &SeparatorInfo {
+                &self.0
             }
             fn reset(&mut self) {}
             fn process_hop(
@@ -611,7 +606,11 @@ mod tests {
                 Ok(())
             }
         }
-        let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 44_100).unwrap();
+        let mut pipeline = StemPipeline::new(
+            Box::new(NanSeparator(SeparatorInfo::new("nan", 44_100, 256, 0))),
+            44_100,
+        )
+        .unwrap();
         let input = vec![0.25; 256];
         let mut out = Vec::new();
         let error = process_chunk(&mut pipeline, &input, &input, &mut out).unwrap_err();
@@ -623,7 +622,11 @@ mod tests {
         assert!(out.iter().all(|&x| x == 0.0));
 
         // Through the resamplers (where the stems are checked before they are resampled).
-        let mut pipeline = StemPipeline::new(Box::new(NanSeparator), 48_000).unwrap();
+        let mut pipeline = StemPipeline::new(
+            Box::new(NanSeparator(SeparatorInfo::new("nan", 44_100, 256, 0))),
+            48_000,
+        )
+        .unwrap();
         let input = vec![0.25; pipeline.input_chunk_frames()];
         let mut out = Vec::new();
         let errors: Vec<SeparatorError> = (0..4)

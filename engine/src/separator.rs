@@ -1,10 +1,12 @@
-//! The interface every separator implements: fixed hops of stereo audio in, stems out, plus one
-//! generic control hook through which the worker forwards requests (such as a device change)
-//! and collects what changed, between hops.
+//! The interface every separator implements: fixed hops of stereo audio in, stems out, one
+//! description of what it is ([`SeparatorInfo`]), plus one generic control hook through which
+//! the worker forwards requests (such as a device change) and collects what changed, between
+//! hops.
 
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice};
-use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+pub use crate::separator_info::SeparatorInfo;
+use crate::stem::NUM_SEPARATED_STEMS;
 
 /// Number of channels in a separator's output block.
 pub const SEPARATED_CHANNELS: usize = NUM_SEPARATED_STEMS * 2;
@@ -56,43 +58,16 @@ pub enum SeparatorEvent {
 /// A source separator that works on fixed hops of stereo audio at its own sample rate.
 ///
 /// The contract, which the pipeline relies on for exact latency and block-size independence:
-/// - every call to [`Separator::process_hop`] consumes exactly [`Separator::hop_frames`] frames and
-///   produces exactly as many frames of each separated stem;
+/// - every call to [`Separator::process_hop`] consumes exactly [`SeparatorInfo::hop_frames`]
+///   frames and produces exactly as many frames of each separated stem;
 /// - output frame `j` of the separator's output stream holds the stems of input frame
 ///   `j − latency_frames()` (frames before the start are silence);
-/// - the output depends only on the input samples, never on timing, so it is deterministic.
+/// - the output depends only on the input samples, never on timing, so it is deterministic;
+/// - its [`Separator::info`] does not change once it is built.
 pub trait Separator: Send {
-    /// A short human-readable name ("Built-in (DSP)", a model's file name).
-    fn name(&self) -> &str;
-
-    /// The sample rate the separator works at.
-    fn sample_rate_hz(&self) -> u32;
-
-    /// Frames consumed and produced per [`Separator::process_hop`] call.
-    fn hop_frames(&self) -> usize;
-
-    /// Algorithmic delay (look-ahead) in frames at the separator's rate.
-    fn latency_frames(&self) -> usize;
-
-    /// Extra output buffering, in frames at the separator's rate, that real-time playback needs
-    /// beyond the pipeline's own quantization: for neural models, the time one chunk's inference
-    /// may take. Deterministic, so the reported latency is too.
-    fn scheduling_margin_frames(&self) -> usize {
-        0
-    }
-
-    /// Whether the separator delivers guitar and piano (six-stem models). Those that do not
-    /// must leave the guitar and piano channels silent; the pipeline then skips them.
-    fn has_extra_stems(&self) -> bool {
-        false
-    }
-
-    /// Whether the separator delivers `stem`; one it does not deliver stays silent (a
-    /// two-stem model's drums and bass). `Other`, the residual, is always there. By default:
-    /// vocals, drums and bass, and guitar and piano when [`Separator::has_extra_stems`].
-    fn delivers_stem(&self, stem: Stem) -> bool {
-        !stem.is_extra() || self.has_extra_stems()
-    }
+    /// What the separator is: name, rate, hop, latency, the stems it delivers, what its model
+    /// costs. Fixed once built. Realtime-safe.
+    fn info(&self) -> &SeparatorInfo;
 
     /// Forgets all history, as if newly created. Must not allocate.
     fn reset(&mut self);
@@ -117,15 +92,9 @@ pub trait Separator: Send {
     /// device) and reports what changed. Called by the worker between hops.
     fn poll_events(&mut self, _events: &mut dyn FnMut(SeparatorEvent)) {}
 
-    /// The device running the model right now; `None` for DSP separators, which run on the CPU
-    /// of the thread that calls them.
+    /// The device running the model right now (it changes on a switch or a fallback); `None`
+    /// for DSP separators, which run on the CPU of the thread that calls them.
     fn device(&self) -> Option<ActiveDevice> {
-        None
-    }
-
-    /// SHA-256 of the model file(s) a neural separator runs, for saved state and caches;
-    /// `None` for DSP separators.
-    fn model_sha256(&self) -> Option<String> {
         None
     }
 
@@ -133,25 +102,5 @@ pub trait Separator: Send {
     /// count back), for benchmarks that check no run is wasted; 0 for DSP separators.
     fn model_runs(&self) -> u64 {
         0
-    }
-
-    /// How many times the work of its reference pipeline a neural separator does for its
-    /// look-ahead ([`crate::look_ahead::LookAhead`]): 1 at `Full` and for DSP separators.
-    fn compute_factor(&self) -> f64 {
-        1.0
-    }
-
-    /// For a shortened look-ahead: the real-time factor this device will need (model time per
-    /// second of audio), measured by timing model runs when the separator was built, so a
-    /// setting too heavy for the device can be flagged before anything plays. `None` at `Full`
-    /// and for DSP separators.
-    fn predicted_real_time_factor(&self) -> Option<f64> {
-        None
-    }
-
-    /// Whether a neural separator's model computes in float16 (made for GPUs: on the CPU it
-    /// runs slower than its float32 original, which the user should hear about).
-    fn is_float16(&self) -> bool {
-        false
     }
 }

@@ -425,15 +425,15 @@ fn a_shortened_look_ahead_measures_its_real_time_factor_when_built() {
     let model = fixtures_dir().join("htdemucs_test.onnx");
     let cpu = DeviceChoice::Device(DeviceId::CPU);
     let full = SeparatorChoice::Model(model.clone()).build(cpu).unwrap();
-    assert_eq!(full.predicted_real_time_factor(), None);
-    assert_eq!(full.compute_factor(), 1.0);
+    assert_eq!(full.info().predicted_real_time_factor(), None);
+    assert_eq!(full.info().compute_factor(), 1.0);
     let short = SeparatorChoice::Model(model)
         .build_with(cpu, LookAhead::Millis(500))
         .unwrap();
-    let rtf = short.predicted_real_time_factor().expect("measured");
+    let rtf = short.info().predicted_real_time_factor().expect("measured");
     assert!(rtf > 0.0 && rtf.is_finite(), "{rtf}");
-    assert!(short.compute_factor() > 1.0);
-    assert!(short.latency_frames() < full.latency_frames());
+    assert!(short.info().compute_factor() > 1.0);
+    assert!(short.info().latency_frames() < full.info().latency_frames());
     assert_eq!(
         short.model_runs(),
         0,

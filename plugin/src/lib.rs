@@ -468,7 +468,7 @@ impl<V: PortSet> StemflowPlugin<V> {
         match choice.build_with(device, look_ahead) {
             Ok(separator) => {
                 // Remember the model's hash, so it can be found again if it moves.
-                let sha256 = separator.model_sha256();
+                let sha256 = separator.info().model_sha256().map(str::to_owned);
                 if sha256 != saved.model_sha256 {
                     self.params.saved.set_state(SavedState {
                         model_sha256: sha256,

@@ -68,12 +68,13 @@ pub struct SeparatorFacts {
 impl SeparatorFacts {
     /// Reads them from `separator`.
     pub fn of(separator: &dyn Separator) -> Self {
+        let info = separator.info();
         Self {
-            name: separator.name().to_owned(),
+            name: info.name().to_owned(),
             is_model: separator.device().is_some(),
-            is_float16: separator.is_float16(),
-            compute_factor: separator.compute_factor(),
-            predicted_rtf: separator.predicted_real_time_factor(),
+            is_float16: info.is_float16(),
+            compute_factor: info.compute_factor(),
+            predicted_rtf: info.predicted_real_time_factor(),
         }
     }
 }

@@ -54,18 +54,18 @@ impl SeparateOptions {
             .stems
             .iter()
             .copied()
-            .filter(|&stem| separator.delivers_stem(stem))
+            .filter(|&stem| separator.info().delivers_stem(stem))
             .collect();
         if self.are_stems_named {
             if let Some(missing) = self.stems.iter().find(|s| !delivered.contains(s)) {
                 let separated: Vec<&str> = Stem::OUTPUT_ORDER
                     .into_iter()
-                    .filter(|&stem| stem != Stem::Other && separator.delivers_stem(stem))
+                    .filter(|&stem| stem != Stem::Other && separator.info().delivers_stem(stem))
                     .map(Stem::file_name)
                     .collect();
                 return Err(format!(
                     "{} has no {} stem: it separates {}, and other holds the rest; leave {} out of --stems",
-                    separator.name(),
+                    separator.info().name(),
                     missing.file_name(),
                     if separated.is_empty() {
                         "nothing".to_owned()

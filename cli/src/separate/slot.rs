@@ -53,18 +53,18 @@ impl<'a> SeparatorSlot<'a> {
                         crate::output::say_err!("stemflow: warning: {reason}");
                     }
                 }
-                if is_first && separator.is_float16() && active.actual == DeviceId::CPU {
+                if is_first && separator.info().is_float16() && active.actual == DeviceId::CPU {
                     crate::output::say_err!(
                         "stemflow: warning: {} is a float16 model, made for GPUs: on the CPU it runs slower than its float32 original",
-                        separator.name()
+                        separator.info().name()
                     );
                 }
                 if is_first && !options.is_quiet() {
-                    crate::output::say!("Running {} on {}", separator.name(), active.actual);
+                    crate::output::say!("Running {} on {}", separator.info().name(), active.actual);
                     if options.look_ahead != LookAhead::Full {
                         self.look_ahead_cost = Some((
-                            separator.compute_factor(),
-                            separator.predicted_real_time_factor(),
+                            separator.info().compute_factor(),
+                            separator.info().predicted_real_time_factor(),
                         ));
                     }
                 }

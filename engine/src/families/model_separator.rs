@@ -17,7 +17,9 @@ use crate::runtime::model_file::read_model_file;
 use crate::runtime::runner::ModelRunner;
 use crate::runtime::session::discard_spare_session;
 use crate::runtime::session::AcquiredSession;
-use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
+use crate::separator::{
+    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
+};
 use crate::stem::Stem;
 use crate::stream::SCHEDULING_MARGIN_MS;
 
@@ -31,16 +33,13 @@ pub struct ModelSeparator {
     first_window: Option<Vec<f32>>,
     /// Every chunk's overlap-add weights (float32, as they are added).
     window: Vec<f32>,
-    name: String,
+    /// What it is, fixed once built. Its scheduling margin is the output buffering real time
+    /// needs for a model run: a hop at `Full`, a step with a shorter look-ahead (a run every
+    /// step must fit in one); its predicted real-time factor is measured on the device it was
+    /// built on.
+    info: SeparatorInfo,
     /// Chunks run through the model so far.
     model_runs: u64,
-    /// How many times as often as the reference pipeline the model runs (1 at `Full`).
-    compute_factor: f64,
-    /// Model seconds per second of audio measured at build time, for a shortened look-ahead.
-    predicted_real_time_factor: Option<f64>,
-    /// Output buffering real time needs for a model run: a hop at `Full`, a step with a
-    /// shorter look-ahead (a run every step must fit in one).
-    margin_frames: usize,
 }
 
 impl ModelSeparator {
@@ -106,21 +105,39 @@ impl ModelSeparator {
                 window = schedule.window;
             }
         }
+        let overlap_add = OverlapAdd::new(description.layout, num_outputs);
+        let routes = description.routes;
+        let info = SeparatorInfo::new(
+            name,
+            description.sample_rate_hz,
+            overlap_add.hop_frames(),
+            overlap_add.latency_frames(),
+        )
+        .with_scheduling_margin_frames(margin_frames)
+        .with_delivered_stems(
+            Stem::ALL
+                .into_iter()
+                .filter(|&stem| stem != Stem::Other && routes[stem.index()] != StemRoute::Silent),
+        )
+        .with_model_sha256(runner.model_sha256().to_owned())
+        .with_compute_factor(compute_factor)
+        .with_float16(description.is_float16);
         let mut separator = Self {
-            predicted_real_time_factor: None,
-            compute_factor,
-            margin_frames,
-            overlap_add: OverlapAdd::new(description.layout, num_outputs),
+            overlap_add,
             codec: description.pipeline.codec(&description),
             first_window: (first_window != window).then(|| as_f32(&first_window)),
             window: as_f32(&window),
             runner,
             description,
-            name,
+            info,
             model_runs: 0,
         };
         if is_shortened {
-            separator.predicted_real_time_factor = separator.measure_real_time_factor();
+            let factor = separator.measure_real_time_factor();
+            separator.info = separator
+                .info
+                .clone()
+                .with_predicted_real_time_factor(factor);
         }
         separator
     }
@@ -156,25 +173,8 @@ impl ModelSeparator {
 }
 
 impl Separator for ModelSeparator {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn sample_rate_hz(&self) -> u32 {
-        self.description.sample_rate_hz
-    }
-
-    fn hop_frames(&self) -> usize {
-        self.overlap_add.hop_frames()
-    }
-
-    fn latency_frames(&self) -> usize {
-        self.overlap_add.latency_frames()
-    }
-
-    fn scheduling_margin_frames(&self) -> usize {
-        // A chunk's inference runs at a hop boundary; real-time playback must not wait for it.
-        self.margin_frames
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
 
     fn reset(&mut self) {
@@ -219,7 +219,7 @@ impl Separator for ModelSeparator {
             });
             if let Err(reason) = result {
                 first_error.get_or_insert(SeparatorError {
-                    separator: self.name.clone(),
+                    separator: self.info.name().to_owned(),
                     reason,
                 });
             }
@@ -244,14 +244,6 @@ impl Separator for ModelSeparator {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn has_extra_stems(&self) -> bool {
-        Stem::EXTRA.iter().any(|stem| self.delivers_stem(*stem))
-    }
-
-    fn delivers_stem(&self, stem: Stem) -> bool {
-        stem == Stem::Other || self.description.routes[stem.index()] != StemRoute::Silent
-    }
-
     fn request(&mut self, request: SeparatorRequest) {
         match request {
             SeparatorRequest::SetDevice(choice) => self.runner.request_device(choice),
@@ -266,24 +258,8 @@ impl Separator for ModelSeparator {
         Some(self.runner.active_device())
     }
 
-    fn is_float16(&self) -> bool {
-        self.description.is_float16
-    }
-
-    fn model_sha256(&self) -> Option<String> {
-        Some(self.runner.model_sha256().to_owned())
-    }
-
     fn model_runs(&self) -> u64 {
         self.model_runs
-    }
-
-    fn compute_factor(&self) -> f64 {
-        self.compute_factor
-    }
-
-    fn predicted_real_time_factor(&self) -> Option<f64> {
-        self.predicted_real_time_factor
     }
 }
 

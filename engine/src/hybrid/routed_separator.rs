@@ -5,7 +5,8 @@ use crate::dsp::gcd;
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorRequest, SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
+    SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -71,11 +72,9 @@ struct Stage {
 
 /// Separators chained stem by stem; see [`crate::hybrid`].
 pub struct RoutedSeparator {
-    name: String,
+    /// Built from its stages' when it is built (theirs are fixed too).
+    info: SeparatorInfo,
     stages: Vec<Stage>,
-    sample_rate_hz: u32,
-    hop_frames: usize,
-    latency_frames: usize,
     /// The signal passed from stage to stage, one router hop.
     carried: PlanarBlock,
     /// Each stage's served stems for one router hop.
@@ -90,34 +89,37 @@ impl RoutedSeparator {
         let Some(first) = stages.first() else {
             return Err("a route needs at least one separator".into());
         };
-        let sample_rate_hz = first.0.sample_rate_hz();
+        let sample_rate_hz = first.0.info().sample_rate_hz();
         if let Some((other, _)) = stages
             .iter()
-            .find(|(s, _)| s.sample_rate_hz() != sample_rate_hz)
+            .find(|(s, _)| s.info().sample_rate_hz() != sample_rate_hz)
         {
             return Err(format!(
                 "{} runs at {} Hz and {} at {sample_rate_hz} Hz: a route's separators must share a rate",
-                other.name(),
-                other.sample_rate_hz(),
-                first.0.name()
+                other.info().name(),
+                other.info().sample_rate_hz(),
+                first.0.info().name()
             ));
         }
         let mut hop_frames = 1usize;
         for (separator, _) in &stages {
-            let hop = separator.hop_frames().max(1);
+            let hop = separator.info().hop_frames().max(1);
             hop_frames = hop_frames / gcd(hop_frames, hop) * hop;
             if hop_frames > MAX_HOP_FRAMES {
                 return Err(format!(
                     "the separators' hops ({}) have no common multiple up to {MAX_HOP_FRAMES} frames",
                     stages
                         .iter()
-                        .map(|(s, _)| s.hop_frames().to_string())
+                        .map(|(s, _)| s.info().hop_frames().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
             }
         }
-        let latencies: Vec<usize> = stages.iter().map(|(s, _)| s.latency_frames()).collect();
+        let latencies: Vec<usize> = stages
+            .iter()
+            .map(|(s, _)| s.info().latency_frames())
+            .collect();
         let latency_frames = latencies.iter().sum();
         let num_stages = stages.len();
         let stages: Vec<Stage> = stages
@@ -130,7 +132,7 @@ impl RoutedSeparator {
                         serves[stem.index()] = true;
                     }
                 }
-                let hop = separator.hop_frames().max(1);
+                let hop = separator.info().hop_frames().max(1);
                 let later: usize = latencies[index + 1..].iter().sum();
                 Stage {
                     input: PlanarBlock::new(2, hop),
@@ -142,75 +144,48 @@ impl RoutedSeparator {
                 }
             })
             .collect();
+        let infos = || stages.iter().map(|stage| stage.separator.info());
+        let info = SeparatorInfo::new(name, sample_rate_hz, hop_frames, latency_frames)
+            // The stages run one after the other on the worker.
+            .with_scheduling_margin_frames(
+                infos().map(SeparatorInfo::scheduling_margin_frames).sum(),
+            )
+            .with_predicted_real_time_factor(
+                infos()
+                    .filter_map(SeparatorInfo::predicted_real_time_factor)
+                    .reduce(|a, b| a + b),
+            )
+            // The costliest stage dominates a route (the built-in stages cost little).
+            .with_compute_factor(
+                infos()
+                    .map(SeparatorInfo::compute_factor)
+                    .fold(1.0, f64::max),
+            )
+            .with_delivered_stems(Stem::ALL.into_iter().filter(|&stem| {
+                stem != Stem::Other
+                    && stages.iter().any(|stage| {
+                        stage.serves[stem.index()] && stage.separator.info().delivers_stem(stem)
+                    })
+            }))
+            .with_float16(infos().any(SeparatorInfo::is_float16));
         Ok(Self {
-            name,
+            info,
             stage_stems: (0..num_stages)
                 .map(|_| PlanarBlock::new(SEPARATED_CHANNELS, hop_frames))
                 .collect(),
             carried: PlanarBlock::new(2, hop_frames),
             stages,
-            sample_rate_hz,
-            hop_frames,
-            latency_frames,
         })
     }
 }
 
 impl Separator for RoutedSeparator {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn sample_rate_hz(&self) -> u32 {
-        self.sample_rate_hz
-    }
-
-    fn hop_frames(&self) -> usize {
-        self.hop_frames
-    }
-
-    fn latency_frames(&self) -> usize {
-        self.latency_frames
-    }
-
-    fn scheduling_margin_frames(&self) -> usize {
-        // The stages run one after the other on the worker.
-        self.stages
-            .iter()
-            .map(|s| s.separator.scheduling_margin_frames())
-            .sum()
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
 
     fn model_runs(&self) -> u64 {
         self.stages.iter().map(|s| s.separator.model_runs()).sum()
-    }
-
-    fn predicted_real_time_factor(&self) -> Option<f64> {
-        // The stages run one after the other on the worker.
-        self.stages
-            .iter()
-            .filter_map(|s| s.separator.predicted_real_time_factor())
-            .reduce(|a, b| a + b)
-    }
-
-    fn compute_factor(&self) -> f64 {
-        // The costliest stage dominates a route (the built-in stages cost little).
-        self.stages
-            .iter()
-            .map(|s| s.separator.compute_factor())
-            .fold(1.0, f64::max)
-    }
-
-    fn has_extra_stems(&self) -> bool {
-        Stem::EXTRA.iter().any(|stem| self.delivers_stem(*stem))
-    }
-
-    fn delivers_stem(&self, stem: Stem) -> bool {
-        stem == Stem::Other
-            || self
-                .stages
-                .iter()
-                .any(|stage| stage.serves[stem.index()] && stage.separator.delivers_stem(stem))
     }
 
     fn reset(&mut self) {
@@ -226,7 +201,7 @@ impl Separator for RoutedSeparator {
         input: &PlanarBlock,
         stems: &mut PlanarBlock,
     ) -> Result<(), SeparatorError> {
-        let frames = self.hop_frames;
+        let frames = self.info.hop_frames();
         for channel in 0..2 {
             self.carried
                 .channel_mut(channel)
@@ -293,7 +268,7 @@ impl Separator for RoutedSeparator {
         match first_error {
             None => Ok(()),
             Some(error) => Err(SeparatorError {
-                separator: self.name.clone(),
+                separator: self.info.name().to_owned(),
                 reason: error.to_string(),
             }),
         }
@@ -314,14 +289,6 @@ impl Separator for RoutedSeparator {
     fn device(&self) -> Option<ActiveDevice> {
         self.stages.iter().find_map(|s| s.separator.device())
     }
-
-    fn model_sha256(&self) -> Option<String> {
-        None
-    }
-
-    fn is_float16(&self) -> bool {
-        self.stages.iter().any(|s| s.separator.is_float16())
-    }
 }
 
 #[cfg(test)]
@@ -332,36 +299,22 @@ mod tests {
 
     /// A separator whose vocals are half its input, delayed by `latency` frames.
     struct HalfVocals {
-        hop: usize,
-        latency: usize,
+        info: SeparatorInfo,
         delay: PlanarDelay,
-        /// What it says of its model's precision.
-        is_float16: bool,
     }
 
     impl HalfVocals {
         fn new(hop: usize, latency: usize) -> Self {
             Self {
-                hop,
-                latency,
+                info: SeparatorInfo::new("half vocals", 44_100, hop, latency),
                 delay: PlanarDelay::new(2, latency),
-                is_float16: false,
             }
         }
     }
 
     impl Separator for HalfVocals {
-        fn name(&self) -> &str {
-            "half vocals"
-        }
-        fn sample_rate_hz(&self) -> u32 {
-            44_100
-        }
-        fn hop_frames(&self) -> usize {
-            self.hop
-        }
-        fn latency_frames(&self) -> usize {
-            self.latency
+        fn info(&self) -> &SeparatorInfo {
+            &self.info
         }
         fn reset(&mut self) {
             self.delay.reset();
@@ -385,17 +338,14 @@ mod tests {
                     .channel_mut(stem_channel(Stem::Drums.index(), channel))
                     .copy_from_slice(&drums);
             }
-            self.delay.advance(self.hop);
+            self.delay.advance(self.info.hop_frames());
             Ok(())
-        }
-        fn is_float16(&self) -> bool {
-            self.is_float16
         }
     }
 
     /// Runs `separator` over `input` (stereo), returning the separated stems, planar.
     fn run(separator: &mut dyn Separator, input: &[Vec<f32>; 2]) -> Vec<Vec<f32>> {
-        let hop = separator.hop_frames();
+        let hop = separator.info().hop_frames();
         let mut block = PlanarBlock::new(2, hop);
         let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
         let mut out = vec![Vec::new(); SEPARATED_CHANNELS];
@@ -431,7 +381,8 @@ mod tests {
     fn the_second_stage_splits_what_the_first_left_and_latencies_add_up() {
         let first = HalfVocals::new(256, 700);
         let second = BuiltinSeparator::new();
-        let (second_latency, second_hop) = (second.latency_frames(), second.hop_frames());
+        let (second_latency, second_hop) =
+            (second.info().latency_frames(), second.info().hop_frames());
         let mut routed = RoutedSeparator::new(
             "test".into(),
             vec![
@@ -443,11 +394,14 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(routed.latency_frames(), 700 + second_latency);
-        assert_eq!(routed.hop_frames(), 256 / gcd(256, second_hop) * second_hop);
+        assert_eq!(routed.info().latency_frames(), 700 + second_latency);
+        assert_eq!(
+            routed.info().hop_frames(),
+            256 / gcd(256, second_hop) * second_hop
+        );
         let input = noise(44_100);
         let stems = run(&mut routed, &input);
-        let latency = routed.latency_frames();
+        let latency = routed.info().latency_frames();
         let n = stems[0].len();
         for channel in 0..2 {
             // Vocals: half the input, delayed by the whole chain.
@@ -496,7 +450,7 @@ mod tests {
         let delivered = |routed: &RoutedSeparator| -> Vec<Stem> {
             Stem::ALL
                 .into_iter()
-                .filter(|&stem| routed.delivers_stem(stem))
+                .filter(|&stem| routed.info().delivers_stem(stem))
                 .collect()
         };
         let vocals_only = RoutedSeparator::new(
@@ -521,22 +475,22 @@ mod tests {
             delivered(&hybrid),
             [Stem::Vocals, Stem::Drums, Stem::Bass, Stem::Other]
         );
-        assert!(!hybrid.has_extra_stems());
+        assert!(!hybrid.info().has_extra_stems());
     }
 
     #[test]
     fn a_route_is_float16_when_one_of_its_models_is() {
         let route = |is_float16: bool| {
             let mut first = HalfVocals::new(256, 700);
-            first.is_float16 = is_float16;
+            first.info = first.info.with_float16(is_float16);
             let stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = vec![
                 (Box::new(BuiltinSeparator::new()), vec![Stem::Drums]),
                 (Box::new(first), vec![Stem::Vocals]),
             ];
             RoutedSeparator::new("route".into(), stages).unwrap()
         };
-        assert!(!route(false).is_float16());
-        assert!(route(true).is_float16());
+        assert!(!route(false).info().is_float16());
+        assert!(route(true).info().is_float16());
     }
 
     #[test]
@@ -556,34 +510,13 @@ mod tests {
 
     #[test]
     fn separators_at_different_rates_are_refused() {
-        struct At48k(HalfVocals);
-        impl Separator for At48k {
-            fn name(&self) -> &str {
-                "48k"
-            }
-            fn sample_rate_hz(&self) -> u32 {
-                48_000
-            }
-            fn hop_frames(&self) -> usize {
-                self.0.hop_frames()
-            }
-            fn latency_frames(&self) -> usize {
-                0
-            }
-            fn reset(&mut self) {}
-            fn process_hop(
-                &mut self,
-                input: &PlanarBlock,
-                stems: &mut PlanarBlock,
-            ) -> Result<(), SeparatorError> {
-                self.0.process_hop(input, stems)
-            }
-        }
+        let mut at_48k = HalfVocals::new(64, 0);
+        at_48k.info = SeparatorInfo::new("48k", 48_000, 64, 0);
         let error = RoutedSeparator::new(
             "mixed".into(),
             vec![
                 (Box::new(HalfVocals::new(64, 0)), vec![Stem::Vocals]),
-                (Box::new(At48k(HalfVocals::new(64, 0))), vec![Stem::Drums]),
+                (Box::new(at_48k), vec![Stem::Drums]),
             ],
         )
         .err()

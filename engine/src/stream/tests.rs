@@ -7,7 +7,7 @@ use super::*;
 use crate::builtin::BuiltinSeparator;
 use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 use crate::planar::PlanarBlock;
-use crate::separator::SeparatorError;
+use crate::separator::{SeparatorError, SeparatorInfo};
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
 
 /// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
@@ -158,17 +158,8 @@ struct StallingPassthrough {
 }
 
 impl Separator for StallingPassthrough {
-    fn name(&self) -> &str {
-        "stalling"
-    }
-    fn sample_rate_hz(&self) -> u32 {
-        self.inner.sample_rate_hz()
-    }
-    fn hop_frames(&self) -> usize {
-        self.inner.hop_frames()
-    }
-    fn latency_frames(&self) -> usize {
-        self.inner.latency_frames()
+    fn info(&self) -> &SeparatorInfo {
+        self.inner.info()
     }
     fn reset(&mut self) {
         self.inner.reset()
@@ -347,22 +338,15 @@ fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
 /// A passthrough separator that panics on one hop, then works (its hop count survives resets).
 struct CrashingPassthrough {
     inner: PassthroughSeparator,
+    /// The passthrough's facts, named as a model.
+    info: SeparatorInfo,
     hop_index: usize,
     crash_on_hop: usize,
 }
 
 impl Separator for CrashingPassthrough {
-    fn name(&self) -> &str {
-        "crashes.onnx"
-    }
-    fn sample_rate_hz(&self) -> u32 {
-        44_100
-    }
-    fn hop_frames(&self) -> usize {
-        128
-    }
-    fn latency_frames(&self) -> usize {
-        0
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
     }
     fn reset(&mut self) {
         self.inner.reset();
@@ -384,6 +368,7 @@ impl Separator for CrashingPassthrough {
 fn a_crashing_separator_leaves_dry_audio_on_other_and_recovers_on_reset() {
     let separator = CrashingPassthrough {
         inner: PassthroughSeparator::new(44_100, 128, 0),
+        info: SeparatorInfo::new("crashes.onnx", 44_100, 128, 0),
         hop_index: 0,
         crash_on_hop: 3,
     };
@@ -477,7 +462,7 @@ fn other_is_the_exact_residual_of_the_input_delayed_by_the_latency() {
     for has_extra_stems in [true, false] {
         for rate_hz in [44_100.0, 48_000.0] {
             let separator: Box<dyn Separator> = if has_extra_stems {
-                Box::new(WeightedSixStems)
+                Box::new(WeightedSixStems::new())
             } else {
                 Box::new(BuiltinSeparator::new())
             };

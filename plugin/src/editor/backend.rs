@@ -463,7 +463,7 @@ mod tests {
             "a running plugin gets the stream, not a separator for later"
         );
         let snapshot = shared.stream_snapshot().unwrap();
-        assert_eq!(snapshot.facts.name, BuiltinSeparator::new().name());
+        assert_eq!(snapshot.facts.name, BuiltinSeparator::new().info().name());
         assert!(!snapshot.facts.is_model);
 
         // The audio thread: a block of fade-out, then the swap at the next block.
