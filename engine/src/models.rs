@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::families::describe_model;
-use crate::families::routes::StemRoute;
+use crate::families::stem_sources::StemSource;
 pub use crate::families::ModelFamily;
 use crate::runtime::model_file::{read_model_file, ModelBytes};
 use crate::runtime::session::discard_spare_session;
@@ -87,7 +87,7 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
             info.family = Some(description.family);
             info.stems = description.stems.clone();
             info.delivers = delivered_names(|stem| {
-                stem == Stem::Other || description.routes[stem.index()] != StemRoute::Silent
+                stem == Stem::Other || description.stem_sources[stem.index()] != StemSource::Silent
             });
             info.sample_rate_hz = description.sample_rate_hz;
             info.latency_frames = Some(description.layout.latency_frames());

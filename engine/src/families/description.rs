@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::overlap_add::ChunkLayout;
 use super::params::ModelParams;
-use super::routes::StemRoute;
+use super::stem_sources::StemSource;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 use crate::runtime::signature::{GraphSignature, TensorSignature};
@@ -63,7 +63,7 @@ pub struct ModelDescription {
     /// The model's own stem names, in output order.
     pub stems: Vec<String>,
     /// The separated stems (vocals, drums, bass, guitar, piano) from the outputs.
-    pub routes: [StemRoute; NUM_SEPARATED_STEMS],
+    pub stem_sources: [StemSource; NUM_SEPARATED_STEMS],
     /// The chunking.
     pub layout: ChunkLayout,
     /// Sample rate the model runs at.
@@ -87,7 +87,7 @@ impl std::fmt::Debug for ModelDescription {
             .field("family", &self.family)
             .field("pipeline", &self.pipeline)
             .field("stems", &self.stems)
-            .field("routes", &self.routes)
+            .field("stem_sources", &self.stem_sources)
             .field("layout", &self.layout)
             .field("sample_rate_hz", &self.sample_rate_hz)
             .field("input_shape", &self.input_shape)

@@ -9,7 +9,7 @@ use super::description::{
     Recognition, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
-use super::routes::routes_by_name;
+use super::stem_sources::stem_sources_by_name;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 
@@ -58,7 +58,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
     Ok(ModelDescription {
         family: ModelFamily::HtDemucs,
         pipeline: std::sync::Arc::new(HtDemucsPipeline),
-        routes: routes_by_name(&stems, 1.0),
+        stem_sources: stem_sources_by_name(&stems, 1.0),
         stems,
         layout: ChunkLayout {
             chunk_frames,

@@ -13,7 +13,7 @@ use super::description::{
 };
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{uvr_table_entry, ModelParams};
-use super::routes::{stem_for_name, StemRoute};
+use super::stem_sources::{stem_for_name, StemSource};
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
@@ -129,12 +129,12 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
     let compensate = compensate as f32;
     let primary_stem = params.str("primary_stem").unwrap_or("Vocals").to_string();
     let primary = primary_stem.to_lowercase();
-    let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
+    let mut stem_sources = [StemSource::Silent; NUM_SEPARATED_STEMS];
     match stem_for_name(&primary) {
         // The secondary stem is the reference's `mix − compensate · primary`; the primary is
         // scaled the same way so that the stems sum to the input.
-        Some(stem) => routes[stem.index()] = StemRoute::Output(0, compensate),
-        None => routes[Stem::Vocals.index()] = StemRoute::MixMinus(0, compensate),
+        Some(stem) => stem_sources[stem.index()] = StemSource::Output(0, compensate),
+        None => stem_sources[Stem::Vocals.index()] = StemSource::MixMinus(0, compensate),
     }
     Ok(ModelDescription {
         family: ModelFamily::MdxNet,
@@ -147,7 +147,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             primary_stem,
         }),
         stems: vec![primary],
-        routes,
+        stem_sources,
         layout: ChunkLayout {
             chunk_frames,
             step_frames: step_frames.max(1),

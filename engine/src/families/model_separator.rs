@@ -8,7 +8,7 @@ use super::description::{ChunkCodec, ModelDescription};
 use super::look_ahead_schedule::look_ahead_schedule;
 use super::overlap_add::{OverlapAdd, ReadyChunk};
 use super::recognise::describe_model;
-use super::routes::StemRoute;
+use super::stem_sources::StemSource;
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
@@ -106,7 +106,7 @@ impl ModelSeparator {
             }
         }
         let overlap_add = OverlapAdd::new(description.layout, num_outputs);
-        let routes = description.routes;
+        let stem_sources = description.stem_sources;
         let info = SeparatorInfo::new(
             name,
             description.sample_rate_hz,
@@ -114,11 +114,9 @@ impl ModelSeparator {
             overlap_add.latency_frames(),
         )
         .with_scheduling_margin_frames(margin_frames)
-        .with_delivered_stems(
-            Stem::ALL
-                .into_iter()
-                .filter(|&stem| stem != Stem::Other && routes[stem.index()] != StemRoute::Silent),
-        )
+        .with_delivered_stems(Stem::ALL.into_iter().filter(|&stem| {
+            stem != Stem::Other && stem_sources[stem.index()] != StemSource::Silent
+        }))
         .with_model_sha256(runner.model_sha256().to_owned())
         .with_compute_factor(compute_factor)
         .with_float16(description.is_float16);
@@ -224,16 +222,16 @@ impl Separator for ModelSeparator {
                 });
             }
         }
-        let routes = self.description.routes;
+        let stem_sources = self.description.stem_sources;
         self.overlap_add.emit_hop(|frame, view| {
-            for (stem_index, route) in routes.iter().enumerate() {
+            for (stem_index, source) in stem_sources.iter().enumerate() {
                 for channel in 0..2 {
-                    let value = match (&view, *route) {
-                        (None, _) | (_, StemRoute::Silent) => 0.0,
-                        (Some(v), StemRoute::Output(k, gain)) => {
+                    let value = match (&view, *source) {
+                        (None, _) | (_, StemSource::Silent) => 0.0,
+                        (Some(v), StemSource::Output(k, gain)) => {
                             (v.value(k, channel) as f32) * gain
                         }
-                        (Some(v), StemRoute::MixMinus(k, gain)) => {
+                        (Some(v), StemSource::MixMinus(k, gain)) => {
                             v.mix(channel) - (v.value(k, channel) as f32) * gain
                         }
                     };

@@ -12,7 +12,7 @@ use super::description::{
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
-use super::routes::routes_by_name;
+use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
@@ -157,7 +157,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             frames: frames as usize,
             zero_dc,
         }),
-        routes: routes_by_name(&stems, 1.0),
+        stem_sources: stem_sources_by_name(&stems, 1.0),
         stems,
         layout: ChunkLayout {
             chunk_frames,

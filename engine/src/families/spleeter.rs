@@ -28,7 +28,7 @@ use super::description::{
     Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
-use super::routes::routes_by_name;
+use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64};
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
@@ -97,7 +97,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
     }
     let (segment_frames, num_stems) = (frames as usize, num_stems as usize);
     let (stems, source) = stem_names(recognition, num_stems)?;
-    let routes = routes_by_name(&stems, 1.0);
+    let stem_sources = stem_sources_by_name(&stems, 1.0);
     Ok(ModelDescription {
         family: ModelFamily::Spleeter,
         pipeline: Arc::new(SpleeterParams {
@@ -105,7 +105,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             num_stems,
         }),
         stems,
-        routes,
+        stem_sources,
         layout: chunk_layout(segment_frames),
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
         input_name: input.name.clone(),

@@ -1,10 +1,11 @@
-//! How a model's named outputs become Stemflow's stems.
+//! A model's stem sources: where each Stemflow stem comes from among the model's named outputs.
+//! ("Route" means only a chain of separators: `hybrid/route_file.rs`.)
 
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
 /// How a Stemflow stem is made from the model's outputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StemRoute {
+pub enum StemSource {
     /// The model has nothing for it.
     Silent,
     /// Model output `index` times `gain`.
@@ -33,19 +34,19 @@ pub fn is_accompaniment(name: &str) -> bool {
     )
 }
 
-/// Routes for models that name their stems: named stems go to their Stemflow stem; without a
+/// The stem sources of a model that names its stems: named stems go to their Stemflow stem; without a
 /// vocals output, an accompaniment output makes Vocals the mix minus it.
-pub fn routes_by_name(stems: &[String], gain: f32) -> [StemRoute; NUM_SEPARATED_STEMS] {
-    let mut routes = [StemRoute::Silent; NUM_SEPARATED_STEMS];
+pub fn stem_sources_by_name(stems: &[String], gain: f32) -> [StemSource; NUM_SEPARATED_STEMS] {
+    let mut sources = [StemSource::Silent; NUM_SEPARATED_STEMS];
     for (index, name) in stems.iter().enumerate() {
         if let Some(stem) = stem_for_name(name) {
-            routes[stem.index()] = StemRoute::Output(index, gain);
+            sources[stem.index()] = StemSource::Output(index, gain);
         }
     }
-    if routes[Stem::Vocals.index()] == StemRoute::Silent {
+    if sources[Stem::Vocals.index()] == StemSource::Silent {
         if let Some(index) = stems.iter().position(|s| is_accompaniment(s)) {
-            routes[Stem::Vocals.index()] = StemRoute::MixMinus(index, gain);
+            sources[Stem::Vocals.index()] = StemSource::MixMinus(index, gain);
         }
     }
-    routes
+    sources
 }
