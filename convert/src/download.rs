@@ -63,22 +63,25 @@ impl Downloader {
         Self { agent, retry_pause }
     }
 
-    /// Downloads `file` into `part` (resuming what `part` already holds), then checks it.
-    /// `progress(bytes_so_far, total)` is called as data arrives. Returns the file's size.
+    /// Downloads the file at `url` into `part` (resuming what `part` already holds), then
+    /// checks it against `check`. `progress(bytes_so_far, total)` is called as data arrives.
+    /// Returns the file's size.
     pub fn fetch(
         &self,
-        file: &RemoteFile,
+        url: &str,
+        check: &FileCheck,
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<u64, ConvertError> {
+        let file = Source { url, check };
         let mut last_error = None;
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(self.retry_pause * attempt);
             }
-            match self.try_fetch(file, part, progress) {
+            match self.try_fetch(&file, part, progress) {
                 Ok(size) => {
-                    if let Err(error) = verify(part, &file.check) {
+                    if let Err(error) = verify(part, file.check) {
                         let _ = std::fs::remove_file(part);
                         return Err(error);
                     }
@@ -106,7 +109,7 @@ impl Downloader {
 
     fn try_fetch(
         &self,
-        file: &RemoteFile,
+        file: &Source<'_>,
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<u64, Attempt> {
@@ -223,6 +226,12 @@ impl Downloader {
     }
 }
 
+/// Where a file comes from and how it is checked.
+struct Source<'a> {
+    url: &'a str,
+    check: &'a FileCheck,
+}
+
 /// What one attempt ended in.
 enum Attempt {
     /// Worth another attempt (resuming).
@@ -294,6 +303,24 @@ pub fn verify(path: &Path, check: &FileCheck) -> Result<(), ConvertError> {
         });
     }
     Ok(())
+}
+
+/// Environment variable naming a mirror of the catalogue's files: `URL/<file name>` is fetched
+/// instead of the owner's URL (for machines that reach only a local mirror); the checks stay.
+pub const MODELS_MIRROR_ENV: &str = "STEMFLOW_MODELS_MIRROR";
+
+/// Where `file` is fetched from: the owner's URL, or the mirror `STEMFLOW_MODELS_MIRROR` names.
+pub fn source_url(file: &RemoteFile) -> String {
+    match std::env::var(MODELS_MIRROR_ENV) {
+        Ok(mirror) if !mirror.trim().is_empty() => {
+            format!(
+                "{}/{}",
+                mirror.trim().trim_end_matches('/'),
+                file.file_name()
+            )
+        }
+        _ => file.url.to_owned(),
+    }
 }
 
 /// The `.part` file a download into `dest` goes to.

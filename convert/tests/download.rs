@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
-use stemflow_convert::catalogue::{FileCheck, RemoteFile};
+use stemflow_convert::catalogue::FileCheck;
 use stemflow_convert::download::{part_path, Downloader};
 use stemflow_convert::ConvertError;
 
@@ -111,16 +111,13 @@ fn fixture() -> Vec<u8> {
         .collect()
 }
 
-fn remote(url: &str, bytes: &[u8]) -> RemoteFile {
+fn checked(bytes: &[u8]) -> FileCheck {
     let sha256 = format!("{:x}", Sha256::digest(bytes));
-    RemoteFile {
-        url: Box::leak(url.to_owned().into_boxed_str()),
-        check: FileCheck {
-            sha256: Some(Box::leak(sha256.into_boxed_str())),
-            sha256_prefix: None,
-            uvr_md5_tail: None,
-            size_bytes: Some(bytes.len() as u64),
-        },
+    FileCheck {
+        sha256: Some(Box::leak(sha256.into_boxed_str())),
+        sha256_prefix: None,
+        uvr_md5_tail: None,
+        size_bytes: Some(bytes.len() as u64),
     }
 }
 
@@ -138,7 +135,7 @@ fn a_whole_file_arrives_checked_with_progress() {
     let part = scratch("whole");
     let mut last = (0, None);
     let size = Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |done, total| {
+        .fetch(&server.url, &checked(&bytes), &part, &mut |done, total| {
             last = (done, total)
         })
         .unwrap();
@@ -160,7 +157,7 @@ fn a_dropped_connection_is_resumed_where_it_stopped() {
     );
     let part = scratch("dropped");
     Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(
@@ -177,7 +174,7 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     let part = scratch("earlier");
     std::fs::write(&part, &bytes[..123_456]).unwrap();
     Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(*server.ranges.lock().unwrap(), ["bytes=123456-"]);
@@ -187,7 +184,7 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     longer.extend_from_slice(b"junk");
     std::fs::write(&part, &longer).unwrap();
     Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
 }
@@ -205,7 +202,7 @@ fn a_server_that_ignores_ranges_sends_the_whole_file_again() {
     let part = scratch("ignores");
     std::fs::write(&part, vec![0xAA; 50_000]).unwrap();
     Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap();
     assert_eq!(
         std::fs::read(&part).unwrap(),
@@ -228,7 +225,7 @@ fn a_damaged_file_is_refused_and_its_part_deleted() {
     );
     let part = scratch("damaged");
     let error = Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap_err();
     assert!(
         matches!(&error, ConvertError::Checksum { what, .. } if what == "m.onnx"),
@@ -252,7 +249,7 @@ fn a_file_that_is_gone_says_so_without_retrying() {
     );
     let part = scratch("gone");
     let error = Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap_err();
     assert!(
         matches!(&error, ConvertError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
@@ -273,7 +270,7 @@ fn a_server_that_keeps_dropping_is_given_up_on_with_the_part_kept_for_later() {
     );
     let part = scratch("keeps-dropping");
     let error = Downloader::direct()
-        .fetch(&remote(&server.url, &bytes), &part, &mut |_, _| {})
+        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
         .unwrap_err();
     assert!(
         matches!(&error, ConvertError::Download(m) if m.contains("gave up") && m.contains("resume")),
