@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use md5::Md5;
 use sha2::{Digest, Sha256};
-use ureq::tls::{RootCerts, TlsConfig};
 
 use crate::catalogue::{FileCheck, RemoteFile};
 use crate::error::ConvertError;
+use crate::http::http_agent;
 
 /// Bytes UVR hashes at the end of a model file to key its parameter table.
 const UVR_TAIL_BYTES: u64 = 10_240_000;
@@ -46,20 +46,8 @@ impl Downloader {
     }
 
     fn with_proxy(proxy: Option<ureq::Proxy>, retry_pause: Duration) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .tls_config(
-                TlsConfig::builder()
-                    .root_certs(RootCerts::PlatformVerifier)
-                    .build(),
-            )
-            .proxy(proxy)
-            .timeout_connect(Some(Duration::from_secs(20)))
-            .timeout_recv_body(Some(Duration::from_secs(60)))
-            // Statuses are read here: 206, 200 and 416 each mean something to a resume.
-            .http_status_as_error(false)
-            .user_agent(concat!("stemflow/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        // Statuses are read here: 206, 200 and 416 each mean something to a resume.
+        let agent = http_agent(proxy, false);
         Self { agent, retry_pause }
     }
 

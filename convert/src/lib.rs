@@ -23,6 +23,7 @@ pub mod download;
 pub mod error;
 pub mod fetch;
 pub mod float16;
+mod http;
 pub mod install;
 pub mod quantize;
 pub mod release;
