@@ -59,41 +59,37 @@ impl<'a> ModelView<'a> {
 
     /// Every metadata property (`metadata_props`), in order, as UTF-8 (lossy where it is not).
     pub fn metadata(&self) -> Result<Vec<(String, String)>, String> {
-        let mut properties = Vec::new();
-        for body in self.bodies(model::METADATA_PROPS) {
-            let (mut key, mut value) = (String::new(), String::new());
-            for part in Fields::new(body) {
-                match part? {
-                    (string_entry::KEY, FieldValue::Bytes(b)) => {
-                        key = String::from_utf8_lossy(b).into_owned()
-                    }
-                    (string_entry::VALUE, FieldValue::Bytes(b)) => {
-                        value = String::from_utf8_lossy(b).into_owned()
-                    }
-                    _ => {}
-                }
-            }
-            properties.push((key, value));
-        }
-        Ok(properties)
+        let lossy = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        self.metadata_entries()
+            .map(|entry| entry.map(|(key, value)| (lossy(key), lossy(value))))
+            .collect()
     }
 
     /// The value of metadata property `key`, if set.
     pub fn metadata_value(&self, key: &str) -> Result<Option<&'a str>, String> {
-        for body in self.bodies(model::METADATA_PROPS) {
-            let (mut k, mut v) = ("", "");
-            for part in Fields::new(body) {
-                match part? {
-                    (string_entry::KEY, FieldValue::Bytes(b)) => k = text(b)?,
-                    (string_entry::VALUE, FieldValue::Bytes(b)) => v = text(b)?,
-                    _ => {}
-                }
-            }
+        for entry in self.metadata_entries() {
+            let (k, v) = entry?;
+            let (k, v) = (text(k)?, text(v)?);
             if k == key {
                 return Ok(Some(v));
             }
         }
         Ok(None)
+    }
+
+    /// Each `metadata_props` entry's key and value bytes ("" when left out), in order.
+    fn metadata_entries(&self) -> impl Iterator<Item = Result<(&'a [u8], &'a [u8]), String>> + '_ {
+        self.bodies(model::METADATA_PROPS).map(|body| {
+            let (mut key, mut value): (&[u8], &[u8]) = (b"", b"");
+            for part in Fields::new(body) {
+                match part? {
+                    (string_entry::KEY, FieldValue::Bytes(b)) => key = b,
+                    (string_entry::VALUE, FieldValue::Bytes(b)) => value = b,
+                    _ => {}
+                }
+            }
+            Ok((key, value))
+        })
     }
 
     /// The model with its graph replaced by `graph_body` and, when given, the metadata
