@@ -106,7 +106,9 @@ pub fn catalogue_model(name: &str) -> Option<&'static CatalogueModel> {
         .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
 }
 
-const UVR_RELEASE: &str =
+/// Where UVR's models are published: every MDX-Net URL starts with it (`uvr_file!` spells it
+/// in `concat!`, which takes only literals; a test holds the two together).
+pub const UVR_RELEASE_URL: &str =
     "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/";
 const UVR_SOURCE: &str = "Ultimate Vocal Remover (github.com/TRvlvr/model_repo)";
 const UVR_TERMS: &str = "UVR asks that apps using its models credit UVR and its developers \
@@ -266,9 +268,6 @@ pub const CATALOGUE: &[CatalogueModel] = &[
         quality: "none published by Deezer for the 2-stem model",
     },
 ];
-
-/// Where UVR's models are published (every MDX-Net URL starts with it).
-pub const UVR_RELEASE_URL: &str = UVR_RELEASE;
 
 #[cfg(test)]
 mod tests {
