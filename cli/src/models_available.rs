@@ -35,7 +35,7 @@ fn size_text(bytes: Option<u64>) -> String {
 fn url_list(model: &CatalogueModel) -> Vec<String> {
     match model.delivery {
         Delivery::Onnx(file) => vec![file.url.to_owned()],
-        Delivery::DemucsCheckpoints(files) => files.iter().map(|f| f.url.to_owned()).collect(),
+        Delivery::DemucsCheckpoints(bag) => bag.files.iter().map(|f| f.url.to_owned()).collect(),
         Delivery::PypiWheel(release) => vec![format!(
             "{}/{}/ ({})",
             stemflow_convert::fetch::index_url(),

