@@ -486,3 +486,106 @@ impl HtDemucsConfig {
         self.nfft / 2
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn package(kwargs: Vec<(&str, Value)>) -> Value {
+        let mut items = vec![(
+            Value::Str("sources".into()),
+            Value::List(
+                ["drums", "bass", "other", "vocals"]
+                    .iter()
+                    .map(|s| Value::Str((*s).into()))
+                    .collect(),
+            ),
+        )];
+        items.extend(kwargs.into_iter().map(|(k, v)| (Value::Str(k.into()), v)));
+        Value::Dict(vec![
+            (
+                Value::Str("klass".into()),
+                Value::Global {
+                    module: "demucs.htdemucs".into(),
+                    name: "HTDemucs".into(),
+                },
+            ),
+            (Value::Str("args".into()), Value::Tuple(Vec::new())),
+            (Value::Str("kwargs".into()), Value::Dict(items)),
+        ])
+    }
+
+    fn error(kwargs: Vec<(&str, Value)>) -> String {
+        HtDemucsConfig::from_package(&package(kwargs))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn released_kwargs_read_with_the_segment_as_a_fraction() {
+        let config = HtDemucsConfig::from_package(&package(vec![
+            (
+                "segment",
+                Value::Fraction {
+                    numerator: 39,
+                    denominator: 5,
+                },
+            ),
+            ("bottom_channels", Value::Int(512)),
+            ("t_hidden_scale", Value::Float(4.0)),
+            ("dconv_mode", Value::Int(1)),
+        ]))
+        .unwrap();
+        // int(Fraction(39, 5) * 44100): htdemucs' training length.
+        assert_eq!(config.segment_frames, 343_980);
+        assert_eq!(config.spec_frames(), 336);
+        assert_eq!(config.spec_bins(), 2048);
+        assert_eq!(config.bottom_channels, 512);
+        assert_eq!(config.channels_time, 48);
+        assert_eq!(config.sources.len(), 4);
+    }
+
+    #[test]
+    fn options_that_change_the_network_and_are_not_built_are_refused_by_name() {
+        for (kwargs, says) in [
+            (vec![("dconv_lstm", Value::Int(2))], "dconv_lstm"),
+            (vec![("wiener_iters", Value::Int(1))], "Wiener"),
+            (vec![("cac", Value::Bool(false))], "cac False"),
+            (
+                vec![("multi_freqs", Value::List(vec![Value::Float(0.25)]))],
+                "multi_freqs",
+            ),
+            (vec![("t_emb", Value::Str("scaled".into()))], "scaled"),
+            (vec![("t_sin_random_shift", Value::Int(100))], "at random"),
+            (vec![("t_sparse_self_attn", Value::Bool(true))], "sparse"),
+            (vec![("samplerate", Value::Int(48_000))], "48000 Hz"),
+            (vec![("audio_channels", Value::Int(1))], "stereo"),
+            (
+                vec![("channels", Value::Str("48".into()))],
+                "channels is the str",
+            ),
+        ] {
+            let message = error(kwargs);
+            assert!(message.contains(says), "{says}: {message}");
+        }
+    }
+
+    #[test]
+    fn another_model_class_is_named() {
+        let mut value = package(Vec::new());
+        if let Value::Dict(items) = &mut value {
+            items[0].1 = Value::Global {
+                module: "demucs.hdemucs".into(),
+                name: "HDemucs".into(),
+            };
+        }
+        let message = HtDemucsConfig::from_package(&value)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("demucs.hdemucs.HDemucs"), "{message}");
+        let message = HtDemucsConfig::from_package(&Value::Dict(Vec::new()))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("not a demucs model package"), "{message}");
+    }
+}

@@ -61,3 +61,44 @@ impl<'c, 'a> ModelState<'c, 'a> {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::torch::DType;
+
+    fn tensor(shape: &[usize]) -> Tensor<'static> {
+        let bytes: Vec<u8> = (0..shape.iter().product::<usize>())
+            .flat_map(|i| half::f16::from_f32(i as f32).to_le_bytes())
+            .collect();
+        Tensor {
+            dtype: DType::F16,
+            shape: shape.to_vec(),
+            data: bytes.into(),
+        }
+    }
+
+    #[test]
+    fn tensors_are_taken_once_with_their_shape_and_leftovers_refused() {
+        let (a, b) = (tensor(&[2, 3]), tensor(&[4]));
+        let mut state = ModelState::new(vec![("a", &a), ("b", &b)], "HTDemucs");
+        assert_eq!(
+            state.take("a", &[2, 3]).unwrap(),
+            [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+        let missing = state.take("a", &[2, 3]).unwrap_err().to_string();
+        assert!(missing.contains("no tensor a"), "{missing}");
+        let leftover = state.finish().unwrap_err().to_string();
+        assert!(
+            leftover.contains("1 tensors") && leftover.contains('b'),
+            "{leftover}"
+        );
+
+        let mut state = ModelState::new(vec![("b", &b)], "model 2 of the bag");
+        let shape = state.take("b", &[5]).unwrap_err().to_string();
+        assert!(
+            shape.contains("model 2 of the bag: b has shape [4]"),
+            "{shape}"
+        );
+    }
+}

@@ -69,8 +69,8 @@ impl Network<'_, '_, '_, '_> {
         if group {
             let scale = self.values(&format!("{key}.weight"), &[dim])?;
             let shift = self.values(&format!("{key}.bias"), &[dim])?;
-            let flat = self.b.reshape(x, &[1, x.shape[0] * dim])?;
-            let normalised = self.b.group_normalise(&flat, 1)?;
+            let batched = self.b.reshape(x, &[1, x.shape[0], dim])?;
+            let normalised = self.b.group_normalise(&batched, 1)?;
             let tokens = self.b.reshape(&normalised, &x.shape)?;
             let name = format!("{}{key}", self.prefix);
             self.b.affine(&tokens, 1, scale, shift, &name)
