@@ -16,6 +16,7 @@ use stemflow_convert::testing::{
     write_numpy_dict, write_pickle_with_global, write_torch_checkpoint, write_zip, ZipMethod,
 };
 use stemflow_convert::ConvertError;
+use stemflow_engine::families::description::GraphIo;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::ModelRunner;
@@ -161,9 +162,7 @@ fn a_tiny_checkpoint_converts_to_a_graph_that_matches_the_numpy_unet() {
     let mut runner = ModelRunner::new(
         model,
         DeviceChoice::Device(DeviceId::CPU),
-        "magnitude",
-        "estimates",
-        vec![1, 2, frames, 1024],
+        GraphIo::single("magnitude", "estimates", vec![1, 2, frames, 1024]),
     )
     .unwrap();
     let mut output = Vec::new();

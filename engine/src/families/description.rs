@@ -22,6 +22,8 @@ pub(super) const MAX_MODEL_STEMS: i64 = 16;
 
 /// The signatures Stemflow supports, for messages.
 pub(super) const EXPECTED_SIGNATURES: &str = "HTDemucs `mix` [1, 2, T] → `stems` [1, 4|6, 2, T]; \
+     converted HTDemucs `mix` [1, 2, T], `spec` [1, 4, F, frames] → `wave_stems` [1, S, 2, T], \
+     `spec_stems` [1, S, 4, F, frames]; \
      MDX-Net [1, 4, dim_f, dim_t] → [1, 4, dim_f, dim_t]; \
      RoFormer [1, 2·(n_fft/2+1), frames, 2] → [1, N, 2·(n_fft/2+1), frames, 2]; \
      Spleeter [1, 2, T, 1024] → [1, S, 2, T, 1024]";
@@ -68,12 +70,8 @@ pub struct ModelDescription {
     pub layout: ChunkLayout,
     /// Sample rate the model runs at.
     pub sample_rate_hz: u32,
-    /// Graph input name.
-    pub input_name: String,
-    /// Graph output name.
-    pub output_name: String,
-    /// Input tensor shape.
-    pub input_shape: Vec<usize>,
+    /// The graph's inputs and outputs, as the codec fills and reads them.
+    pub io: GraphIo,
     /// Where the parameters came from.
     pub params_source: String,
     /// Whether the graph computes in float16 (`stemflow quantize --fp16` marks it): made for
@@ -90,10 +88,30 @@ impl std::fmt::Debug for ModelDescription {
             .field("stem_sources", &self.stem_sources)
             .field("layout", &self.layout)
             .field("sample_rate_hz", &self.sample_rate_hz)
-            .field("input_shape", &self.input_shape)
+            .field("io", &self.io)
             .field("params_source", &self.params_source)
             .field("is_float16", &self.is_float16)
             .finish()
+    }
+}
+
+/// A graph's inputs (name and shape, in the order a codec fills them) and outputs (names, in
+/// the order it reads them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphIo {
+    /// Input names and shapes.
+    pub inputs: Vec<(String, Vec<usize>)>,
+    /// Output names.
+    pub outputs: Vec<String>,
+}
+
+impl GraphIo {
+    /// One input of `input_shape` and one output.
+    pub fn single(input_name: &str, output_name: &str, input_shape: Vec<usize>) -> Self {
+        GraphIo {
+            inputs: vec![(input_name.to_owned(), input_shape)],
+            outputs: vec![output_name.to_owned()],
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! `demucs/apply.py` `apply_model` (demucs 4.1.0).
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
@@ -14,7 +14,8 @@ use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 
 /// Demucs' source order.
-const DEMUCS_SOURCES: [&str; 6] = ["drums", "bass", "other", "vocals", "guitar", "piano"];
+pub(super) const DEMUCS_SOURCES: [&str; 6] =
+    ["drums", "bass", "other", "vocals", "guitar", "piano"];
 
 /// Recognises an HTDemucs graph; `None` when the ranks are not this family's.
 pub(super) fn recognise(
@@ -42,15 +43,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         return Err(recognition.mismatch());
     }
     let chunk_frames = t as usize;
-    let overlap = recognition
-        .sidecar
-        .as_ref()
-        .and_then(|p| p.f64("overlap"))
-        .unwrap_or(0.25);
-    if !(0.0..0.95).contains(&overlap) {
-        return Err(recognition.params_error(format!("overlap {overlap} out of range 0–0.95")));
-    }
-    let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
+    let layout = demucs_layout(recognition, chunk_frames)?;
     let stems: Vec<String> = DEMUCS_SOURCES[..o[1] as usize]
         .iter()
         .map(|s| s.to_string())
@@ -60,22 +53,38 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         pipeline: std::sync::Arc::new(HtDemucsPipeline),
         stem_sources: stem_sources_by_name(&stems, 1.0),
         stems,
-        layout: ChunkLayout {
-            chunk_frames,
-            step_frames: step_frames.max(1),
-            lead: Lead::Zeros(0),
-            window_start_frames: 0,
-        },
+        layout,
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        input_name: input.name.clone(),
-        output_name: output.name.clone(),
-        input_shape: vec![1, 2, chunk_frames],
+        io: GraphIo::single(&input.name, &output.name, vec![1, 2, chunk_frames]),
         params_source: recognition
             .sidecar
             .as_ref()
             .and_then(|p| p.source.clone())
             .unwrap_or_else(|| "demucs defaults".into()),
         is_float16: false,
+    })
+}
+
+/// `apply_model`'s chunks: the model's segment every `segment − segment·overlap` frames
+/// (overlap 0.25 unless the sidecar says otherwise), no padding before the first.
+pub(super) fn demucs_layout(
+    recognition: &Recognition<'_>,
+    chunk_frames: usize,
+) -> Result<ChunkLayout, ModelError> {
+    let overlap = recognition
+        .sidecar
+        .as_ref()
+        .and_then(|p| p.f64("overlap"))
+        .unwrap_or(0.25);
+    if !(0.0..0.95).contains(&overlap) {
+        return Err(recognition.params_error(format!("overlap {overlap} out of range 0–0.95")));
+    }
+    let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
+    Ok(ChunkLayout {
+        chunk_frames,
+        step_frames: step_frames.max(1),
+        lead: Lead::Zeros(0),
+        window_start_frames: 0,
     })
 }
 
@@ -99,7 +108,7 @@ impl FamilyPipeline for HtDemucsPipeline {
 
 /// demucs' transition weights: a triangle `1..n/2, n−n/2..1`, divided by its maximum
 /// (transition_power 1). The same for every chunk.
-fn window(chunk_frames: usize) -> Vec<f64> {
+pub(super) fn window(chunk_frames: usize) -> Vec<f64> {
     let n = chunk_frames;
     let w: Vec<f64> = (1..=n / 2)
         .chain((1..=n - n / 2).rev())

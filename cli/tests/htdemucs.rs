@@ -1,0 +1,232 @@
+//! HTDemucs from demucs checkpoints, converted in Rust and run by the engine, against PyTorch
+//! demucs itself: `convert/tests/fixtures/htdemucs/` holds small random-weight HTDemucs
+//! checkpoints written by demucs' own serialisation (float16 state) and the output of demucs
+//! 4's `apply_model` (shifts 0, overlap 0.25) on a fixed input, made once by
+//! `models/htdemucs_reference.py` (its README says how). Never downloads.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use stemflow_convert::htdemucs::demucs_to_onnx;
+use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+
+/// The largest difference from PyTorch demucs accepted (issue 34: 1e-4).
+const MAX_ABS_ERROR: f32 = 1e-4;
+/// `apply_model`'s overlap.
+const OVERLAP: f64 = 0.25;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../convert/tests/fixtures/htdemucs")
+        .join(name)
+}
+
+/// A float32 `.npy` file (C order): its shape and values.
+fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}", path.display());
+    let (header_len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        _ => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+    };
+    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    let shape_text = header.split("'shape': (").nth(1).unwrap();
+    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse().unwrap())
+        .collect();
+    let values: Vec<f32> = bytes[start + header_len..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values.len(), shape.iter().product::<usize>());
+    (shape, values)
+}
+
+/// Streams `input` through `model` offline (the CLI's path), stems aligned to the input.
+fn separate(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    extra_stems: ExtraStems,
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
+    let separator = SeparatorChoice::Model(model.to_path_buf())
+        .build(DeviceChoice::Device(DeviceId::CPU))
+        .unwrap();
+    let block_frames = 4096;
+    let config = StreamConfig {
+        host_sample_rate_hz: 44_100.0,
+        max_block_frames: block_frames,
+        mode: ProcessingMode::Offline,
+        is_offline_only: false,
+    };
+    let (mut handle, _worker) = spawn_stream(separator, &config).unwrap();
+    handle.set_extra_stems(extra_stems);
+    let latency = handle.latency_samples();
+    let total = input[0].len() + latency;
+    let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
+        let mut v = input[c].clone();
+        v.resize(total, 0.0);
+        v
+    });
+    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
+    let mut position = 0;
+    while position < total {
+        let end = (position + block_frames).min(total);
+        handle.process(&padded[0][position..end], &padded[1][position..end]);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+        position = end;
+    }
+    out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
+}
+
+/// Frames before the file's last chunk, which `apply_model` pads differently from a stream.
+fn frames_before_last_chunk(frames: usize, segment_frames: usize) -> usize {
+    let stride = ((1.0 - OVERLAP) * segment_frames as f64) as usize;
+    (frames - 1) / stride * stride
+}
+
+/// Converts `checkpoint` and checks every stem against demucs' `apply_model` output.
+fn check_parity(checkpoint: &str, reference: &str) -> f32 {
+    let bytes = std::fs::read(fixture(checkpoint)).unwrap();
+    let converted = demucs_to_onnx(&[&bytes], None).unwrap();
+    let dir = scratch_dir(&format!("htdemucs-{checkpoint}"));
+    let model = dir.join("small.onnx");
+    std::fs::write(&model, &converted.onnx).unwrap();
+
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    assert_eq!(shape[0], 2);
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    let (shape, expected) = read_npy(&fixture(reference));
+    assert_eq!(shape, [converted.sources.len(), 2, frames]);
+    let valid = frames_before_last_chunk(frames, converted.segment_frames);
+    assert!(
+        valid > converted.segment_frames,
+        "the fixture covers too few chunks: {valid} frames"
+    );
+
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    let source = |name: &str, channel: usize| {
+        let s = converted.sources.iter().position(|n| n == name).unwrap();
+        &expected[(s * 2 + channel) * frames..][..frames]
+    };
+    let mut worst = 0.0f32;
+    for channel in 0..2 {
+        for stem in Stem::ALL {
+            let reference: Vec<f32> = match stem {
+                // Other is the residual: the mix minus every stem Stemflow routes elsewhere.
+                Stem::Other => (0..frames)
+                    .map(|i| {
+                        let routed: f32 = converted
+                            .sources
+                            .iter()
+                            .filter(|n| n.as_str() != "other")
+                            .map(|n| source(n, channel)[i])
+                            .sum();
+                        input[channel][i] - routed
+                    })
+                    .collect(),
+                _ => match converted
+                    .sources
+                    .iter()
+                    .find(|n| n.as_str() == stem.file_name())
+                {
+                    Some(name) => source(name, channel).to_vec(),
+                    None => vec![0.0; frames],
+                },
+            };
+            let actual = &got[stem.index()][channel];
+            for i in 0..valid {
+                let error = (reference[i] - actual[i]).abs();
+                assert!(
+                    error <= MAX_ABS_ERROR,
+                    "{checkpoint} {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
+                    reference[i],
+                    actual[i]
+                );
+                worst = worst.max(error);
+            }
+        }
+    }
+    // Not trivially silent.
+    let energy: f32 = got[Stem::Drums.index()][0][..valid]
+        .iter()
+        .map(|v| v * v)
+        .sum();
+    assert!(energy > 1.0, "drums are nearly silent ({energy})");
+    println!(
+        "{checkpoint}: largest difference from PyTorch demucs {worst:.2e} over {valid} frames"
+    );
+    worst
+}
+
+#[test]
+fn a_converted_htdemucs_matches_pytorch_demucs() {
+    check_parity("small.th", "small_reference.npy");
+}
+
+#[test]
+fn a_converted_six_stem_htdemucs_matches_pytorch_demucs() {
+    check_parity("small6.th", "small6_reference.npy");
+}
+
+#[test]
+fn a_bag_of_models_is_one_graph_taking_each_stem_from_its_models() {
+    // Two copies of one model, each serving two stems (htdemucs_ft's weights are the 4 × 4
+    // identity): the bag must give the single model's stems; with the second copy's weights
+    // doubled for drums the drums are still the model's (weights are normalised per stem).
+    let bytes = std::fs::read(fixture("small.th")).unwrap();
+    let single = demucs_to_onnx(&[&bytes], None).unwrap();
+    let weights: [&[f32]; 2] = [&[1.0, 1.0, 0.0, 0.0], &[2.0, 0.0, 1.0, 1.0]];
+    let bag = demucs_to_onnx(&[&bytes, &bytes], Some(&weights)).unwrap();
+    assert_eq!(bag.sources, single.sources);
+    assert!(bag.onnx.len() > single.onnx.len() * 19 / 10);
+
+    let dir = scratch_dir("htdemucs-bag");
+    let (single_path, bag_path) = (dir.join("single.onnx"), dir.join("bag.onnx"));
+    std::fs::write(&single_path, &single.onnx).unwrap();
+    std::fs::write(&bag_path, &bag.onnx).unwrap();
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let a = separate(&single_path, &input, ExtraStems::Separate);
+    let b = separate(&bag_path, &input, ExtraStems::Separate);
+    for stem in Stem::ALL {
+        for channel in 0..2 {
+            let worst = a[stem.index()][channel]
+                .iter()
+                .zip(&b[stem.index()][channel])
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst <= 1e-6, "{stem:?} channel {channel}: {worst}");
+        }
+    }
+
+    let wrong: [&[f32]; 1] = [&[1.0, 1.0, 1.0]];
+    let message = demucs_to_onnx(&[&bytes, &bytes], Some(&wrong))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("2 rows of 4"), "{message}");
+    let truncated = &bytes[..bytes.len() / 2];
+    let message = demucs_to_onnx(&[&bytes, truncated], None)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("model 2 of the bag"), "{message}");
+}
