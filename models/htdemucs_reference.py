@@ -37,11 +37,17 @@ Subcommands:
   `[S, 2, T]`, on the CPU, single-threaded, WITHOUT demucs.separate's whole-file normalisation.
 - `input --seconds S [--extra N] --seed N --out IN.npy`: a deterministic stereo float32 test signal
   `[2, T]` at 44.1 kHz (notes with envelopes, a bass line, noise bursts, peak 0.5).
+- `wav --input IN.npy --out IN.wav`: the signal as a 32-bit float WAV for `stemflow separate`.
+- `compare --stems DIR --reference OUT.npy --input IN.npy [--sources drums,bass,other,vocals]`:
+  the stems `stemflow separate --bit-depth 32f --guitar-piano own` wrote into DIR against the
+  reference, away from the last chunk (the parity figures of the converter on released sizes).
 - `time --checkpoint FILE.th --input IN.npy [--threads N]`: apply_model as above with torch's
   default threads, printing the wall time and the number of model forward calls; run it under
   `/usr/bin/time -v` for the peak memory.
 """
 import argparse
+import os
+import struct
 import copy
 import sys
 import time
@@ -382,6 +388,70 @@ def cmd_input(args):
     print(f"{args.out}: {x.shape} float32, peak {np.abs(x).max():.3f}", file=sys.stderr)
 
 
+def write_wav_f32(path, audio):
+    """`audio` [channels, frames] as a 32-bit float WAV (what `stemflow separate` reads)."""
+    audio = np.ascontiguousarray(np.asarray(audio, dtype="<f4").T)
+    channels = audio.shape[1]
+    data = audio.tobytes()
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 3, channels, 44100, 44100 * 4 * channels, 4 * channels, 32
+    ) + b"data" + struct.pack("<I", len(data))
+    with open(path, "wb") as f:
+        f.write(header + data)
+
+
+def read_wav_f32(path):
+    """A 32-bit float WAV as [channels, frames] (the stems `stemflow separate --bit-depth 32f` writes)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[:4] == b"RIFF" and raw[8:12] == b"WAVE", path
+    pos, fmt, data = 12, None, None
+    while pos + 8 <= len(raw):
+        tag, size = raw[pos:pos + 4], struct.unpack("<I", raw[pos + 4:pos + 8])[0]
+        body = raw[pos + 8:pos + 8 + size]
+        if tag == b"fmt ":
+            fmt = struct.unpack("<HHIIHH", body[:16])
+        elif tag == b"data":
+            data = body
+        pos += 8 + size + (size & 1)
+    assert fmt is not None and data is not None, path
+    kind, channels, _, _, _, bits = fmt
+    assert bits == 32 and kind in (3, 0xFFFE), f"{path}: write the stems with --bit-depth 32f"
+    return np.frombuffer(data, dtype="<f4").reshape(-1, channels).T
+
+
+def cmd_wav(args):
+    write_wav_f32(args.out, np.load(args.input))
+
+
+def cmd_compare(args):
+    """Stemflow's stems (a `stemflow separate` output folder) against an apply_model reference,
+    frame by frame, away from the file's last chunk (which apply_model pads with audio from before
+    it, a stream cannot)."""
+    reference = np.load(args.reference)
+    mix = np.load(args.input)
+    sources = args.sources.split(",")
+    frames = mix.shape[1]
+    stride = int((1 - args.overlap) * args.segment)
+    valid = (frames - 1) // stride * stride
+    routed = {"vocals", "drums", "bass", "guitar", "piano"}
+    worst = 0.0
+    for stem in ["vocals", "drums", "bass", "guitar", "piano", "other"]:
+        path = os.path.join(args.stems, stem + ".wav")
+        if not os.path.exists(path):
+            continue
+        got = read_wav_f32(path)
+        if stem == "other":
+            expected = mix - sum(reference[i] for i, s in enumerate(sources) if s in routed)
+        else:
+            expected = reference[sources.index(stem)]
+        error = np.abs(got[:, :valid] - expected[:, :valid]).max()
+        worst = max(worst, error)
+        print(f"{stem:7s} max |difference| {error:.2e} over {valid} of {frames} frames "
+              f"(reference peak {np.abs(expected[:, :valid]).max():.3f})")
+    print(f"largest difference {worst:.2e}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -409,6 +479,18 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--out")
     p.set_defaults(func=cmd_time)
+    p = sub.add_parser("wav")
+    p.add_argument("--input", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_wav)
+    p = sub.add_parser("compare")
+    p.add_argument("--stems", required=True, help="a stemflow separate output folder (--bit-depth 32f)")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--sources", default="drums,bass,other,vocals")
+    p.add_argument("--segment", type=int, default=343980)
+    p.add_argument("--overlap", type=float, default=0.25)
+    p.set_defaults(func=cmd_compare)
     args = parser.parse_args()
     args.func(args)
 
