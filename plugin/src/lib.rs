@@ -32,7 +32,8 @@ use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
 use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{
-    spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_WAIT_TIMEOUT,
+    spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_RUN_LIMIT,
+    OFFLINE_WAIT_TIMEOUT,
 };
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use swap::{stream_swap_channel, StreamSwapHandle};
@@ -247,11 +248,12 @@ impl<V: PortSet> Plugin for StemflowPlugin<V> {
         match context.process_mode() {
             ProcessMode::Offline => {
                 stream.set_mode(ProcessingMode::Offline);
-                stream.set_offline_wait_timeout(OFFLINE_WAIT_TIMEOUT);
+                stream.set_offline_wait(OFFLINE_WAIT_TIMEOUT, OFFLINE_RUN_LIMIT);
             }
             ProcessMode::Realtime | ProcessMode::Buffered if is_faster_than_real_time => {
                 stream.set_mode(ProcessingMode::Offline);
-                stream.set_offline_wait_timeout(DETECTED_OFFLINE_WAIT);
+                // Maybe a live host misread: never wait long on its audio thread.
+                stream.set_offline_wait(DETECTED_OFFLINE_WAIT, DETECTED_OFFLINE_WAIT);
             }
             ProcessMode::Realtime | ProcessMode::Buffered => {
                 stream.set_mode(ProcessingMode::Realtime)

@@ -4,8 +4,13 @@ use std::time::Duration;
 
 /// Extra latency that covers the host's block and the worker's scheduling in real-time mode.
 pub const SCHEDULING_MARGIN_MS: f64 = 100.0;
-/// How long an offline render waits for a stuck worker before falling back to dry audio.
+/// How long an offline render waits for a worker that makes no progress (no model run under way,
+/// none finished) before falling back to dry audio.
 pub const OFFLINE_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an offline render waits for one model run under way: a big model on a slow CPU
+/// (htdemucs_ft on two cores, a RoFormer at 50 times real time) takes minutes per chunk, and a
+/// bounce must still be exact; only a run this long is taken for a hung device.
+pub const OFFLINE_RUN_LIMIT: Duration = Duration::from_secs(10 * 60);
 
 /// Whether the audio thread may wait for the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

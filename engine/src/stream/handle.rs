@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rtrb::{Consumer, Producer};
 
-use super::config::{ProcessingMode, OFFLINE_WAIT_TIMEOUT};
+use super::config::{ProcessingMode, OFFLINE_RUN_LIMIT, OFFLINE_WAIT_TIMEOUT};
 use super::shared::Shared;
 use super::stats::StreamStats;
 use crate::dsp::{flush_subnormal, sanitize_into};
@@ -30,6 +30,8 @@ pub struct StemStreamHandle {
     mode: ProcessingMode,
     /// How long an offline block waits for the worker before it falls back to dry audio.
     offline_wait_timeout: Duration,
+    /// See [`StemStreamHandle::set_offline_wait`].
+    offline_run_limit: Duration,
     latency_samples: usize,
     max_block_frames: usize,
     /// The newest reset generation this handle requested.
@@ -94,6 +96,7 @@ impl StemStreamHandle {
             worker_thread,
             mode,
             offline_wait_timeout: OFFLINE_WAIT_TIMEOUT,
+            offline_run_limit: OFFLINE_RUN_LIMIT,
             latency_samples,
             max_block_frames,
             generation: 0,
@@ -140,10 +143,13 @@ impl StemStreamHandle {
         self.mode = mode;
     }
 
-    /// How long an offline block may wait for the worker before it gives up and outputs dry
-    /// audio on `Other` (default [`OFFLINE_WAIT_TIMEOUT`]). Realtime-safe.
-    pub fn set_offline_wait_timeout(&mut self, timeout: Duration) {
+    /// How long an offline block may wait for a worker that makes no progress before it gives
+    /// up and outputs dry audio on `Other` (default [`OFFLINE_WAIT_TIMEOUT`]), and how long for
+    /// one model run under way (default [`OFFLINE_RUN_LIMIT`]; never less than `timeout`).
+    /// Realtime-safe.
+    pub fn set_offline_wait(&mut self, timeout: Duration, run_limit: Duration) {
         self.offline_wait_timeout = timeout;
+        self.offline_run_limit = run_limit.max(timeout);
     }
 
     /// Stem frames the worker has delivered that are waiting to be read. Realtime-safe.
@@ -225,9 +231,12 @@ impl StemStreamHandle {
         if self.is_awaiting_ack && !self.check_ack() && self.mode == ProcessingMode::Offline {
             let shared = self.shared.clone();
             let generation = self.generation;
-            if shared.wait_until(self.offline_wait_timeout, false, || {
-                shared.acked_generation.load(Ordering::Acquire) == generation
-            }) {
+            if shared.wait_until(
+                self.offline_wait_timeout,
+                self.offline_run_limit,
+                false,
+                || shared.acked_generation.load(Ordering::Acquire) == generation,
+            ) {
                 self.check_ack();
             }
         }
@@ -394,9 +403,12 @@ impl StemStreamHandle {
         self.worker_thread.unpark();
         let output = &self.output;
         let frame_samples = self.frame_layout.frame_samples();
-        self.shared.wait_until(self.offline_wait_timeout, true, || {
-            output.slots() / frame_samples >= num_frames
-        })
+        self.shared.wait_until(
+            self.offline_wait_timeout,
+            self.offline_run_limit,
+            true,
+            || output.slots() / frame_samples >= num_frames,
+        )
     }
 
     /// Reads the stems for frames `start..end` of the block.

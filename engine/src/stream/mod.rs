@@ -43,7 +43,7 @@ use std::sync::Arc;
 use rtrb::RingBuffer;
 
 pub use config::{
-    stream_latency_samples, ProcessingMode, StreamConfig, OFFLINE_WAIT_TIMEOUT,
+    stream_latency_samples, ProcessingMode, StreamConfig, OFFLINE_RUN_LIMIT, OFFLINE_WAIT_TIMEOUT,
     SCHEDULING_MARGIN_MS,
 };
 pub use controller::StemStreamController;

@@ -50,6 +50,12 @@ pub(super) struct Shared {
     /// touches them.
     wake_lock: Mutex<()>,
     wake: Condvar,
+    /// When the worker last started or finished a chunk, in microseconds since `epoch`, plus
+    /// one (0: never).
+    progress_micros: AtomicU64,
+    /// Whether the worker is inside a chunk (a model run) now.
+    is_chunk_running: AtomicBool,
+    epoch: Instant,
 }
 
 impl Shared {
@@ -69,6 +75,31 @@ impl Shared {
             is_input_ended: AtomicBool::new(false),
             wake_lock: Mutex::new(()),
             wake: Condvar::new(),
+            progress_micros: AtomicU64::new(0),
+            is_chunk_running: AtomicBool::new(false),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Worker side: a chunk starts (`true`) or ended (`false`). Lets a waiting offline render
+    /// tell a long model run from a stuck worker.
+    pub fn set_chunk_running(&self, is_running: bool) {
+        let micros = self.epoch.elapsed().as_micros() as u64 + 1;
+        self.progress_micros.store(micros, Ordering::Release);
+        self.is_chunk_running.store(is_running, Ordering::Release);
+    }
+
+    /// When the wait that started at `start` ends: `timeout` after the later of `start` and the
+    /// worker's last progress, or `run_limit` after the start of a chunk under way.
+    fn wait_deadline(&self, start: Instant, timeout: Duration, run_limit: Duration) -> Instant {
+        let progress = match self.progress_micros.load(Ordering::Acquire) {
+            0 => start,
+            micros => self.epoch + Duration::from_micros(micros - 1),
+        };
+        if self.is_chunk_running.load(Ordering::Acquire) {
+            (progress + run_limit).max(start + timeout)
+        } else {
+            progress.max(start) + timeout
         }
     }
 
@@ -92,19 +123,21 @@ impl Shared {
     }
 
     /// Handle side, offline mode only: blocks until `is_ready` holds, the worker died, the
-    /// separator crashed (when `is_failure_final`: not while a reset may revive it) or `timeout`
-    /// passed. Returns whether `is_ready` held. Sleeps on a condition variable, so a waiting
+    /// separator crashed (when `is_failure_final`: not while a reset may revive it), or the
+    /// worker made no progress for `timeout` (a chunk under way may take `run_limit` from its
+    /// start). Returns whether `is_ready` held. Sleeps on a condition variable, so a waiting
     /// render leaves the cores to the worker. Not realtime-safe: waits.
     pub fn wait_until(
         &self,
         timeout: Duration,
+        run_limit: Duration,
         is_failure_final: bool,
         mut is_ready: impl FnMut() -> bool,
     ) -> bool {
         if is_ready() {
             return true;
         }
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
         self.is_handle_waiting.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let mut guard = self
@@ -121,6 +154,7 @@ impl Shared {
                 break false;
             }
             let now = Instant::now();
+            let deadline = self.wait_deadline(start, timeout, run_limit);
             if now >= deadline {
                 break false;
             }

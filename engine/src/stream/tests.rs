@@ -502,3 +502,55 @@ fn other_is_the_exact_residual_of_the_input_delayed_by_the_latency() {
         }
     }
 }
+
+/// Renders `input` offline through a passthrough that stalls for `stall` on hop 5 (a long
+/// model run), with the handle's no-progress timeout and run limit; returns the underruns.
+fn render_offline_through_a_long_run(
+    stall: Duration,
+    timeout: Duration,
+    run_limit: Duration,
+) -> u64 {
+    const BLOCK: usize = 512;
+    let separator = StallingPassthrough {
+        inner: PassthroughSeparator::new(44_100, BLOCK, 700),
+        hop_index: 0,
+        stalling_hops: 5..6,
+        stall,
+    };
+    let (mut handle, _worker) =
+        spawn_stream(Box::new(separator), &offline_config(44_100.0, BLOCK)).unwrap();
+    handle.set_offline_wait(timeout, run_limit);
+    let latency = handle.latency_samples();
+    let mut input = test_signal(40 * BLOCK, 9);
+    for channel in &mut input {
+        channel.resize(40 * BLOCK + latency, 0.0);
+    }
+    let out = render(&mut handle, &input, &[BLOCK]);
+    if handle.stats().underrun_frames() == 0 {
+        // What a run is given in full is the passthrough's exact output.
+        let separated = passthrough_timeline(&out, &input, latency);
+        assert!(separated.iter().all(|&s| s));
+    }
+    handle.stats().underrun_frames()
+}
+
+#[test]
+fn an_offline_render_waits_for_a_model_run_longer_than_its_timeout() {
+    // A run of 600 ms against a 100 ms timeout: the worker is busy, not stuck.
+    let underruns = render_offline_through_a_long_run(
+        Duration::from_millis(600),
+        Duration::from_millis(100),
+        Duration::from_secs(60),
+    );
+    assert_eq!(underruns, 0);
+}
+
+#[test]
+fn an_offline_render_gives_up_on_a_run_past_its_limit() {
+    let underruns = render_offline_through_a_long_run(
+        Duration::from_millis(900),
+        Duration::from_millis(50),
+        Duration::from_millis(150),
+    );
+    assert!(underruns > 0);
+}

@@ -219,8 +219,10 @@ impl StemStreamWorker {
         let pipeline = &mut self.pipeline;
         let (first, second) = write.as_mut_slices();
         let mut sink = StemSink::new(first, second, layout);
+        self.shared.set_chunk_running(true);
         let result =
             std::panic::catch_unwind(AssertUnwindSafe(|| pipeline.process_chunk(&mut sink)));
+        self.shared.set_chunk_running(false);
         let num_frames = sink.written_frames();
         let stats = &self.shared.stats;
         stats.add_work(started.elapsed().as_nanos() as u64, chunk_frames as u64);
