@@ -426,14 +426,16 @@ def cmd_wav(args):
 
 def cmd_compare(args):
     """Stemflow's stems (a `stemflow separate` output folder) against an apply_model reference,
-    frame by frame, away from the file's last chunk (which apply_model pads with audio from before
-    it, a stream cannot)."""
+    frame by frame, before the first chunk that reaches past the file's end (apply_model gives
+    such a chunk audio from before it, a stream the silence after the end)."""
     reference = np.load(args.reference)
     mix = np.load(args.input)
     sources = args.sources.split(",")
     frames = mix.shape[1]
     stride = int((1 - args.overlap) * args.segment)
-    valid = (frames - 1) // stride * stride
+    # apply_model pads every chunk that reaches past the end (centred, with audio from before
+    # it); a stream pads with the silence after the end. Compare the frames before the first.
+    valid = ((frames - args.segment) // stride + 1) * stride if frames >= args.segment else 0
     routed = {"vocals", "drums", "bass", "guitar", "piano"}
     worst = 0.0
     for stem in ["vocals", "drums", "bass", "guitar", "piano", "other"]:

@@ -94,10 +94,14 @@ fn separate(
     out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
 }
 
-/// Frames before the file's last chunk, which `apply_model` pads differently from a stream.
+/// Frames before the first chunk that reaches past the file's end: `apply_model` gives such a
+/// chunk audio from before it (`TensorChunk.padded`, centred), a stream the silence after the end.
 fn frames_before_last_chunk(frames: usize, segment_frames: usize) -> usize {
     let stride = ((1.0 - OVERLAP) * segment_frames as f64) as usize;
-    (frames - 1) / stride * stride
+    match frames.checked_sub(segment_frames) {
+        Some(rest) => (rest / stride + 1) * stride,
+        None => 0,
+    }
 }
 
 /// Converts `checkpoint` and checks every stem against demucs' `apply_model` output.

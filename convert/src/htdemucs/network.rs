@@ -205,9 +205,8 @@ impl Network<'_, '_, '_, '_> {
         }
         let scale = self.values(&format!("{key}.weight"), &[channels])?;
         let shift = self.values(&format!("{key}.bias"), &[channels])?;
-        let normalised = self.b.group_normalise(x, groups)?;
         let name = format!("{}{key}", self.prefix);
-        self.b.affine(&normalised, 1, scale, shift, &name)
+        self.b.group_norm(x, groups, scale, shift, &name)
     }
 
     /// `DConv` `key` on `[1, C, F, T]` (`freq`: each frequency a batch item, as demucs

@@ -8,6 +8,9 @@ use super::network::Network;
 use super::ops::T;
 use crate::error::ConvertError;
 
+/// Attention scores computed at once (per block of queries): 64 MB of float32.
+const MAX_SCORES_PER_BLOCK: usize = 16 << 20;
+
 /// `create_2d_sin_embedding(d_model, height, width)` rearranged `b c fr t1 -> (t1 fr) c`,
 /// computed in float32 as PyTorch does.
 fn embedding_2d(dim: usize, freqs: usize, frames: usize, max_period: f64) -> Vec<f32> {
@@ -69,11 +72,8 @@ impl Network<'_, '_, '_, '_> {
         if group {
             let scale = self.values(&format!("{key}.weight"), &[dim])?;
             let shift = self.values(&format!("{key}.bias"), &[dim])?;
-            let batched = self.b.reshape(x, &[1, x.shape[0], dim])?;
-            let normalised = self.b.group_normalise(&batched, 1)?;
-            let tokens = self.b.reshape(&normalised, &x.shape)?;
             let name = format!("{}{key}", self.prefix);
-            self.b.affine(&tokens, 1, scale, shift, &name)
+            self.b.token_group_norm(x, scale, shift, &name)
         } else {
             let scale = self.weight(&format!("{key}.weight"), &[dim], &[dim])?;
             let shift = self.weight(&format!("{key}.bias"), &[dim], &[dim])?;
@@ -124,21 +124,48 @@ impl Network<'_, '_, '_, '_> {
         let k = self.b.transpose(&k, &[1, 2, 0]);
         let v = self.b.reshape(&projections[2], &[nk, heads, head_dim])?;
         let v = self.b.transpose(&v, &[1, 0, 2]);
-        let scores = self
-            .b
-            .op("MatMul", &[&q.name, &k.name], vec![], vec![heads, nq, nk]);
-        let weights = self.b.op(
-            "Softmax",
-            &[&scores.name],
-            vec![("axis", stemflow_onnx::Attribute::Int(-1))],
-            scores.shape.clone(),
-        );
-        let heads_out = self.b.op(
-            "MatMul",
-            &[&weights.name, &v.name],
-            vec![],
-            vec![heads, nq, head_dim],
-        );
+        // Queries in blocks, so that one block's scores live at a time (a segment's 2,688
+        // frequency tokens would hold 2 × 231 MB of scores and weights at once).
+        let block = (MAX_SCORES_PER_BLOCK / (heads * nk)).clamp(1, nq);
+        let mut outputs = Vec::new();
+        for start in (0..nq).step_by(block) {
+            let end = (start + block).min(nq);
+            let q_block = if block == nq {
+                q.clone()
+            } else {
+                self.b.slice(&q, 1, start, end)?
+            };
+            let rows = end - start;
+            let scores = self.b.op(
+                "MatMul",
+                &[&q_block.name, &k.name],
+                vec![],
+                vec![heads, rows, nk],
+            );
+            let weights = self.b.op(
+                "Softmax",
+                &[&scores.name],
+                vec![("axis", stemflow_onnx::Attribute::Int(-1))],
+                scores.shape.clone(),
+            );
+            outputs.push(self.b.op(
+                "MatMul",
+                &[&weights.name, &v.name],
+                vec![],
+                vec![heads, rows, head_dim],
+            ));
+        }
+        let heads_out = if outputs.len() == 1 {
+            outputs.pop().expect("one block")
+        } else {
+            let names: Vec<&str> = outputs.iter().map(|t| t.name.as_str()).collect();
+            self.b.op(
+                "Concat",
+                &names,
+                vec![("axis", stemflow_onnx::Attribute::Int(1))],
+                vec![heads, nq, head_dim],
+            )
+        };
         let merged = self.b.transpose(&heads_out, &[1, 0, 2]);
         let merged = self.b.reshape(&merged, &[nq, dim])?;
         self.dense(&merged, &format!("{key}.out_proj"), dim)
