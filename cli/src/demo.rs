@@ -130,11 +130,13 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     for (label, _, folder) in &columns {
         crate::output::say!("{label} stems: {}", folder.display());
     }
-    if columns.len() == 1 {
-        crate::output::say!(
-            "Add Spleeter (a trained neural model, MIT) with `stemflow models get spleeter-2stems`."
-        );
-    }
+    // Said plainly: the demo song flatters the built-in separator.
+    crate::output::say!(
+        "The demo song is synthetic and flatters the built-in DSP separator: on a recorded song \
+         it scores about 1.3 dB mean SDR (bass below zero), a fallback that works with no model. \
+         For real stems get HTDemucs (four stems, 84 MB): `stemflow models get htdemucs \
+         --accept-terms`."
+    );
     Ok(())
 }
 

@@ -11,6 +11,14 @@ pub enum CliError {
     Reported,
     /// SIGINT or SIGTERM stopped the run after cleaning up: exit 128 + the signal.
     Interrupted(i32),
+    /// SIGINT or SIGTERM stopped the run; `note` says what was kept or removed: exit 128 + the
+    /// signal.
+    InterruptedWith {
+        /// The signal.
+        signal: i32,
+        /// What became of the unfinished work.
+        note: String,
+    },
 }
 
 impl From<String> for CliError {

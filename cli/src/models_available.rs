@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stemflow_convert::catalogue::{CatalogueModel, Delivery, CATALOGUE};
+use stemflow_convert::get::terms_accepted;
 
 use crate::error::CliError;
 
@@ -60,8 +61,7 @@ pub fn catalogue_json(models_dir: Option<&Path>) -> serde_json::Value {
                 "terms": model.terms,
                 "quality": model.quality,
                 "installed": is_installed(model, models_dir),
-                "installable": model.cannot_install().is_none(),
-                "not_installable_because": model.cannot_install(),
+                "terms_accepted": models_dir.is_some_and(|dir| terms_accepted(model, dir)),
             })
         })
         .collect()
@@ -91,8 +91,6 @@ pub fn run(args: &AvailableArgs) -> Result<(), CliError> {
     for model in CATALOGUE {
         let state = if is_installed(model, models_dir.as_deref()) {
             "installed"
-        } else if model.cannot_install().is_some() {
-            "not yet"
         } else {
             "available"
         };
@@ -110,13 +108,12 @@ pub fn run(args: &AvailableArgs) -> Result<(), CliError> {
         crate::output::say!("{}: {}", model.name, model.source);
         crate::output::say!("  quality: {}", model.quality);
         crate::output::say!("  terms: {}", model.terms);
-        if let Some(why) = model.cannot_install() {
-            crate::output::say!("  not yet: {why}");
-        }
     }
     crate::output::say!(
-        "\nGet one with `stemflow models get NAME`: it downloads from the source above, checks the \
-         file and installs it{}.",
+        "\nGet one with `stemflow models get NAME`: it shows the terms and asks you to accept them \
+         once (or pass --accept-terms), downloads from the source above, checks every file, \
+         converts what needs converting and installs it{}. Offline, download the files \
+         elsewhere and pass each with --from-file.",
         models_dir
             .as_deref()
             .map(|d| format!(" into {}", d.display()))
@@ -130,7 +127,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_json_says_what_is_installed_and_what_cannot_be_yet() {
+    fn the_json_says_what_is_installed_and_whose_terms_were_accepted() {
         let dir = std::env::temp_dir().join(format!("stemflow-available-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("Kim_Vocal_2.onnx"), b"x").unwrap();
@@ -147,7 +144,8 @@ mod tests {
         assert_eq!(entry("UVR-MDX-NET-Inst_HQ_3")["installed"], false);
         assert_eq!(entry("UVR-MDX-NET-Inst_HQ_3")["download_bytes"], 66_759_214);
         let ft = entry("htdemucs_ft");
-        assert_eq!(ft["installable"], false);
+        assert_eq!(ft["terms_accepted"], false);
+        assert_eq!(ft["download_bytes"], 4 * 84_141_271u64);
         assert_eq!(ft["urls"].as_array().unwrap().len(), 4);
         assert!(ft["terms"]
             .as_str()

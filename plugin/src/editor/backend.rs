@@ -1,9 +1,11 @@
 //! The real [`EditorBackend`]: reads the plugin's shared state and parameters, and runs
-//! everything slow (device discovery, model scans, model loads, opening the file manager) on
-//! background threads so the GUI thread never waits and the audio thread is never involved.
+//! everything slow (device discovery, model scans, model loads, model downloads, opening the
+//! file manager) on background threads so the GUI thread never waits and the audio thread is
+//! never involved.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -13,11 +15,17 @@ use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceSta
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::stream::StreamStats;
 
+use stemflow_convert::catalogue::{catalogue_model, CatalogueModel, CATALOGUE};
+use stemflow_convert::download::Downloader;
+use stemflow_convert::get::{install_catalogue_model, terms_accepted, GetOptions, ModelSource};
+use stemflow_convert::ConvertError;
+
 /// Model discovery.
 pub(crate) use stemflow_engine::models;
 
 use super::model::{
-    EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus, StreamStatus,
+    AvailableModel, DownloadTask, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask,
+    RuntimeStatus, StreamStatus,
 };
 use crate::params::StemflowParams;
 use crate::shared::{PluginShared, PreparedSeparator, SwapRefused};
@@ -115,9 +123,118 @@ fn rtf(busy_ns: u64, frames: u64, sample_rate_hz: f32) -> Option<f64> {
 #[derive(Default)]
 struct Background {
     models: Option<Arc<Vec<models::ModelInfo>>>,
+    /// Catalogue models not in the user models folder, found by the last scan.
+    available: Option<Arc<[AvailableModel]>>,
     is_scanning: bool,
+    /// A scan was asked for while one ran: the running one scans again before it reports.
+    should_scan_again: bool,
     model_task: Option<ModelTask>,
+    /// The download thread's state (`None`: nothing downloading).
+    download: Option<DownloadTask>,
+    /// Set to stop the running download; shared with its thread.
+    download_cancel: Option<Arc<AtomicBool>>,
+    /// A model a download installed, for the GUI thread to rescan and choose.
+    finished_download: Option<PathBuf>,
     folder_error: Option<String>,
+}
+
+/// The catalogue models that `found` (a scan of the models folders) lacks in `models_dir`, with
+/// whether their terms were accepted. Not realtime-safe: reads the terms record.
+fn available_models(found: &[models::ModelInfo], models_dir: Option<&Path>) -> Vec<AvailableModel> {
+    let Some(models_dir) = models_dir else {
+        return Vec::new();
+    };
+    CATALOGUE
+        .iter()
+        .filter(|entry| {
+            let installed = models_dir.join(entry.installed_file());
+            !found.iter().any(|info| info.path == installed) && !installed.exists()
+        })
+        .map(|entry| AvailableModel {
+            name: entry.name.to_owned(),
+            download_bytes: entry.download_bytes(),
+            stems: entry.stems.join(", "),
+            source: entry.source.to_owned(),
+            terms: entry.terms.to_owned(),
+            quality: entry.quality.to_owned(),
+            is_terms_accepted: terms_accepted(entry, models_dir),
+        })
+        .collect()
+}
+
+/// Installs `model` into `models_dir` from `source` on a background thread, reporting its
+/// progress, failure or installed model through `background`. The user accepted its terms
+/// before this is called. Not realtime-safe (it spawns a thread); returns at once.
+fn spawn_download(
+    background: Arc<Mutex<Background>>,
+    model: &'static CatalogueModel,
+    source: ModelSource,
+    models_dir: PathBuf,
+) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut state = background.lock();
+        if matches!(state.download, Some(DownloadTask::Running { .. })) {
+            return;
+        }
+        state.download = Some(DownloadTask::Running {
+            name: model.name.to_owned(),
+            progress: None,
+            is_cancelling: false,
+        });
+        state.download_cancel = Some(cancel.clone());
+    }
+    let thread_state = background.clone();
+    let spawned = std::thread::Builder::new()
+        .name("stemflow-model-download".into())
+        .spawn(move || {
+            let options = GetOptions {
+                force: false,
+                accept_terms: true,
+            };
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                install_catalogue_model(
+                    model,
+                    source,
+                    &models_dir,
+                    options,
+                    &mut |progress| {
+                        if let Some(DownloadTask::Running {
+                            progress: shown, ..
+                        }) = &mut thread_state.lock().download
+                        {
+                            *shown = Some(*progress);
+                        }
+                    },
+                    &cancel,
+                )
+            }));
+            let mut state = thread_state.lock();
+            state.download_cancel = None;
+            state.download = match result {
+                Ok(Ok(installed)) => {
+                    state.finished_download = Some(installed.model);
+                    None
+                }
+                Ok(Err(ConvertError::Cancelled)) => None,
+                Ok(Err(error)) => Some(DownloadTask::Failed {
+                    name: model.name.to_owned(),
+                    error: error.to_string(),
+                }),
+                Err(_) => Some(DownloadTask::Failed {
+                    name: model.name.to_owned(),
+                    error: "the download crashed".into(),
+                }),
+            };
+        });
+    if let Err(error) = spawned {
+        let mut state = background.lock();
+        state.download_cancel = None;
+        state.download = Some(DownloadTask::Failed {
+            name: model.name.to_owned(),
+            error: format!("cannot start the download: {error}"),
+        });
+    }
 }
 
 /// The editor's link to the plugin.
@@ -143,10 +260,13 @@ impl PluginBackend {
         backend
     }
 
+    /// Scans the models folders on a background thread. Asked while a scan runs, it scans once
+    /// more when that one ends (a model installed meanwhile is found).
     fn start_scan(&self) {
         {
             let mut background = self.background.lock();
             if background.is_scanning {
+                background.should_scan_again = true;
                 return;
             }
             background.is_scanning = true;
@@ -154,18 +274,57 @@ impl PluginBackend {
         let background = self.background.clone();
         let spawned = std::thread::Builder::new()
             .name("stemflow-model-scan".into())
-            .spawn(move || {
+            .spawn(move || loop {
+                let dirs = models::models_dirs(&[]);
                 let found =
-                    std::panic::catch_unwind(|| models::scan_models(&models::models_dirs(&[])))
-                        .unwrap_or_default();
+                    std::panic::catch_unwind(|| models::scan_models(&dirs)).unwrap_or_default();
+                let available = available_models(&found, dirs.first().map(PathBuf::as_path));
                 let mut background = background.lock();
+                if std::mem::take(&mut background.should_scan_again) {
+                    continue;
+                }
                 background.models = Some(Arc::new(found));
+                background.available = Some(available.into());
                 background.is_scanning = false;
+                break;
             });
         if spawned.is_err() {
             let mut background = self.background.lock();
             background.models = Some(Arc::default());
             background.is_scanning = false;
+        }
+    }
+
+    /// Downloads the catalogue model `name` into the user models folder on a background thread
+    /// (the user accepted its terms); when it is installed, [`EditorBackend::model`] rescans and
+    /// chooses it.
+    fn start_download(&self, name: &str) {
+        let Some(model) = catalogue_model(name) else {
+            return;
+        };
+        let Some(models_dir) = models::models_dirs(&[]).into_iter().next() else {
+            self.background.lock().download = Some(DownloadTask::Failed {
+                name: model.name.to_owned(),
+                error: "no user models folder is known on this system".into(),
+            });
+            return;
+        };
+        spawn_download(
+            self.background.clone(),
+            model,
+            ModelSource::Download(Downloader::new()),
+            models_dir,
+        );
+    }
+
+    /// Asks the running download to stop; it ends at its next read.
+    fn cancel_download(&self) {
+        let mut background = self.background.lock();
+        if let Some(cancel) = &background.download_cancel {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        if let Some(DownloadTask::Running { is_cancelling, .. }) = &mut background.download {
+            *is_cancelling = true;
         }
     }
 
@@ -261,6 +420,13 @@ impl EditorBackend for PluginBackend {
     fn model(&mut self) -> EditorModel {
         // Streams replaced by a model change are freed here, off the audio thread.
         self.shared.collect_retired();
+        // A download finished: look at the models folder again and load the new model like any
+        // the user chooses.
+        let finished = self.background.lock().finished_download.take();
+        if let Some(path) = finished {
+            self.start_scan();
+            self.choose_separator(SeparatorChoice::Model(path));
+        }
         let saved = self.params.saved.get();
         let discovery = DISCOVERY.get();
         let stream = self.shared.stream_snapshot().map(|snapshot| {
@@ -305,6 +471,11 @@ impl EditorBackend for PluginBackend {
             },
             models_folder: models::models_dirs(&[]).into_iter().next(),
             model_task: background.model_task.clone().unwrap_or(ModelTask::Idle),
+            available: match (&background.available, background.is_scanning) {
+                (Some(available), false) => available.clone(),
+                _ => Arc::new([]),
+            },
+            download: background.download.clone().unwrap_or(DownloadTask::Idle),
             stream,
             runtime: discovery
                 .map(|d| d.runtime.clone())
@@ -325,7 +496,17 @@ impl EditorBackend for PluginBackend {
             EditorAction::ChooseSeparator(choice) => self.choose_separator(choice),
             EditorAction::RescanModels => self.start_scan(),
             EditorAction::OpenModelsFolder => self.open_models_folder(),
+            EditorAction::DownloadModel(name) => self.start_download(&name),
+            EditorAction::CancelDownload => self.cancel_download(),
         }
+    }
+}
+
+impl Drop for PluginBackend {
+    /// A download still running when the plugin goes away stops at its next read (its part is
+    /// kept for the next time).
+    fn drop(&mut self) {
+        self.cancel_download();
     }
 }
 
@@ -557,5 +738,191 @@ mod tests {
             backend.model().device_choice,
             DeviceChoice::Device(DeviceId::CPU)
         );
+    }
+
+    /// A loopback mirror serving `body` for every path, in small pieces when `trickle`.
+    fn mirror(body: Vec<u8>, trickle: bool) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                let piece = if trickle { 2048 } else { body.len().max(1) };
+                for chunk in body.chunks(piece) {
+                    if stream.write_all(chunk).is_err() {
+                        break;
+                    }
+                    if trickle {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+            }
+        });
+        url
+    }
+
+    /// A catalogue entry (made here: the real ones' checksums are of files no test has) of
+    /// one ONNX file with `bytes`' checksum.
+    fn test_model(bytes: &[u8]) -> &'static CatalogueModel {
+        use sha2::Digest;
+        use stemflow_convert::catalogue::{Delivery, FileCheck, RemoteFile};
+        let sha256: &'static str =
+            Box::leak(format!("{:x}", sha2::Sha256::digest(bytes)).into_boxed_str());
+        Box::leak(Box::new(CatalogueModel {
+            name: "test-model",
+            family: "mdx-net",
+            stems: &["vocals", "instrumental"],
+            delivery: Delivery::Onnx(RemoteFile {
+                url: "https://owner.invalid/test-model.onnx",
+                check: FileCheck {
+                    sha256: Some(sha256),
+                    sha256_prefix: None,
+                    uvr_md5_tail: None,
+                    size_bytes: Some(bytes.len() as u64),
+                },
+            }),
+            source: "the tests",
+            terms: "for testing only",
+            quality: "none",
+        }))
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "stemflow-editor-download-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// Waits until the download thread has finished.
+    fn wait_for_download(backend: &PluginBackend) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while matches!(
+            backend.background.lock().download,
+            Some(DownloadTask::Running { .. })
+        ) {
+            assert!(Instant::now() < deadline, "the download never finished");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn backend() -> PluginBackend {
+        PluginBackend::new(
+            Arc::new(PluginShared::default()),
+            Arc::new(StemflowParams::default()),
+        )
+    }
+
+    #[test]
+    fn a_downloaded_model_is_installed_then_scanned_and_chosen() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+        let model = test_model(&bytes);
+        let url = mirror(bytes.clone(), false);
+        let dir = scratch("installed");
+        let mut backend = backend();
+        spawn_download(
+            backend.background.clone(),
+            model,
+            ModelSource::Download(Downloader::direct().with_mirror(&url)),
+            dir.clone(),
+        );
+        wait_for_download(&backend);
+        let installed = dir.join("test-model.onnx");
+        assert_eq!(std::fs::read(&installed).unwrap(), bytes);
+        assert_eq!(backend.model().download, DownloadTask::Idle);
+        // The next frame chose it (the fake bytes are no ONNX model, so it then fails to load,
+        // leaving the running separator as it is).
+        match backend.model().model_task {
+            ModelTask::Loading(name) | ModelTask::Failed { name, .. } => {
+                assert_eq!(name, "test-model")
+            }
+            ModelTask::Idle => panic!("the downloaded model was not chosen"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_download_that_fails_its_check_says_why_and_installs_nothing() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+        let model = test_model(&bytes);
+        let mut wrong = bytes.clone();
+        wrong[10] ^= 1;
+        let url = mirror(wrong, false);
+        let dir = scratch("wrong");
+        let mut backend = backend();
+        spawn_download(
+            backend.background.clone(),
+            model,
+            ModelSource::Download(Downloader::direct().with_mirror(&url)),
+            dir.clone(),
+        );
+        wait_for_download(&backend);
+        match backend.model().download {
+            DownloadTask::Failed { name, error } => {
+                assert_eq!(name, "test-model");
+                assert!(error.contains("SHA-256"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!dir.join("test-model.onnx").exists());
+        assert_eq!(backend.model().model_task, ModelTask::Idle);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cancelled_download_stops_without_installing_and_keeps_its_part() {
+        let bytes: Vec<u8> = (0..400_000u32).map(|i| (i % 241) as u8).collect();
+        let model = test_model(&bytes);
+        let url = mirror(bytes, true);
+        let dir = scratch("cancelled");
+        let mut backend = backend();
+        spawn_download(
+            backend.background.clone(),
+            model,
+            ModelSource::Download(Downloader::direct().with_mirror(&url)),
+            dir.clone(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let DownloadTask::Running {
+                progress: Some(progress),
+                ..
+            } = backend.model().download
+            {
+                if progress.done_bytes > 0 {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "no progress");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        backend.perform(EditorAction::CancelDownload);
+        assert!(matches!(
+            backend.model().download,
+            DownloadTask::Running {
+                is_cancelling: true,
+                ..
+            } | DownloadTask::Idle
+        ));
+        wait_for_download(&backend);
+        assert_eq!(backend.model().download, DownloadTask::Idle);
+        assert!(!dir.join("test-model.onnx").exists());
+        assert!(dir.join(".downloads/test-model.onnx.part").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

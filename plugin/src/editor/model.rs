@@ -13,6 +13,8 @@ use stemflow_engine::NUM_STEMS;
 
 use stemflow_engine::models::ModelInfo;
 
+pub use stemflow_convert::get::{Progress as DownloadProgress, Stage as DownloadStage};
+
 /// Whether the ONNX Runtime library is available.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RuntimeStatus {
@@ -45,6 +47,50 @@ pub enum ModelTask {
         /// The model's name.
         name: String,
         /// Why.
+        error: String,
+    },
+}
+
+/// A model Stemflow knows by name (its catalogue) that is not in the models folder yet,
+/// offered for download.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AvailableModel {
+    /// Its name, also the installed file's stem.
+    pub name: String,
+    /// Bytes to download, when known.
+    pub download_bytes: Option<u64>,
+    /// Its stems, as its owner names them ("drums, bass, other, vocals").
+    pub stems: String,
+    /// Who publishes it.
+    pub source: String,
+    /// The owner's terms.
+    pub terms: String,
+    /// The quality the owner publishes.
+    pub quality: String,
+    /// Whether its terms were accepted before (then a download starts without asking).
+    pub is_terms_accepted: bool,
+}
+
+/// Downloading a model of the catalogue, on a background thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DownloadTask {
+    /// Nothing downloading.
+    Idle,
+    /// Downloading, checking, converting or installing the named model; the current separator
+    /// keeps playing.
+    Running {
+        /// The model.
+        name: String,
+        /// How far it has come (`None` before the first report).
+        progress: Option<DownloadProgress>,
+        /// Cancel was pressed; the download stops at its next read.
+        is_cancelling: bool,
+    },
+    /// The named model could not be installed, and why; nothing was installed.
+    Failed {
+        /// The model.
+        name: String,
+        /// Why (with what to do).
         error: String,
     },
 }
@@ -96,6 +142,10 @@ pub struct EditorModel {
     pub models_folder: Option<PathBuf>,
     /// A model being loaded or one that failed.
     pub model_task: ModelTask,
+    /// Catalogue models not in the models folder, offered for download (empty while scanning).
+    pub available: Arc<[AvailableModel]>,
+    /// A catalogue model being downloaded, or one that failed.
+    pub download: DownloadTask,
     /// The running stream; `None` while the plugin is not active.
     pub stream: Option<StreamStatus>,
     /// ONNX Runtime.
@@ -115,6 +165,8 @@ impl Default for EditorModel {
             models: ModelList::Scanning,
             models_folder: None,
             model_task: ModelTask::Idle,
+            available: Arc::new([]),
+            download: DownloadTask::Idle,
             stream: None,
             runtime: RuntimeStatus::Loading,
             notices: Vec::new(),
@@ -134,6 +186,11 @@ pub enum EditorAction {
     RescanModels,
     /// Create the user models folder and open it in the file manager.
     OpenModelsFolder,
+    /// Download this catalogue model in the background (the user accepted its owner's terms, now
+    /// or before), then rescan and choose it.
+    DownloadModel(String),
+    /// Stop the running download (what arrived is kept and resumed next time).
+    CancelDownload,
 }
 
 /// Supplies the editor's model and carries out its actions. Methods run on the GUI thread and

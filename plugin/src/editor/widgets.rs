@@ -45,6 +45,10 @@ pub fn format_memory(bytes: u64) -> String {
         format!("{:.0} MB", bytes / MB)
     }
 }
+/// A download's size in decimal megabytes, as owners and browsers state them: "84 MB".
+pub fn format_download_size(bytes: u64) -> String {
+    format!("{:.0} MB", bytes as f64 / 1_000_000.0)
+}
 
 // ---------------------------------------------------------------------------------------------
 // Stem strips
@@ -118,6 +122,8 @@ mod tests {
     fn memory_sentences_and_gains_format() {
         assert_eq!(format_memory(24 * 1024 * 1024 * 1024), "24.0 GB");
         assert_eq!(format_memory(512 * 1024 * 1024), "512 MB");
+        assert_eq!(format_download_size(84_141_911), "84 MB");
+        assert_eq!(format_download_size(4 * 84_141_271), "337 MB");
         assert_eq!(first_sentence("A b. C d."), "A b.");
         assert_eq!(first_sentence("no stop"), "no stop");
         assert_eq!(gain_readout(1.0), "+0.0 dB");

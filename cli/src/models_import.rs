@@ -1,0 +1,86 @@
+//! `stemflow models import FILE`: a checkpoint the user has (their own fine-tuned HTDemucs, a
+//! demucs bag, an ONNX export) into the models folder, through `stemflow_convert::import`. An
+//! ONNX model must be one the engine recognises; it is checked where it lies, with its sidecar.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use stemflow_convert::import::{import_model, ImportKind, ImportOptions};
+
+use crate::error::CliError;
+
+/// `stemflow models import`'s arguments.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The file: an .onnx model, a demucs checkpoint (.th), a demucs bag (.yaml, its
+    /// checkpoints `<sig>-*.th` beside it) or an MSST RoFormer checkpoint (.ckpt, not yet).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The installed model's name (default: the file's name without its extension).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The MSST config (.yaml) of a RoFormer .ckpt.
+    #[arg(long, value_name = "FILE.yaml")]
+    pub config: Option<PathBuf>,
+    /// Where to put the model (default: the user models folder).
+    #[arg(long, value_name = "DIR")]
+    pub models_dir: Option<PathBuf>,
+    /// Replace files of the same name that differ.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs `stemflow models import`.
+pub fn run(args: &ImportArgs) -> Result<(), CliError> {
+    let models_dir = match &args.models_dir {
+        Some(dir) => dir.clone(),
+        None => stemflow_paths::user_models_dir().ok_or_else(|| {
+            CliError::Failed(
+                "no user models folder is known here (no home folder); pass --models-dir DIR"
+                    .into(),
+            )
+        })?,
+    };
+    let options = ImportOptions {
+        name: args.name.clone(),
+        config: args.config.clone(),
+        force: args.force,
+    };
+    let mut description = None;
+    let imported = import_model(&args.file, &models_dir, &options, &mut |path| {
+        let info = stemflow_engine::models::inspect_model(path);
+        match (info.error, info.family) {
+            (Some(error), _) => Err(error),
+            (None, None) => Err("no model family recognises its graph".into()),
+            (None, Some(family)) => {
+                description = Some(format!("{family}: {}", info.stems.join(", ")));
+                Ok(())
+            }
+        }
+    })
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    for path in imported.also.iter().chain([&imported.model]) {
+        let state = if imported.unchanged.contains(path) {
+            "already there"
+        } else {
+            "written"
+        };
+        crate::output::say!("{}  ({state})", path.display());
+    }
+    let what = match imported.kind {
+        ImportKind::Onnx => description.unwrap_or_else(|| "ONNX model".into()),
+        ImportKind::DemucsCheckpoint => "converted from a demucs checkpoint".into(),
+        ImportKind::DemucsBag => "converted from a demucs bag".into(),
+    };
+    let name = imported
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::output::say!(
+        "{name} ({what}, sha256 {}…) is ready: use it with `stemflow separate --model {name}`, or \
+         choose it in the plugin's model list.",
+        imported.model_sha256.get(..12).unwrap_or("?")
+    );
+    Ok(())
+}

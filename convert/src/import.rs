@@ -1,0 +1,521 @@
+//! [`import_model`]: a checkpoint the user has — their own fine-tuned HTDemucs, a bag of them,
+//! an ONNX export — into the models folder (`stemflow models import`).
+//!
+//! - `.onnx`: checked by the caller's validator (the engine must recognise its family), then
+//!   copied in with its sidecar (`.json`, `.yaml`, `.yml`: MDX-Net parameters, an MSST
+//!   config) renamed alike.
+//! - `.th`: a demucs package (`klass`, `kwargs`, `state`), converted by
+//!   [`demucs_to_onnx`](crate::htdemucs::demucs_to_onnx).
+//! - `.yaml`: a demucs bag (demucs' `remote/NAME.yaml`: `models: [sig, …]`, optional
+//!   `weights:` and `segment:`), its checkpoints `<sig>-*.th` in the same folder, converted
+//!   into one model. A `<sig>-<8 hex digits>.th` name is checked against the file's SHA-256,
+//!   as demucs checks it.
+//! - `.ckpt` (MSST RoFormer, with `--config`): not supported yet, said so.
+//!
+//! Files are written as [`get`](crate::get) writes them: through a synced temporary file in the
+//! models folder, never replacing a different file without `force`, every target checked before
+//! any is written. Not realtime-safe.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::ConvertError;
+use crate::htdemucs::demucs_to_onnx;
+use crate::install::{sha256_hex, write_atomically, write_new_file};
+use crate::torch::load_torch_checkpoint;
+
+/// No checkpoint or model imported is larger.
+const MAX_IMPORT_BYTES: u64 = 4 << 30;
+/// No bag file is larger.
+const MAX_BAG_YAML_BYTES: u64 = 1 << 20;
+
+/// What was imported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportKind {
+    /// An ONNX model, copied.
+    Onnx,
+    /// One demucs checkpoint, converted.
+    DemucsCheckpoint,
+    /// A demucs bag of checkpoints, converted into one model.
+    DemucsBag,
+}
+
+/// What [`import_model`] may do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The installed model's name (default: the file's stem).
+    pub name: Option<String>,
+    /// An MSST config for a `.ckpt` checkpoint.
+    pub config: Option<PathBuf>,
+    /// Replace different files of the same names.
+    pub force: bool,
+}
+
+/// What [`import_model`] left in the models folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    /// What the file was.
+    pub kind: ImportKind,
+    /// The model.
+    pub model: PathBuf,
+    /// Sidecars copied with it.
+    pub also: Vec<PathBuf>,
+    /// Files that were already there with the same content (nothing was rewritten).
+    pub unchanged: Vec<PathBuf>,
+    /// SHA-256 of the model.
+    pub model_sha256: String,
+}
+
+/// Imports `file` into `models_dir` (see the module documentation for each kind of file).
+/// `validate_onnx` checks an ONNX model where it lies (with its sidecars), returning why the
+/// engine cannot run it. Not realtime-safe: reads, converts and writes files.
+pub fn import_model(
+    file: &Path,
+    models_dir: &Path,
+    options: &ImportOptions,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
+) -> Result<Imported, ConvertError> {
+    let extension = file
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if !file.is_file() {
+        return Err(ConvertError::Io(format!(
+            "{}: no such file",
+            file.display()
+        )));
+    }
+    let name = model_name(file, options.name.as_deref())?;
+    let model_path = models_dir.join(format!("{name}.onnx"));
+    let (kind, model_bytes, mut files) = match extension.as_str() {
+        "onnx" => {
+            validate_onnx(file).map_err(|reason| {
+                ConvertError::Layout(format!(
+                    "{} is not a model Stemflow can run: {reason}",
+                    file.display()
+                ))
+            })?;
+            let mut sidecars = Vec::new();
+            for sidecar_extension in ["json", "yaml", "yml"] {
+                let sidecar = file.with_extension(sidecar_extension);
+                if sidecar.is_file() {
+                    sidecars.push((
+                        models_dir.join(format!("{name}.{sidecar_extension}")),
+                        read_limited(&sidecar, MAX_BAG_YAML_BYTES)?,
+                    ));
+                }
+            }
+            (
+                ImportKind::Onnx,
+                read_limited(file, MAX_IMPORT_BYTES)?,
+                sidecars,
+            )
+        }
+        "th" | "pt" | "pth" => {
+            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+            check_demucs_package(file, &bytes)?;
+            let converted = demucs_to_onnx(&[&bytes], None)
+                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+            (ImportKind::DemucsCheckpoint, converted.onnx, Vec::new())
+        }
+        "yaml" | "yml" => {
+            let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
+                .map_err(|_| ConvertError::Layout(format!("{} is not text", file.display())))?;
+            let bag = parse_bag_yaml(&text).map_err(|e| {
+                ConvertError::Layout(format!(
+                    "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to \
+                     its .ckpt)",
+                    file.display()
+                ))
+            })?;
+            let folder = file.parent().unwrap_or(Path::new("."));
+            let mut checkpoints = Vec::new();
+            for signature in &bag.models {
+                let path = bag_checkpoint(folder, signature)?;
+                let bytes = read_limited(&path, MAX_IMPORT_BYTES)?;
+                check_signature_hash(&path, &bytes)?;
+                check_demucs_package(&path, &bytes)?;
+                checkpoints.push(bytes);
+            }
+            let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
+            let weights: Option<Vec<&[f32]>> = bag
+                .weights
+                .as_ref()
+                .map(|rows| rows.iter().map(Vec::as_slice).collect());
+            let converted = demucs_to_onnx(&refs, weights.as_deref())
+                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+            (ImportKind::DemucsBag, converted.onnx, Vec::new())
+        }
+        "ckpt" => {
+            return Err(ConvertError::Layout(format!(
+                "{}: not yet supported: RoFormer checkpoints (MSST .ckpt{}) come in a later \
+                 version of Stemflow; an ONNX export of the model can be imported now",
+                file.display(),
+                if options.config.is_some() {
+                    " with its config"
+                } else {
+                    ""
+                }
+            )))
+        }
+        _ => {
+            return Err(ConvertError::Layout(format!(
+                "{}: not a file `stemflow models import` knows: it takes an .onnx model, a demucs \
+                 checkpoint (.th), a demucs bag (.yaml) or, later, a RoFormer .ckpt",
+                file.display()
+            )))
+        }
+    };
+    files.push((model_path.clone(), model_bytes));
+    // Every target is checked before any is written; the model goes last, so it never appears
+    // without its sidecars.
+    let mut unchanged = Vec::new();
+    for (path, bytes) in &files {
+        match std::fs::read(path) {
+            Ok(existing) if existing == *bytes => unchanged.push(path.clone()),
+            Ok(_) if !options.force => {
+                return Err(ConvertError::Io(format!(
+                    "{} exists and differs; choose another name with --name, or pass --force to \
+                     replace it (nothing was written)",
+                    path.display()
+                )))
+            }
+            _ => {}
+        }
+    }
+    std::fs::create_dir_all(models_dir)
+        .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
+    for (path, bytes) in &files {
+        if unchanged.contains(path) {
+            continue;
+        }
+        if options.force {
+            write_atomically(path, bytes)?;
+        } else {
+            write_new_file(path, bytes)?;
+        }
+    }
+    let model_sha256 = sha256_hex(&files.last().expect("the model").1);
+    Ok(Imported {
+        kind,
+        model: model_path.clone(),
+        also: files
+            .iter()
+            .map(|(path, _)| path.clone())
+            .filter(|path| *path != model_path)
+            .collect(),
+        unchanged,
+        model_sha256,
+    })
+}
+
+/// The installed name: `name`, or the file's stem; a plain file name, not a path.
+fn model_name(file: &Path, name: Option<&str>) -> Result<String, ConvertError> {
+    let name = match name {
+        Some(name) => name.trim().to_owned(),
+        None => file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let is_plain = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', ':'])
+        && name.chars().all(|c| !c.is_control());
+    if is_plain {
+        Ok(name)
+    } else {
+        Err(ConvertError::Io(format!(
+            "`{name}` cannot be a model's name: use letters, digits, '-' or '_' (--name NAME)"
+        )))
+    }
+}
+
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ConvertError> {
+    let read_error = |e: std::io::Error| ConvertError::Io(format!("{}: {e}", path.display()));
+    let size = std::fs::metadata(path).map_err(read_error)?.len();
+    if size > limit {
+        return Err(ConvertError::Io(format!(
+            "{} is {size} bytes, more than Stemflow imports",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map_err(read_error)
+}
+
+/// Refuses a file that is not a demucs package (`klass`, `kwargs` and `state`), naming what it
+/// is instead.
+fn check_demucs_package(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+    let checkpoint = load_torch_checkpoint(bytes)
+        .map_err(|e| e.with_context(&format!("{}: ", path.display()), ""))?;
+    let missing: Vec<&str> = ["klass", "kwargs", "state"]
+        .into_iter()
+        .filter(|key| checkpoint.root.get(key).is_none())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ConvertError::Layout(format!(
+            "{} is a torch checkpoint but not a demucs package (it has no {}): import takes the \
+             .th files demucs saves (klass, kwargs, state)",
+            path.display(),
+            missing.join(", ")
+        )))
+    }
+}
+
+/// The checkpoint of bag member `signature` in `folder`: `<signature>-*.th` or
+/// `<signature>.th`.
+fn bag_checkpoint(folder: &Path, signature: &str) -> Result<PathBuf, ConvertError> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(|e| ConvertError::Io(format!("{}: {e}", folder.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name == format!("{signature}.th")
+                || (name.starts_with(&format!("{signature}-")) && name.ends_with(".th"))
+        })
+        .collect();
+    found.sort();
+    match found.as_slice() {
+        [path] => Ok(path.clone()),
+        [] => Err(ConvertError::Io(format!(
+            "the bag names model {signature}, but {} holds no {signature}-*.th: put its \
+             checkpoint next to the yaml",
+            folder.display()
+        ))),
+        _ => Err(ConvertError::Io(format!(
+            "{} holds several checkpoints of model {signature} ({}); keep one",
+            folder.display(),
+            found
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// demucs' own check: a file named `<signature>-<8 hex digits>.th` has a SHA-256 starting with
+/// those digits.
+fn check_signature_hash(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some((_, prefix)) = stem.rsplit_once('-') else {
+        return Ok(());
+    };
+    let is_hash = prefix.len() == 8 && prefix.bytes().all(|b| b.is_ascii_hexdigit());
+    let sha256 = sha256_hex(bytes);
+    if is_hash && !sha256.starts_with(&prefix.to_ascii_lowercase()) {
+        return Err(ConvertError::Checksum {
+            what: path.display().to_string(),
+            expected: format!("{prefix}… (its name)"),
+            found: sha256,
+        });
+    }
+    Ok(())
+}
+
+/// A demucs bag (`remote/NAME.yaml`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BagYaml {
+    /// The models' signatures, in order.
+    pub models: Vec<String>,
+    /// Row `m` weighs model `m`'s stems.
+    pub weights: Option<Vec<Vec<f32>>>,
+    /// The segment length in seconds demucs applies the bag with (the converted graph keeps
+    /// its checkpoints' own).
+    pub segment: Option<f64>,
+}
+
+/// A YAML value of the small subset demucs bags use.
+#[derive(Debug, Clone, PartialEq)]
+enum Yaml {
+    Scalar(String),
+    List(Vec<Yaml>),
+}
+
+/// Reads a demucs bag: top-level `models`, `weights` and `segment` keys, lists written inline
+/// (`[a, b]`, over several lines too) or as `- item` lines, `#` comments.
+pub fn parse_bag_yaml(text: &str) -> Result<BagYaml, String> {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| match line.find('#') {
+            Some(i) => line[..i].trim_end().to_owned(),
+            None => line.trim_end().to_owned(),
+        })
+        .collect();
+    let mut values: Vec<(String, Yaml)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        i += 1;
+        if line.trim().is_empty() || line.starts_with([' ', '\t', '-']) {
+            continue;
+        }
+        let Some((key, rest)) = line.split_once(':') else {
+            return Err(format!("line `{line}` is not `key: value`"));
+        };
+        let mut value = rest.trim().to_owned();
+        if value.is_empty() {
+            // A block list: the `- item` lines that follow.
+            let mut items = Vec::new();
+            while i < lines.len()
+                && (lines[i].trim().is_empty() || lines[i].starts_with([' ', '\t', '-']))
+            {
+                if let Some(item) = lines[i].trim().strip_prefix('-') {
+                    items.push(parse_flow(item.trim())?);
+                }
+                i += 1;
+            }
+            values.push((key.trim().to_owned(), Yaml::List(items)));
+            continue;
+        }
+        // An inline list may go on over the next lines until its brackets close.
+        while value.matches('[').count() > value.matches(']').count() && i < lines.len() {
+            value.push(' ');
+            value.push_str(lines[i].trim());
+            i += 1;
+        }
+        values.push((key.trim().to_owned(), parse_flow(&value)?));
+    }
+    let get = |key: &str| values.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let models = match get("models") {
+        Some(Yaml::List(items)) if !items.is_empty() => items
+            .iter()
+            .map(|item| match item {
+                Yaml::Scalar(s) if !s.is_empty() => Ok(s.clone()),
+                _ => Err("`models` must list signatures".to_owned()),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err("no `models:` list".into()),
+    };
+    let weights = match get("weights") {
+        None => None,
+        Some(Yaml::List(rows)) => Some(
+            rows.iter()
+                .map(|row| match row {
+                    Yaml::List(cells) => cells
+                        .iter()
+                        .map(|cell| match cell {
+                            Yaml::Scalar(s) => s
+                                .parse::<f32>()
+                                .map_err(|_| format!("weight `{s}` is not a number")),
+                            Yaml::List(_) => Err("a weight is a list".to_owned()),
+                        })
+                        .collect::<Result<Vec<f32>, _>>(),
+                    Yaml::Scalar(_) => Err("`weights` must be a list of lists".to_owned()),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(Yaml::Scalar(_)) => return Err("`weights` must be a list of lists".into()),
+    };
+    if let Some(rows) = &weights {
+        if rows.len() != models.len() {
+            return Err(format!(
+                "{} rows of weights for {} models",
+                rows.len(),
+                models.len()
+            ));
+        }
+    }
+    let segment = match get("segment") {
+        None => None,
+        Some(Yaml::Scalar(s)) => Some(
+            s.parse::<f64>()
+                .map_err(|_| format!("segment `{s}` is not a number"))?,
+        ),
+        Some(Yaml::List(_)) => return Err("`segment` must be a number".into()),
+    };
+    Ok(BagYaml {
+        models,
+        weights,
+        segment,
+    })
+}
+
+/// An inline value: a scalar (quotes removed) or a `[…]` list of them, nested.
+fn parse_flow(text: &str) -> Result<Yaml, String> {
+    fn value(chars: &[char], at: &mut usize) -> Result<Yaml, String> {
+        while *at < chars.len() && chars[*at].is_whitespace() {
+            *at += 1;
+        }
+        if chars.get(*at) == Some(&'[') {
+            *at += 1;
+            let mut items = Vec::new();
+            loop {
+                while *at < chars.len() && chars[*at].is_whitespace() {
+                    *at += 1;
+                }
+                match chars.get(*at) {
+                    Some(']') => {
+                        *at += 1;
+                        return Ok(Yaml::List(items));
+                    }
+                    Some(',') => *at += 1,
+                    Some(_) => items.push(value(chars, at)?),
+                    None => return Err("a list is not closed".into()),
+                }
+            }
+        }
+        let start = *at;
+        while *at < chars.len() && !matches!(chars[*at], ',' | ']' | '[') {
+            *at += 1;
+        }
+        let scalar: String = chars[start..*at].iter().collect();
+        Ok(Yaml::Scalar(
+            scalar
+                .trim()
+                .trim_matches(|c| c == '\'' || c == '"')
+                .to_owned(),
+        ))
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut at = 0;
+    let parsed = value(&chars, &mut at)?;
+    if chars[at..].iter().any(|c| !c.is_whitespace()) {
+        return Err(format!("`{text}` has more after its value"));
+    }
+    Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demucs_bags_are_read_inline_multiline_and_as_blocks() {
+        // demucs/remote/htdemucs_ft.yaml.
+        let ft = parse_bag_yaml(
+            "models: ['f7e0c4bc', 'd12395a8', '92cfc3b6', '04573f0d']\nweights: [\n    [1., 0., \
+             0., 0.],\n    [0., 1., 0., 0.],\n    [0., 0., 1., 0.],\n    [0., 0., 0., 1.],\n]\n\
+             segment: 7.8  # seconds\n",
+        )
+        .unwrap();
+        assert_eq!(ft.models, ["f7e0c4bc", "d12395a8", "92cfc3b6", "04573f0d"]);
+        let weights = ft.weights.unwrap();
+        assert_eq!(weights.len(), 4);
+        assert_eq!(weights[2], [0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(ft.segment, Some(7.8));
+        let block = parse_bag_yaml("models:\n  - 955717e8\n  - \"abcd1234\"\n").unwrap();
+        assert_eq!(block.models, ["955717e8", "abcd1234"]);
+        assert_eq!(block.weights, None);
+        assert!(parse_bag_yaml("audio:\n  chunk_size: 485100\n").is_err());
+        assert!(parse_bag_yaml("models: [a, b]\nweights: [[1, 0]]\n").is_err());
+        assert!(parse_bag_yaml("models: [a\n").is_err());
+    }
+
+    #[test]
+    fn names_are_plain_file_names() {
+        let file = Path::new("/x/My Model.onnx");
+        assert_eq!(model_name(file, None).unwrap(), "My Model");
+        assert_eq!(model_name(file, Some(" ft ")).unwrap(), "ft");
+        for bad in ["../up", "a/b", ".hidden", ""] {
+            assert!(model_name(file, Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,529 @@
+//! `install_catalogue_model` against a loopback mirror, for catalogue entries made here around
+//! small files (the real catalogue's checksums are of files no test can make): the terms come
+//! before any download, a model is installed only once checked, under its name and with its
+//! terms file, a different file is never replaced without `force`, a demucs bag's checkpoints
+//! are cached and handed to the converter, files given by hand are matched by checksum, and a
+//! cancelled download, an unreachable owner or a full disk leave nothing under a model's name.
+//! Never touches the internet.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use stemflow_convert::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, RemoteFile};
+use stemflow_convert::download::Downloader;
+use stemflow_convert::get::{
+    install_catalogue_model, terms_accepted, GetOptions, ModelSource, Progress, Stage,
+    DOWNLOADS_DIR, TERMS_RECORD_FILE,
+};
+use stemflow_convert::ConvertError;
+
+/// A loopback mirror: `/NAME` answers with `files[NAME]`, in small pieces when `trickle`.
+struct Mirror {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+fn mirror(files: HashMap<String, Vec<u8>>, trickle: bool) -> Mirror {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
+            seen.lock().unwrap().push(path.clone());
+            let Some(body) = files.get(path.trim_start_matches('/')) else {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            if trickle {
+                for piece in body.chunks(4096) {
+                    if stream
+                        .write_all(piece)
+                        .and_then(|()| stream.flush())
+                        .is_err()
+                    {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            } else {
+                let _ = stream.write_all(body);
+            }
+        }
+    });
+    Mirror { url, requests }
+}
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// A catalogue file for `bytes`, published (for the test) at `https://owner.invalid/NAME`.
+fn remote(name: &str, bytes: &[u8]) -> RemoteFile {
+    let sha256 = format!("{:x}", Sha256::digest(bytes));
+    RemoteFile {
+        url: leak(format!("https://owner.invalid/{name}")),
+        check: FileCheck {
+            sha256_prefix: Some(leak(sha256[..8].to_owned())),
+            sha256: Some(leak(sha256)),
+            uvr_md5_tail: None,
+            size_bytes: Some(bytes.len() as u64),
+        },
+    }
+}
+
+fn model(name: &'static str, delivery: Delivery) -> CatalogueModel {
+    CatalogueModel {
+        name,
+        family: "htdemucs",
+        stems: &["drums", "bass", "other", "vocals"],
+        delivery,
+        source: "the tests",
+        terms: "for testing only",
+        quality: "none",
+    }
+}
+
+fn onnx_bytes() -> Vec<u8> {
+    (0..150_000u32).map(|i| (i * 7 % 253) as u8).collect()
+}
+
+fn onnx_model(bytes: &[u8]) -> CatalogueModel {
+    model(
+        "test-model",
+        Delivery::Onnx(remote("test-model.onnx", bytes)),
+    )
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/torch")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// A two-checkpoint bag of the demucs-like fixtures (not real HTDemucs checkpoints).
+fn bag_model() -> (CatalogueModel, Vec<(String, Vec<u8>)>) {
+    let files = vec![
+        ("aaaa1111-zip.th".to_owned(), fixture("demucs_like_zip.th")),
+        (
+            "bbbb2222-legacy.th".to_owned(),
+            fixture("demucs_like_legacy.th"),
+        ),
+    ];
+    let remote_files: &'static [RemoteFile] = Box::leak(
+        files
+            .iter()
+            .map(|(name, bytes)| remote(name, bytes))
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let weights: &'static [&'static [f32]] = &[&[1.0, 0.0, 1.0, 0.0], &[0.0, 1.0, 0.0, 1.0]];
+    let bag = model(
+        "test-bag",
+        Delivery::DemucsCheckpoints(DemucsBag {
+            files: remote_files,
+            weights: Some(weights),
+        }),
+    );
+    (bag, files)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemflow-get-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn accept() -> GetOptions {
+    GetOptions {
+        force: false,
+        accept_terms: true,
+    }
+}
+
+fn download(mirror: &Mirror) -> ModelSource {
+    ModelSource::Download(Downloader::direct().with_mirror(&mirror.url))
+}
+
+fn install(
+    model: &CatalogueModel,
+    source: ModelSource,
+    dir: &Path,
+    options: GetOptions,
+) -> Result<stemflow_convert::get::Installed, ConvertError> {
+    install_catalogue_model(
+        model,
+        source,
+        dir,
+        options,
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+}
+
+#[test]
+fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let server = mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
+        false,
+    );
+    let dir = scratch("onnx");
+    let mut seen: Vec<Progress> = Vec::new();
+    let installed = install_catalogue_model(
+        &test_model,
+        download(&server),
+        &dir,
+        accept(),
+        &mut |progress| seen.push(*progress),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(installed.model, dir.join("test-model.onnx"));
+    assert!(!installed.was_installed);
+    assert_eq!(installed.downloaded_bytes, bytes.len() as u64);
+    assert_eq!(std::fs::read(&installed.model).unwrap(), bytes);
+    let terms = std::fs::read_to_string(&installed.terms).unwrap();
+    assert!(terms.contains("Terms: for testing only"), "{terms}");
+    assert!(terms.contains(&format!("Model SHA-256: {}", installed.model_sha256)));
+    assert!(terms.contains("Published at: https://owner.invalid/test-model.onnx"));
+    assert_eq!(
+        names_in(&dir),
+        [TERMS_RECORD_FILE, "test-model.TERMS.txt", "test-model.onnx"],
+        "the downloads folder is gone once empty"
+    );
+    assert!(terms_accepted(&test_model, &dir));
+    let downloading: Vec<&Progress> = seen
+        .iter()
+        .filter(|p| p.stage == Stage::Downloading)
+        .collect();
+    assert!(!downloading.is_empty());
+    assert!(downloading
+        .windows(2)
+        .all(|w| w[0].done_bytes <= w[1].done_bytes));
+    let last = seen.last().unwrap();
+    assert_eq!(last.stage, Stage::Installing);
+    assert_eq!(
+        (last.done_bytes, last.total_bytes),
+        (bytes.len() as u64, Some(bytes.len() as u64))
+    );
+
+    // Again, without accepting: the acceptance was remembered, and nothing is downloaded.
+    let again = install(&test_model, download(&server), &dir, GetOptions::default()).unwrap();
+    assert!(again.was_installed);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+
+    // A different file of that name is not replaced without force, and nothing is downloaded.
+    std::fs::write(&installed.model, b"my own model").unwrap();
+    let error = install(&test_model, download(&server), &dir, accept()).unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Io(m) if m.contains("pass --force")),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&installed.model).unwrap(), b"my own model");
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+    let forced = GetOptions {
+        force: true,
+        ..accept()
+    };
+    install(&test_model, download(&server), &dir, forced).unwrap();
+    assert_eq!(std::fs::read(&installed.model).unwrap(), bytes);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn terms_that_were_not_accepted_download_nothing_and_write_nothing() {
+    let bytes = onnx_bytes();
+    let server = mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
+        false,
+    );
+    let dir = scratch("terms");
+    let error = install(
+        &onnx_model(&bytes),
+        download(&server),
+        &dir,
+        GetOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        error,
+        ConvertError::TermsNotAccepted {
+            model: "test-model".into(),
+            terms: "for testing only".into()
+        }
+    );
+    assert!(server.requests.lock().unwrap().is_empty());
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_demucs_bag_is_downloaded_checked_cached_and_handed_to_the_converter() {
+    let (bag, files) = bag_model();
+    let server = mirror(files.iter().cloned().collect(), false);
+    let dir = scratch("bag");
+    let mut stages = Vec::new();
+    let error = install_catalogue_model(
+        &bag,
+        download(&server),
+        &dir,
+        accept(),
+        &mut |progress| {
+            if stages.last() != Some(&progress.stage) {
+                stages.push(progress.stage);
+            }
+        },
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    // The demucs-like fixtures are not HTDemucs checkpoints: the converter refuses them (or,
+    // until it is finished, refuses everything). Either way it was reached, after the checks.
+    assert!(
+        matches!(&error, ConvertError::Layout(m) if m.starts_with("test-bag: ")),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("Nothing was installed"), "{message}");
+    let cache = dir.join(DOWNLOADS_DIR);
+    assert!(
+        message.contains(&cache.display().to_string()),
+        "says where the checkpoints are kept: {message}"
+    );
+    assert_eq!(stages.last(), Some(&Stage::Converting), "{stages:?}");
+    assert_eq!(
+        names_in(&cache),
+        ["aaaa1111-zip.th", "bbbb2222-legacy.th"],
+        "checked checkpoints are cached, no parts left"
+    );
+    for (name, bytes) in &files {
+        assert_eq!(&std::fs::read(cache.join(name)).unwrap(), bytes);
+    }
+    assert_eq!(
+        names_in(&dir),
+        [DOWNLOADS_DIR, TERMS_RECORD_FILE],
+        "no model"
+    );
+    assert_eq!(
+        *server.requests.lock().unwrap(),
+        ["/aaaa1111-zip.th", "/bbbb2222-legacy.th"]
+    );
+
+    // The next attempt converts the cached checkpoints without downloading them again.
+    let again = install(&bag, download(&server), &dir, GetOptions::default()).unwrap_err();
+    assert_eq!(again, error);
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
+
+    // A damaged cached checkpoint is downloaded again, not converted.
+    std::fs::write(cache.join("aaaa1111-zip.th"), b"damaged").unwrap();
+    let _ = install(&bag, download(&server), &dir, GetOptions::default()).unwrap_err();
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+    assert_eq!(
+        std::fs::read(cache.join("aaaa1111-zip.th")).unwrap(),
+        files[0].1
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn files_given_by_hand_are_matched_by_their_checksums_not_their_names() {
+    let (bag, files) = bag_model();
+    let dir = scratch("from-file");
+    let given = dir.join("given");
+    std::fs::create_dir_all(&given).unwrap();
+    // Renamed, and given in the other order.
+    let first = given.join("download (1).th");
+    let second = given.join("checkpoint.th");
+    std::fs::write(&first, &files[1].1).unwrap();
+    std::fs::write(&second, &files[0].1).unwrap();
+    let models = dir.join("models");
+    let error = install(
+        &bag,
+        ModelSource::Files(vec![first.clone(), second.clone()]),
+        &models,
+        accept(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Layout(m) if m.starts_with("test-bag: ")),
+        "reached the converter: {error:?}"
+    );
+    assert!(!models.join("test-bag.onnx").exists());
+
+    // One missing: its URL is named.
+    let error = install(
+        &bag,
+        ModelSource::Files(vec![first.clone()]),
+        &models,
+        accept(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Io(m) if m.contains("https://owner.invalid/aaaa1111-zip.th")),
+        "{error}"
+    );
+
+    // A file that is none of them.
+    let wrong = given.join("aaaa1111-zip.th");
+    std::fs::write(&wrong, b"not a checkpoint").unwrap();
+    let error = install(
+        &bag,
+        ModelSource::Files(vec![first, wrong]),
+        &models,
+        accept(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Checksum { what, expected, .. }
+            if what.ends_with("aaaa1111-zip.th") && expected.contains("one of test-bag's files")),
+        "{error:?}"
+    );
+
+    // An ONNX model given by hand is installed like a downloaded one.
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let copy = given.join("from a friend.onnx");
+    std::fs::write(&copy, &bytes).unwrap();
+    let installed = install(
+        &test_model,
+        ModelSource::Files(vec![copy]),
+        &models,
+        accept(),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&installed.model).unwrap(), bytes);
+    assert!(std::fs::read_to_string(&installed.terms)
+        .unwrap()
+        .contains("from a friend.onnx"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_cancelled_download_leaves_nothing_under_the_models_name() {
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let server = mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
+        true,
+    );
+    let dir = scratch("cancel");
+    let cancel = AtomicBool::new(false);
+    let error = install_catalogue_model(
+        &test_model,
+        download(&server),
+        &dir,
+        accept(),
+        &mut |progress| {
+            if progress.done_bytes >= 40_000 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .unwrap_err();
+    assert_eq!(error, ConvertError::Cancelled);
+    assert!(!dir.join("test-model.onnx").exists());
+    let part = dir.join(DOWNLOADS_DIR).join("test-model.onnx.part");
+    assert!(std::fs::metadata(&part).unwrap().len() >= 40_000);
+    // Resumed by the next attempt.
+    install(&test_model, download(&server), &dir, accept()).unwrap();
+    assert_eq!(std::fs::read(dir.join("test-model.onnx")).unwrap(), bytes);
+    assert!(!part.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (bag, _) = bag_model();
+    let dir = scratch("offline");
+    let source = ModelSource::Download(
+        Downloader::direct().with_mirror(&format!("http://127.0.0.1:{port}")),
+    );
+    let error = install(&bag, source, &dir, accept()).unwrap_err();
+    let ConvertError::Unreachable(message) = &error else {
+        panic!("{error:?}");
+    };
+    for url in [
+        "https://owner.invalid/aaaa1111-zip.th",
+        "https://owner.invalid/bbbb2222-legacy.th",
+    ] {
+        assert!(message.contains(url), "{message}");
+    }
+    assert!(
+        message.contains(
+            "stemflow models get test-bag --accept-terms --from-file aaaa1111-zip.th \
+             --from-file bbbb2222-legacy.th"
+        ),
+        "{message}"
+    );
+    assert!(!dir.join("test-bag.onnx").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_stops_the_download_and_installs_nothing() {
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let server = mirror(HashMap::from([("test-model.onnx".into(), bytes)]), false);
+    let dir = scratch("full");
+    std::fs::create_dir_all(dir.join(DOWNLOADS_DIR)).unwrap();
+    // /dev/full fails every write with ENOSPC, as a full disk does.
+    std::os::unix::fs::symlink(
+        "/dev/full",
+        dir.join(DOWNLOADS_DIR).join("test-model.onnx.part"),
+    )
+    .unwrap();
+    let error = install(&test_model, download(&server), &dir, accept()).unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Io(m) if m.contains("the disk is full")),
+        "{error:?}"
+    );
+    assert!(!dir.join("test-model.onnx").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
