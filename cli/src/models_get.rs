@@ -151,11 +151,31 @@ fn ask_terms(model: &CatalogueModel) -> Result<bool, CliError> {
         model.name
     );
     let _ = stderr.flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?;
+    // Read on a thread so that Ctrl-C answers the prompt too (the handler only records it, and
+    // a terminal read is restarted after it).
+    let (sender, answers) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("stemflow-terms-prompt".into())
+        .spawn(move || {
+            let mut answer = String::new();
+            let read = std::io::stdin().lock().read_line(&mut answer);
+            let _ = sender.send(read.map(|_| answer));
+        });
+    let answer = loop {
+        if let Some(signal) = crate::interrupt::received() {
+            return Err(CliError::InterruptedWith {
+                signal,
+                note: "nothing was downloaded".into(),
+            });
+        }
+        match answers.recv_timeout(Duration::from_millis(50)) {
+            Ok(read) => {
+                break read.map_err(|e| CliError::Failed(format!("cannot read the answer: {e}")))?
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break String::new(),
+        }
+    };
     if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
         Ok(true)
     } else {

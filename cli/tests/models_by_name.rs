@@ -505,3 +505,37 @@ fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_on
     assert!(!models.join("notes.onnx").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_demucs_checkpoint_of_ones_own_is_imported_converted() {
+    let dir = models_dir("import-th");
+    let models = dir.join("models");
+    let checkpoint =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th");
+    let output = stemflow(
+        &[
+            "models",
+            "import",
+            checkpoint.to_str().unwrap(),
+            "--name",
+            "my-htdemucs",
+            "--models-dir",
+            models.to_str().unwrap(),
+        ],
+        "",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("my-htdemucs (converted from a demucs checkpoint"),
+        "{stdout}"
+    );
+    let onnx = std::fs::read(models.join("my-htdemucs.onnx")).unwrap();
+    assert!(onnx.len() > 100_000, "a model, not a stub");
+    assert_eq!(names_in(&models), ["my-htdemucs.onnx"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -108,7 +108,7 @@ impl Downloader {
     ///
     /// Setting `cancel` stops the download within one read (at most the stall timeout when the
     /// connection is silent) with [`ConvertError::Cancelled`]; the part is kept for the next
-    /// attempt. When no attempt reached a server, the error is [`ConvertError::Unreachable`].
+    /// attempt. When no attempt got an answer, the error is [`ConvertError::Unreachable`].
     pub fn fetch(
         &self,
         url: &str,
@@ -204,13 +204,11 @@ impl Downloader {
         if have > 0 {
             request = request.header("Range", &format!("bytes={have}-"));
         }
-        let mut response = request.call().map_err(|e| {
-            if reached_nothing(&e) {
-                Attempt::Unreachable(format!("{e} (is this machine online?)"))
-            } else {
-                Attempt::Retry(e.to_string())
-            }
-        })?;
+        // No answer at all (no name, no route, refused, a proxy or TLS failure, a connection
+        // that broke before the headers): whatever the cause, what helps is the same.
+        let mut response = request
+            .call()
+            .map_err(|e| Attempt::Unreachable(format!("{e} (is this machine online?)")))?;
         let status = response.status().as_u16();
         let header = |name: &str| {
             response
@@ -334,34 +332,6 @@ impl Downloader {
     }
 }
 
-/// Whether a request failed before any server answered: no name, no route, no connection,
-/// or a proxy or TLS layer that refused it.
-fn reached_nothing(error: &ureq::Error) -> bool {
-    use std::io::ErrorKind;
-    match error {
-        ureq::Error::Io(e) => matches!(
-            e.kind(),
-            ErrorKind::ConnectionRefused
-                | ErrorKind::NotFound
-                | ErrorKind::AddrNotAvailable
-                | ErrorKind::NetworkUnreachable
-                | ErrorKind::HostUnreachable
-                | ErrorKind::NetworkDown
-                | ErrorKind::PermissionDenied
-        ),
-        ureq::Error::Timeout(which) => {
-            matches!(which, ureq::Timeout::Resolve | ureq::Timeout::Connect)
-        }
-        ureq::Error::HostNotFound
-        | ureq::Error::ConnectionFailed
-        | ureq::Error::ConnectProxyFailed(_)
-        | ureq::Error::InvalidProxyUrl
-        | ureq::Error::Tls(_)
-        | ureq::Error::Rustls(_) => true,
-        _ => false,
-    }
-}
-
 /// A failed write to `path`, saying so plainly when the disk is full.
 pub(crate) fn write_error(path: &Path, error: &std::io::Error) -> ConvertError {
     if error.kind() == std::io::ErrorKind::StorageFull {
@@ -385,7 +355,7 @@ enum Attempt {
     /// The server answered, then something transient went wrong: worth another attempt
     /// (resuming).
     Retry(String),
-    /// No server answered (DNS, connection refused, no network): worth another attempt.
+    /// No answer came (DNS, connection refused, no network, a proxy): worth another attempt.
     Unreachable(String),
     /// Not worth one.
     Fail(ConvertError),

@@ -527,3 +527,55 @@ fn a_full_disk_stops_the_download_and_installs_nothing() {
     assert!(!dir.join("test-model.onnx").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
+    // A small HTDemucs with random weights, saved by demucs itself (fixtures/htdemucs/README.md).
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/htdemucs/small.th"),
+    )
+    .unwrap();
+    let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-x.th", &bytes)]));
+    let small = model(
+        "test-htdemucs",
+        Delivery::DemucsCheckpoints(DemucsBag {
+            files,
+            weights: None,
+        }),
+    );
+    let server = mirror(HashMap::from([("5ma11000-x.th".into(), bytes)]), false);
+    let dir = scratch("htdemucs");
+    let installed = install(&small, download(&server), &dir, accept()).unwrap();
+    assert_eq!(installed.model, dir.join("test-htdemucs.onnx"));
+    let onnx = std::fs::read(&installed.model).unwrap();
+    assert_eq!(
+        format!("{:x}", Sha256::digest(&onnx)),
+        installed.model_sha256
+    );
+    assert_eq!(
+        names_in(&dir),
+        [
+            TERMS_RECORD_FILE,
+            "test-htdemucs.TERMS.txt",
+            "test-htdemucs.onnx"
+        ],
+        "the cached checkpoint is gone once the model is installed"
+    );
+    // Installed before: nothing downloaded or converted again.
+    let again = install(&small, download(&server), &dir, GetOptions::default()).unwrap();
+    assert!(again.was_installed);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+    // Not what this run installed: kept, unless forced.
+    std::fs::write(&installed.model, b"my own export").unwrap();
+    let error = install(&small, download(&server), &dir, accept()).unwrap_err();
+    assert!(
+        matches!(&error, ConvertError::Io(m) if m.contains("pass --force")),
+        "{error}"
+    );
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "nothing downloaded"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
