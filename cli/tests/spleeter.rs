@@ -16,9 +16,9 @@ use stemflow_convert::testing::{
     write_numpy_dict, write_pickle_with_global, write_torch_checkpoint, write_zip, ZipMethod,
 };
 use stemflow_convert::ConvertError;
-use stemflow_engine::families::description::GraphIo;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;
+use stemflow_engine::runtime::runner::GraphIo;
 use stemflow_engine::runtime::runner::ModelRunner;
 
 const LICENCE_PATH: &str = "tiny-0.1.dist-info/LICENSE";

@@ -8,7 +8,6 @@
 use super::config::HtDemucsConfig;
 use super::ops::{Builder, DataType, T};
 use super::state::ModelState;
-use super::transformer::cross_transformer;
 use crate::error::ConvertError;
 
 /// The shapes of one encoder layer and of the decoder layer that mirrors it.
@@ -160,7 +159,7 @@ impl Network<'_, '_, '_, '_> {
     /// A convolution `key` (`.weight` `[out, in, k…]`, `.bias`), `freq`: 2-d with kernels
     /// `[k, 1]` (or `[k, k]` when `square`), else 1-d.
     #[allow(clippy::too_many_arguments)]
-    fn conv(
+    pub(super) fn conv(
         &mut self,
         x: &T,
         key: &str,
@@ -476,44 +475,5 @@ impl Network<'_, '_, '_, '_> {
         let wave = self.b.binary("Mul", &wave, &inputs.mix_std);
         let wave = self.b.binary("Add", &wave, &inputs.mix_mean);
         Ok((spec, wave))
-    }
-
-    /// The optional 1×1 convolutions around the transformer, and the transformer.
-    fn transformer_with_bottom(&mut self, x: &T, xt: &T) -> Result<(T, T), ConvertError> {
-        let bottom = self.config.bottom_channels;
-        let (channels, freqs, frames) = (x.shape[1], x.shape[2], x.shape[3]);
-        let (mut x, mut xt) = (x.clone(), xt.clone());
-        if bottom > 0 {
-            let flat = self.b.reshape(&x, &[1, channels, freqs * frames])?;
-            let up = self.conv(&flat, "channel_upsampler", bottom, 1, 1, 0, false, false)?;
-            x = self.b.reshape(&up, &[1, bottom, freqs, frames])?;
-            xt = self.conv(&xt, "channel_upsampler_t", bottom, 1, 1, 0, false, false)?;
-        }
-        let (mut x, mut xt) = cross_transformer(self, &x, &xt)?;
-        if bottom > 0 {
-            let flat = self.b.reshape(&x, &[1, bottom, freqs * frames])?;
-            let down = self.conv(
-                &flat,
-                "channel_downsampler",
-                channels,
-                1,
-                1,
-                0,
-                false,
-                false,
-            )?;
-            x = self.b.reshape(&down, &[1, channels, freqs, frames])?;
-            xt = self.conv(
-                &xt,
-                "channel_downsampler_t",
-                channels,
-                1,
-                1,
-                0,
-                false,
-                false,
-            )?;
-        }
-        Ok((x, xt))
     }
 }

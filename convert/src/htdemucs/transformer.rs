@@ -65,6 +65,49 @@ fn embedding_1d(length: usize, dim: usize, max_period: f64, centred: bool) -> Ve
 }
 
 impl Network<'_, '_, '_, '_> {
+    /// The optional 1×1 convolutions around the transformer, and the transformer.
+    pub(super) fn transformer_with_bottom(
+        &mut self,
+        x: &T,
+        xt: &T,
+    ) -> Result<(T, T), ConvertError> {
+        let bottom = self.config.bottom_channels;
+        let (channels, freqs, frames) = (x.shape[1], x.shape[2], x.shape[3]);
+        let (mut x, mut xt) = (x.clone(), xt.clone());
+        if bottom > 0 {
+            let flat = self.b.reshape(&x, &[1, channels, freqs * frames])?;
+            let up = self.conv(&flat, "channel_upsampler", bottom, 1, 1, 0, false, false)?;
+            x = self.b.reshape(&up, &[1, bottom, freqs, frames])?;
+            xt = self.conv(&xt, "channel_upsampler_t", bottom, 1, 1, 0, false, false)?;
+        }
+        let (mut x, mut xt) = cross_transformer(self, &x, &xt)?;
+        if bottom > 0 {
+            let flat = self.b.reshape(&x, &[1, bottom, freqs * frames])?;
+            let down = self.conv(
+                &flat,
+                "channel_downsampler",
+                channels,
+                1,
+                1,
+                0,
+                false,
+                false,
+            )?;
+            x = self.b.reshape(&down, &[1, channels, freqs, frames])?;
+            xt = self.conv(
+                &xt,
+                "channel_downsampler_t",
+                channels,
+                1,
+                1,
+                0,
+                false,
+                false,
+            )?;
+        }
+        Ok((x, xt))
+    }
+
     /// `LayerNorm` (or, with `group`, `MyGroupNorm` of one group: over every token and
     /// channel) `key` on tokens `[n, dim]`.
     fn token_norm(&mut self, x: &T, key: &str, group: bool) -> Result<T, ConvertError> {

@@ -7,6 +7,7 @@ use super::overlap_add::ChunkLayout;
 use super::params::ModelParams;
 use super::stem_sources::StemSource;
 use crate::model_error::ModelError;
+pub use crate::runtime::runner::GraphIo;
 use crate::runtime::runner::ModelRunner;
 use crate::runtime::signature::{GraphSignature, TensorSignature};
 use crate::stem::NUM_SEPARATED_STEMS;
@@ -92,26 +93,6 @@ impl std::fmt::Debug for ModelDescription {
             .field("params_source", &self.params_source)
             .field("is_float16", &self.is_float16)
             .finish()
-    }
-}
-
-/// A graph's inputs (name and shape, in the order a codec fills them) and outputs (names, in
-/// the order it reads them).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GraphIo {
-    /// Input names and shapes.
-    pub inputs: Vec<(String, Vec<usize>)>,
-    /// Output names.
-    pub outputs: Vec<String>,
-}
-
-impl GraphIo {
-    /// One input of `input_shape` and one output.
-    pub fn single(input_name: &str, output_name: &str, input_shape: Vec<usize>) -> Self {
-        GraphIo {
-            inputs: vec![(input_name.to_owned(), input_shape)],
-            outputs: vec![output_name.to_owned()],
-        }
     }
 }
 

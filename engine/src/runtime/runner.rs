@@ -10,9 +10,28 @@ use super::device_switch::DeviceSwitch;
 use super::devices::{ActiveDevice, DeviceChoice, DeviceId};
 use super::model_file::{ModelBytes, ModelSource};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
-use crate::families::description::GraphIo;
 use crate::model_error::ModelError;
 use crate::separator::SeparatorEvent;
+
+/// A graph's inputs (name and shape, in the order a codec fills them) and outputs (names, in
+/// the order it reads them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphIo {
+    /// Input names and shapes.
+    pub inputs: Vec<(String, Vec<usize>)>,
+    /// Output names.
+    pub outputs: Vec<String>,
+}
+
+impl GraphIo {
+    /// One input of `input_shape` and one output.
+    pub fn single(input_name: &str, output_name: &str, input_shape: Vec<usize>) -> Self {
+        GraphIo {
+            inputs: vec![(input_name.to_owned(), input_shape)],
+            outputs: vec![output_name.to_owned()],
+        }
+    }
+}
 
 /// Runs one graph with f32 inputs and outputs on a shared session, falling back to the CPU when
 /// the device fails mid-session.
