@@ -302,19 +302,32 @@ impl Network<'_, '_, '_, '_> {
         if !c.rewrite {
             return Ok(y);
         }
-        let context = c.context_enc;
+        self.rewrite(&y, key, c.context_enc, layer.norm.then_some("norm2"), freq)
+    }
+
+    /// A layer's rewrite: a `1 + 2·context` convolution to twice the channels, its group norm
+    /// `norm` (when the layer has norms), a GLU back.
+    fn rewrite(
+        &mut self,
+        y: &T,
+        key: &str,
+        context: usize,
+        norm: Option<&str>,
+        freq: bool,
+    ) -> Result<T, ConvertError> {
+        let channels = y.shape[1];
         let mut z = self.conv(
-            &y,
+            y,
             &format!("{key}.rewrite"),
-            2 * out,
+            2 * channels,
             1 + 2 * context,
             1,
             context,
             freq,
             true,
         )?;
-        if layer.norm {
-            z = self.group_norm(&z, c.norm_groups, &format!("{key}.norm2"))?;
+        if let Some(norm) = norm {
+            z = self.group_norm(&z, self.config.norm_groups, &format!("{key}.{norm}"))?;
         }
         Ok(self.b.glu(&z, 1))
     }
@@ -350,21 +363,7 @@ impl Network<'_, '_, '_, '_> {
         let x = self.b.binary("Add", x, skip);
         let mut y = x;
         if c.rewrite {
-            let context = c.context;
-            let mut z = self.conv(
-                &y,
-                &format!("{key}.rewrite"),
-                2 * chin,
-                1 + 2 * context,
-                1,
-                context,
-                freq,
-                true,
-            )?;
-            if layer.norm {
-                z = self.group_norm(&z, c.norm_groups, &format!("{key}.norm1"))?;
-            }
-            y = self.b.glu(&z, 1);
+            y = self.rewrite(&y, key, c.context, layer.norm.then_some("norm1"), freq)?;
         }
         if c.dconv_mode & 2 != 0 {
             y = self.dconv(&y, &format!("{key}.dconv"), freq)?;
