@@ -10,6 +10,23 @@ use super::ops::{Builder, DataType, T};
 use super::state::ModelState;
 use crate::error::ConvertError;
 
+/// Blocks of frequencies a decoder's `DConv` goes through one after the other. ONNX Runtime's
+/// allocation planner hands a freed buffer to the next tensor of exactly the same shape and keeps
+/// it from the first tensor's start to the last one's end; the decoders' `DConv`s, shaped like the
+/// encoders', held the encoders' buffers through the whole transformer (about 350 MB for
+/// `htdemucs`). In two blocks the decoders' tensors have shapes of their own, and are half as big.
+const DECODER_DCONV_ROW_BLOCKS: usize = 2;
+
+/// One `DConv` layer's weights, in the graph.
+struct DConvLayer {
+    dilation: usize,
+    conv_in: (T, T),
+    norm_in: (T, T),
+    conv_out: (T, T),
+    norm_out: (T, T),
+    scale: T,
+}
+
 /// The shapes of one encoder layer and of the decoder layer that mirrors it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct LayerPlan {
@@ -202,23 +219,71 @@ impl Network<'_, '_, '_, '_> {
                 "{key}: {channels} channels in {groups} groups"
             )));
         }
+        let (weight, bias) = self.group_norm_affine(channels, groups, key)?;
+        self.b.group_norm(x, groups, &weight, &bias)
+    }
+
+    /// The affine part of the group norm `key` over `channels`, in the graph.
+    fn group_norm_affine(
+        &mut self,
+        channels: usize,
+        groups: usize,
+        key: &str,
+    ) -> Result<(T, T), ConvertError> {
         let scale = self.values(&format!("{key}.weight"), &[channels])?;
         let shift = self.values(&format!("{key}.bias"), &[channels])?;
         let name = format!("{}{key}", self.prefix);
-        self.b.group_norm(x, groups, scale, shift, &name)
+        self.b
+            .group_norm_affine(channels, groups, scale, shift, &name)
     }
 
     /// `DConv` `key` on `[1, C, F, T]` (`freq`: each frequency a batch item, as demucs
-    /// reshapes it) or `[1, C, T]`.
-    fn dconv(&mut self, y: &T, key: &str, freq: bool) -> Result<T, ConvertError> {
+    /// reshapes it) or `[1, C, T]`. `row_blocks`: how many blocks of frequencies go through it
+    /// one after the other (see [`DECODER_DCONV_ROW_BLOCKS`]); every operation is per frequency,
+    /// so the result does not depend on it.
+    fn dconv(
+        &mut self,
+        y: &T,
+        key: &str,
+        freq: bool,
+        row_blocks: usize,
+    ) -> Result<T, ConvertError> {
         let channels = y.shape[1];
-        let mut x = if freq {
+        let x = if freq {
             let (f, t) = (y.shape[2], y.shape[3]);
             let moved = self.b.transpose(y, &[0, 2, 1, 3]);
             self.b.reshape(&moved, &[f, channels, t])?
         } else {
             y.clone()
         };
+        let layers = self.dconv_layers(key, channels)?;
+        let rows = x.shape[0];
+        let block = rows.div_ceil(row_blocks.clamp(1, rows));
+        let x = if block == rows {
+            self.dconv_rows(&x, &layers)?
+        } else {
+            let mut parts = Vec::new();
+            for start in (0..rows).step_by(block) {
+                let part = self.b.slice(&x, 0, start, (start + block).min(rows))?;
+                parts.push(self.dconv_rows(&part, &layers)?);
+            }
+            self.b.concat(&parts, 0)
+        };
+        if freq {
+            let (f, t) = (y.shape[2], y.shape[3]);
+            let unbatched = self.b.reshape(&x, &[1, f, channels, t])?;
+            Ok(self.b.transpose(&unbatched, &[0, 2, 1, 3]))
+        } else {
+            Ok(x)
+        }
+    }
+
+    /// The weights of `DConv` `key` over `channels`, in the graph.
+    fn dconv_layers(
+        &mut self,
+        key: &str,
+        channels: usize,
+    ) -> Result<Vec<DConvLayer>, ConvertError> {
         let hidden = (channels as f64 / self.config.dconv_comp) as usize;
         if hidden == 0 {
             return Err(ConvertError::Layout(format!(
@@ -227,6 +292,7 @@ impl Network<'_, '_, '_, '_> {
             )));
         }
         let depth = self.config.dconv_depth.unsigned_abs() as usize;
+        let mut layers = Vec::with_capacity(depth);
         for d in 0..depth {
             let dilation = if self.config.dconv_depth > 0 {
                 1 << d
@@ -234,35 +300,52 @@ impl Network<'_, '_, '_, '_> {
                 1
             };
             let layer = format!("{key}.layers.{d}");
-            let w = self.weight(
-                &format!("{layer}.0.weight"),
-                &[hidden, channels, 3],
-                &[hidden, channels, 3],
-            )?;
-            let bias = self.weight(&format!("{layer}.0.bias"), &[hidden], &[hidden])?;
-            let h = self.b.conv(&x, &w, &bias, &[1], &[dilation], &[dilation])?;
-            let h = self.group_norm(&h, 1, &format!("{layer}.1"))?;
-            let h = self.b.gelu(&h)?;
-            let w = self.weight(
-                &format!("{layer}.3.weight"),
-                &[2 * channels, hidden, 1],
-                &[2 * channels, hidden, 1],
-            )?;
-            let bias = self.weight(&format!("{layer}.3.bias"), &[2 * channels], &[2 * channels])?;
-            let h = self.b.conv(&h, &w, &bias, &[1], &[0], &[1])?;
-            let h = self.group_norm(&h, 1, &format!("{layer}.4"))?;
-            let h = self.b.glu(&h, 1);
+            let shape = [hidden, channels, 3];
+            let conv_in = (
+                self.weight(&format!("{layer}.0.weight"), &shape, &shape)?,
+                self.weight(&format!("{layer}.0.bias"), &[hidden], &[hidden])?,
+            );
+            let norm_in = self.group_norm_affine(hidden, 1, &format!("{layer}.1"))?;
+            let shape = [2 * channels, hidden, 1];
+            let conv_out = (
+                self.weight(&format!("{layer}.3.weight"), &shape, &shape)?,
+                self.weight(&format!("{layer}.3.bias"), &[2 * channels], &[2 * channels])?,
+            );
+            let norm_out = self.group_norm_affine(2 * channels, 1, &format!("{layer}.4"))?;
             let scale = self.weight(&format!("{layer}.6.scale"), &[channels], &[channels, 1])?;
-            let h = self.b.binary("Mul", &h, &scale);
+            layers.push(DConvLayer {
+                dilation,
+                conv_in,
+                norm_in,
+                conv_out,
+                norm_out,
+                scale,
+            });
+        }
+        Ok(layers)
+    }
+
+    /// The `DConv` `layers` on `x` `[rows, C, T]`.
+    fn dconv_rows(&mut self, x: &T, layers: &[DConvLayer]) -> Result<T, ConvertError> {
+        let mut x = x.clone();
+        for layer in layers {
+            let (w, bias) = &layer.conv_in;
+            let d = layer.dilation;
+            let h = self.b.conv(&x, w, bias, &[1], &[d], &[d])?;
+            let h = self
+                .b
+                .group_norm(&h, 1, &layer.norm_in.0, &layer.norm_in.1)?;
+            let h = self.b.gelu(&h)?;
+            let (w, bias) = &layer.conv_out;
+            let h = self.b.conv(&h, w, bias, &[1], &[0], &[1])?;
+            let h = self
+                .b
+                .group_norm(&h, 1, &layer.norm_out.0, &layer.norm_out.1)?;
+            let h = self.b.glu(&h, 1);
+            let h = self.b.binary("Mul", &h, &layer.scale);
             x = self.b.binary("Add", &x, &h);
         }
-        if freq {
-            let (f, t) = (y.shape[2], y.shape[3]);
-            let unbatched = self.b.reshape(&x, &[1, f, channels, t])?;
-            Ok(self.b.transpose(&unbatched, &[0, 2, 1, 3]))
-        } else {
-            Ok(x)
-        }
+        Ok(x)
     }
 
     /// `HEncLayer` `key`.
@@ -297,7 +380,7 @@ impl Network<'_, '_, '_, '_> {
         }
         y = self.b.gelu(&y)?;
         if c.dconv_mode & 1 != 0 {
-            y = self.dconv(&y, &format!("{key}.dconv"), freq)?;
+            y = self.dconv(&y, &format!("{key}.dconv"), freq, 1)?;
         }
         if !c.rewrite {
             return Ok(y);
@@ -366,7 +449,7 @@ impl Network<'_, '_, '_, '_> {
             y = self.rewrite(&y, key, c.context, layer.norm.then_some("norm1"), freq)?;
         }
         if c.dconv_mode & 2 != 0 {
-            y = self.dconv(&y, &format!("{key}.dconv"), freq)?;
+            y = self.dconv(&y, &format!("{key}.dconv"), freq, DECODER_DCONV_ROW_BLOCKS)?;
         }
         let (shape, strides) = if freq {
             (vec![chin, out, kernel, 1], vec![stride, 1])

@@ -174,6 +174,19 @@ impl<'a> Builder<'a> {
         Ok(self.op("Slice", &[&x.name, &starts, &ends, &axes], vec![], shape))
     }
 
+    /// `parts` joined along `axis`.
+    pub fn concat(&mut self, parts: &[T], axis: usize) -> T {
+        let mut shape = parts[0].shape.clone();
+        shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
+        let names: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
+        self.op(
+            "Concat",
+            &names,
+            vec![("axis", Attribute::Int(axis as i64))],
+            shape,
+        )
+    }
+
     /// `x` zero-padded at the end of `axis` by `count`.
     pub fn pad_end(&mut self, x: &T, axis: usize, count: usize) -> Result<T, ConvertError> {
         let rank = x.shape.len();
@@ -301,6 +314,22 @@ impl<'a> Builder<'a> {
         )
     }
 
+    /// A group norm's affine part as the initializers `{name}.weight` and `{name}.bias`
+    /// (`[groups, C / groups]`), for [`Builder::group_norm`].
+    pub fn group_norm_affine(
+        &mut self,
+        channels: usize,
+        groups: usize,
+        weight: Vec<f32>,
+        bias: Vec<f32>,
+        name: &str,
+    ) -> Result<(T, T), ConvertError> {
+        let per_group = channels / groups;
+        let weight = self.weight(&format!("{name}.weight"), &[groups, per_group], weight)?;
+        let bias = self.weight(&format!("{name}.bias"), &[groups, per_group], bias)?;
+        Ok((weight, bias))
+    }
+
     /// `GroupNorm(groups, C)` with its affine part on `x` `[N, C, …]`: statistics over each group
     /// of `C / groups` channels and everything after them, per item of `N`, then
     /// `weight · (x − mean) / √(var + eps) + bias` as one per-channel scale and shift
@@ -310,13 +339,15 @@ impl<'a> Builder<'a> {
     /// of a group then summed in float64: ONNX Runtime sums a reduction over several axes (and
     /// its own `InstanceNormalization`) in one float32 run, 4e-4 off over the 8 million values of
     /// a time layer, where PyTorch is 1e-7 off.
+    ///
+    /// The affine part is put in the graph first ([`Builder::group_norm_affine`]), so that several
+    /// tensors can share it.
     pub fn group_norm(
         &mut self,
         x: &T,
         groups: usize,
-        weight: Vec<f32>,
-        bias: Vec<f32>,
-        name: &str,
+        weight: &T,
+        bias: &T,
     ) -> Result<T, ConvertError> {
         let (items, channels) = (x.shape[0], x.shape[1]);
         let size: usize = x.shape[2..].iter().product();
@@ -325,10 +356,8 @@ impl<'a> Builder<'a> {
         let stats = self.channel_moments(&flat, 2)?;
         let (mean, inverse_std) =
             self.group_moments(stats, &[items, groups, per_group], 2, size)?;
-        let weight = self.weight(&format!("{name}.weight"), &[groups, per_group], weight)?;
-        let bias = self.weight(&format!("{name}.bias"), &[groups, per_group], bias)?;
         let (scale, shift) =
-            self.scale_shift(&mean, &inverse_std, &weight, &bias, items * channels)?;
+            self.scale_shift(&mean, &inverse_std, weight, bias, items * channels)?;
         let batched = self.reshape(x, &[1, items * channels, size])?;
         let zeros = self.constant("zeros", &[items * channels], vec![0.0; items * channels])?;
         let ones = self.constant("ones", &[items * channels], vec![1.0; items * channels])?;

@@ -8,8 +8,10 @@ use super::network::Network;
 use super::ops::T;
 use crate::error::ConvertError;
 
-/// Attention scores computed at once (per block of queries): 64 MB of float32.
-const MAX_SCORES_PER_BLOCK: usize = 16 << 20;
+/// Attention scores computed at once (per block of queries): 16 MB of float32. Each attention's
+/// blocks have shapes of their own, and ONNX Runtime's allocation planner keeps a buffer for each
+/// shape from the first layer that uses it to the last: 64 MB blocks held 0.5 GB that way.
+const MAX_SCORES_PER_BLOCK: usize = 4 << 20;
 
 /// `create_2d_sin_embedding(d_model, height, width)` rearranged `b c fr t1 -> (t1 fr) c`,
 /// computed in float32 as PyTorch does.
