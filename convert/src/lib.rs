@@ -30,9 +30,11 @@ pub mod htdemucs;
 mod http;
 pub mod import;
 pub mod install;
+mod ops;
 pub mod quantize;
 pub mod release;
 pub mod spleeter;
+mod state;
 #[cfg(test)]
 mod test_rng;
 #[cfg(any(test, feature = "test-writers"))]

@@ -6,8 +6,8 @@
 //! graph, in the engine.
 
 use super::config::HtDemucsConfig;
-use super::ops::{Builder, DataType, T};
-use super::state::ModelState;
+use crate::ops::{Builder, DataType, T};
+use crate::state::ModelState;
 use crate::error::ConvertError;
 
 /// The shapes of one encoder layer and of the decoder layer that mirrors it.

@@ -5,7 +5,7 @@
 
 use super::config::PositionalEmbedding;
 use super::network::Network;
-use super::ops::T;
+use crate::ops::T;
 use crate::error::ConvertError;
 
 /// Attention scores computed at once (per block of queries): 64 MB of float32.

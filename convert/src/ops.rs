@@ -1,6 +1,6 @@
-//! [`Builder`]: the ONNX operators the HTDemucs graph is made of, on tensors whose shapes are
-//! tracked here (every shape is static: one segment per run), so each reshape is a constant
-//! and each layer's output shape is checked as it is built.
+//! [`Builder`]: the ONNX operators the converted graphs (HTDemucs, BS- and Mel-RoFormer) are
+//! made of, on tensors whose shapes are tracked here (every shape is static: one segment per
+//! run), so each reshape is a constant and each layer's output shape is checked as it is built.
 
 use stemflow_onnx::{Attribute, OnnxGraph};
 
