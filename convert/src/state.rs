@@ -54,6 +54,13 @@ impl<'c, 'a> ModelState<'c, 'a> {
         tensor.to_f32()
     }
 
+    /// Takes `key` whatever its shape, dropping it (a buffer that changes nothing).
+    pub fn take_any(&mut self, key: &str) -> Result<(), ConvertError> {
+        self.tensors.remove(key).map(|_| ()).ok_or_else(|| {
+            ConvertError::Layout(format!("{}: the checkpoint has no tensor {key}", self.what))
+        })
+    }
+
     /// Fails when tensors are left that the graph did not use.
     pub fn finish(self) -> Result<(), ConvertError> {
         if self.tensors.is_empty() {

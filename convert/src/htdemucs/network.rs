@@ -6,9 +6,9 @@
 //! graph, in the engine.
 
 use super::config::HtDemucsConfig;
+use crate::error::ConvertError;
 use crate::ops::{Builder, DataType, T};
 use crate::state::ModelState;
-use crate::error::ConvertError;
 
 /// The shapes of one encoder layer and of the decoder layer that mirrors it.
 #[derive(Debug, Clone, PartialEq, Eq)]
