@@ -248,6 +248,10 @@ pub fn install_catalogue_model(
     })
 }
 
+/// A conversion of a catalogue model's files (in the catalogue's order) to the model's bytes and
+/// its stems.
+type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), ConvertError> + 'a;
+
 /// One run of [`install_catalogue_model`].
 struct Get<'a> {
     model: &'a CatalogueModel,
@@ -320,7 +324,7 @@ impl Get<'_> {
         &mut self,
         files: &[RemoteFile],
         source: &ModelSource,
-        convert: &dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), ConvertError>,
+        convert: &ConvertFiles<'_>,
     ) -> Result<Installed, ConvertError> {
         let dest = self.models_dir.join(self.model.installed_file());
         if dest.is_file() && !self.options.force {

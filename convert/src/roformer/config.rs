@@ -425,19 +425,19 @@ impl RoFormerConfig {
                 )));
             }
         }
-        if self.dim_head % 2 != 0 {
+        if !self.dim_head.is_multiple_of(2) {
             return Err(ConvertError::Layout(format!(
                 "config model.dim_head {} must be even for rotary embeddings",
                 self.dim_head
             )));
         }
-        if self.n_fft < 4 || self.n_fft % 2 != 0 || self.n_fft > MAX_SIZE {
+        if self.n_fft < 4 || !self.n_fft.is_multiple_of(2) || self.n_fft > MAX_SIZE {
             return Err(ConvertError::Layout(format!(
                 "config model.stft_n_fft {} is not an even FFT size",
                 self.n_fft
             )));
         }
-        if self.chunk_frames % self.hop_frames != 0 || self.chunk_frames <= self.n_fft {
+        if !self.chunk_frames.is_multiple_of(self.hop_frames) || self.chunk_frames <= self.n_fft {
             return Err(ConvertError::Layout(format!(
                 "config audio.chunk_size {} must be a multiple of the hop {} and longer than the \
                  FFT",
