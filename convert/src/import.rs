@@ -10,7 +10,10 @@
 //!   `weights:` and `segment:`), its checkpoints `<sig>-*.th` in the same folder, converted
 //!   into one model. A `<sig>-<8 hex digits>.th` name is checked against the file's SHA-256,
 //!   as demucs checks it.
-//! - `.ckpt` (MSST RoFormer, with `--config`): not supported yet, said so.
+//! - `.ckpt`: an MSST BS- or Mel-RoFormer state dict with its YAML config (`--config`, or
+//!   `<model>.yaml` next to it), converted by
+//!   [`roformer_to_onnx`](crate::roformer::roformer_to_onnx). The model carries the config's
+//!   processing parameters in its metadata, so no sidecar is written.
 //!
 //! Files are written as [`get`](crate::get) writes them: through a synced temporary file in the
 //! models folder, never replacing a different file without `force`, every target checked before
@@ -21,6 +24,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ConvertError;
 use crate::htdemucs::demucs_to_onnx;
 use crate::install::{sha256_hex, write_atomically, write_new_file};
+use crate::roformer::roformer_to_onnx;
 use crate::torch::load_torch_checkpoint;
 
 /// No checkpoint or model imported is larger.
@@ -37,6 +41,8 @@ pub enum ImportKind {
     DemucsCheckpoint,
     /// A demucs bag of checkpoints, converted into one model.
     DemucsBag,
+    /// An MSST RoFormer checkpoint with its config, converted.
+    MsstCheckpoint,
 }
 
 /// What [`import_model`] may do.
@@ -146,21 +152,37 @@ pub fn import_model(
             (ImportKind::DemucsBag, converted.onnx, Vec::new())
         }
         "ckpt" => {
-            return Err(ConvertError::Layout(format!(
-                "{}: not yet supported: RoFormer checkpoints (MSST .ckpt{}) come in a later \
-                 version of Stemflow; an ONNX export of the model can be imported now",
-                file.display(),
-                if options.config.is_some() {
-                    " with its config"
-                } else {
-                    ""
-                }
-            )))
+            let config = match &options.config {
+                Some(config) => config.clone(),
+                None => file.with_extension("yaml"),
+            };
+            if !config.is_file() {
+                return Err(ConvertError::Layout(format!(
+                    "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: \
+                     pass it with --config MODEL.yaml{}",
+                    file.display(),
+                    if options.config.is_some() {
+                        format!(" ({} is not a file)", config.display())
+                    } else {
+                        String::new()
+                    }
+                )));
+            }
+            let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
+                .map_err(|_| ConvertError::Layout(format!("{} is not text", config.display())))?;
+            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+            let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
+                e.with_context(
+                    &format!("{} with {}: ", file.display(), config.display()),
+                    "",
+                )
+            })?;
+            (ImportKind::MsstCheckpoint, converted.onnx, Vec::new())
         }
         _ => {
             return Err(ConvertError::Layout(format!(
                 "{}: not a file `stemflow models import` knows: it takes an .onnx model, a demucs \
-                 checkpoint (.th), a demucs bag (.yaml) or, later, a RoFormer .ckpt",
+                 checkpoint (.th), a demucs bag (.yaml) or an MSST RoFormer .ckpt (with --config)",
                 file.display()
             )))
         }

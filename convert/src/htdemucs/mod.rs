@@ -16,23 +16,21 @@
 //! `apply_model` combines them: one run per chunk.
 //!
 //! - [`config`]: the hyper-parameters, refused with a reason when they ask for something not
-//!   built here; [`state`]: the weights, each taken once with its shape checked, leftovers
-//!   refused; [`ops`]: the ONNX operators; [`network`]: the encoders, decoders and DConv
-//!   branches; [`transformer`]: the cross-transformer.
+//!   built here; [`network`]: the encoders, decoders and DConv branches; [`transformer`]: the
+//!   cross-transformer. The weights are taken with [`crate::state::ModelState`] (each once,
+//!   its shape checked, leftovers refused) and the graph built with [`crate::ops::Builder`].
 
 pub mod config;
 mod network;
-mod ops;
-mod state;
 mod transformer;
 
 use stemflow_onnx::Dim;
 
 use self::config::HtDemucsConfig;
 use self::network::{build_network, normalise, Inputs};
-use self::ops::{Builder, T};
-use self::state::ModelState;
 use crate::error::ConvertError;
+use crate::ops::{Builder, T};
+use crate::state::ModelState;
 use crate::torch::load_torch_checkpoint;
 
 /// `stemflow.family` of the graphs written here.
@@ -154,7 +152,7 @@ pub fn demucs_to_onnx(
         let state = checkpoint
             .state_dict(state_value)
             .map_err(|e| prefix_error(&what(m), e))?;
-        let state = ModelState::new(state, &what(m));
+        let state = ModelState::new(state, &what(m), "kwargs");
         let prefix = if num_models == 1 {
             String::new()
         } else {

@@ -6,9 +6,9 @@
 //! graph, in the engine.
 
 use super::config::HtDemucsConfig;
-use super::ops::{Builder, DataType, T};
-use super::state::ModelState;
 use crate::error::ConvertError;
+use crate::ops::{Builder, DataType, T};
+use crate::state::ModelState;
 
 /// Blocks of frequencies a decoder's `DConv` goes through one after the other. ONNX Runtime's
 /// allocation planner hands a freed buffer to the next tensor of exactly the same shape and keeps

@@ -5,8 +5,8 @@
 
 use super::config::PositionalEmbedding;
 use super::network::Network;
-use super::ops::T;
 use crate::error::ConvertError;
+use crate::ops::T;
 
 /// Attention scores computed at once (per block of queries): 16 MB of float32. Each attention's
 /// blocks have shapes of their own, and ONNX Runtime's allocation planner keeps a buffer for each
@@ -171,46 +171,9 @@ impl Network<'_, '_, '_, '_> {
         let v = self.b.transpose(&v, &[1, 0, 2]);
         // Queries in blocks, so that one block's scores live at a time (a segment's 2,688
         // frequency tokens would hold 2 × 231 MB of scores and weights at once).
-        let block = (MAX_SCORES_PER_BLOCK / (heads * nk)).clamp(1, nq);
-        let mut outputs = Vec::new();
-        for start in (0..nq).step_by(block) {
-            let end = (start + block).min(nq);
-            let q_block = if block == nq {
-                q.clone()
-            } else {
-                self.b.slice(&q, 1, start, end)?
-            };
-            let rows = end - start;
-            let scores = self.b.op(
-                "MatMul",
-                &[&q_block.name, &k.name],
-                vec![],
-                vec![heads, rows, nk],
-            );
-            let weights = self.b.op(
-                "Softmax",
-                &[&scores.name],
-                vec![("axis", stemflow_onnx::Attribute::Int(-1))],
-                scores.shape.clone(),
-            );
-            outputs.push(self.b.op(
-                "MatMul",
-                &[&weights.name, &v.name],
-                vec![],
-                vec![heads, rows, head_dim],
-            ));
-        }
-        let heads_out = if outputs.len() == 1 {
-            outputs.pop().expect("one block")
-        } else {
-            let names: Vec<&str> = outputs.iter().map(|t| t.name.as_str()).collect();
-            self.b.op(
-                "Concat",
-                &names,
-                vec![("axis", stemflow_onnx::Attribute::Int(1))],
-                vec![heads, nq, head_dim],
-            )
-        };
+        let heads_out = self
+            .b
+            .attention_in_blocks(&q, &k, &v, 1, MAX_SCORES_PER_BLOCK)?;
         let merged = self.b.transpose(&heads_out, &[1, 0, 2]);
         let merged = self.b.reshape(&merged, &[nq, dim])?;
         self.dense(&merged, &format!("{key}.out_proj"), dim)

@@ -5,13 +5,15 @@
 //! Around it: STFT (n_fft 2048, hop 441), complex mask, DC zeroed, iSTFT; chunks every
 //! `chunk/num_overlap`, linear fades of `chunk/10` (none on the first chunk's start), `border`
 //! reflect-padded before. Reference: `utils/model_utils.py` `demix` (MSST ccc011a). Parameters
-//! come from the model's MSST config next to it (`<model>.yaml`) or a JSON sidecar.
+//! come from the model's MSST config next to it (`<model>.yaml`), a JSON sidecar, or, for
+//! models Stemflow converted from checkpoints, the graph's [`PARAMS_METADATA_KEY`] metadata.
 
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
+use super::params::ModelParams;
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
@@ -54,7 +56,10 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
     {
         return Err(recognition.mismatch());
     }
-    let params = recognition.sidecar.clone().unwrap_or_default();
+    let params = match recognition.sidecar.clone() {
+        Some(sidecar) => sidecar,
+        None => metadata_params(recognition)?.unwrap_or_default(),
+    };
     let source = params
         .source
         .clone()
@@ -115,7 +120,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         (Some(target), _) => vec![target.to_lowercase()],
         (None, Some(list)) => list.iter().map(|s| s.to_lowercase()).collect(),
         (None, None) if num_stems == 1 => vec!["vocals".to_string()],
-        (None, None) if recognition.sidecar.is_some() => {
+        (None, None) if params.source.is_some() => {
             return Err(recognition.params_error(format!(
                 "{source} names no stems: a {num_stems}-stem RoFormer needs `training.instruments` \
                  (an MSST YAML config) or `instruments` (a JSON sidecar)"
@@ -174,6 +179,26 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         params_source: source,
         is_float16: false,
     })
+}
+
+/// Metadata key under which Stemflow's converter (`stemflow models import MODEL.ckpt --config
+/// MODEL.yaml`) keeps a RoFormer's parameters: a JSON object with a JSON sidecar's keys.
+pub const PARAMS_METADATA_KEY: &str = "stemflow.roformer.params";
+
+/// The parameters a converted RoFormer carries in its graph, if it does.
+fn metadata_params(recognition: &Recognition<'_>) -> Result<Option<ModelParams>, ModelError> {
+    let Some(text) = recognition.signature.metadata.get(PARAMS_METADATA_KEY) else {
+        return Ok(None);
+    };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(Some(ModelParams {
+            values: map.into_iter().collect(),
+            source: Some(format!("the graph's {PARAMS_METADATA_KEY} metadata")),
+        })),
+        _ => Err(recognition.params_error(format!(
+            "its {PARAMS_METADATA_KEY} metadata is not a JSON object"
+        ))),
+    }
 }
 
 impl FamilyPipeline for RoFormerParams {

@@ -1,5 +1,5 @@
-//! [`ModelState`]: an HTDemucs checkpoint's `state` tensors, taken one by one with their
-//! expected shapes; what is left over when the graph is built is an error, so a checkpoint
+//! [`ModelState`]: a checkpoint's tensors (an HTDemucs `state`, an MSST state dict), taken one
+//! by one with their expected shapes; what is left over when the graph is built is an error, so a checkpoint
 //! with layers the converter does not know is refused, never half-used.
 
 use std::collections::BTreeMap;
@@ -10,35 +10,55 @@ use crate::torch::Tensor;
 /// The state dict of one model, consumed as the graph is built.
 pub struct ModelState<'c, 'a> {
     tensors: BTreeMap<&'c str, &'c Tensor<'a>>,
-    /// For messages: which model of a bag this is.
+    /// For messages: which model (of a bag) this is.
     what: String,
+    /// For messages: what describes the network (`kwargs`, `config`).
+    described_by: &'static str,
 }
 
 impl<'c, 'a> ModelState<'c, 'a> {
-    /// The tensors of `state` (name, tensor pairs); `what` names the model in messages.
-    pub fn new(state: Vec<(&'c str, &'c Tensor<'a>)>, what: &str) -> Self {
+    /// The tensors of `state` (name, tensor pairs); `what` names the model in messages and
+    /// `described_by` what its shapes come from (`"kwargs"`, `"config"`).
+    pub fn new(
+        state: Vec<(&'c str, &'c Tensor<'a>)>,
+        what: &str,
+        described_by: &'static str,
+    ) -> Self {
         ModelState {
             tensors: state.into_iter().collect(),
             what: what.to_owned(),
+            described_by,
         }
+    }
+
+    /// Whether the checkpoint has `key` (not yet taken).
+    pub fn has(&self, key: &str) -> bool {
+        self.tensors.contains_key(key)
     }
 
     /// Takes `key` as float32 values, checking its shape.
     pub fn take(&mut self, key: &str, shape: &[usize]) -> Result<Vec<f32>, ConvertError> {
         let tensor = self.tensors.remove(key).ok_or_else(|| {
             ConvertError::Layout(format!(
-                "{}: the checkpoint has no tensor {key} (of shape {shape:?}) that its kwargs \
-                 call for",
-                self.what
+                "{}: the checkpoint has no tensor {key} (of shape {shape:?}) that its {} \
+                 calls for",
+                self.what, self.described_by
             ))
         })?;
         if tensor.shape != shape {
             return Err(ConvertError::Layout(format!(
-                "{}: {key} has shape {:?}; its kwargs call for {shape:?}",
-                self.what, tensor.shape
+                "{}: {key} has shape {:?}; its {} calls for {shape:?}",
+                self.what, tensor.shape, self.described_by
             )));
         }
         tensor.to_f32()
+    }
+
+    /// Takes `key` whatever its shape, dropping it (a buffer that changes nothing).
+    pub fn take_any(&mut self, key: &str) -> Result<(), ConvertError> {
+        self.tensors.remove(key).map(|_| ()).ok_or_else(|| {
+            ConvertError::Layout(format!("{}: the checkpoint has no tensor {key}", self.what))
+        })
     }
 
     /// Fails when tensors are left that the graph did not use.
@@ -48,10 +68,11 @@ impl<'c, 'a> ModelState<'c, 'a> {
         }
         let names: Vec<&str> = self.tensors.keys().take(5).copied().collect();
         Err(ConvertError::Layout(format!(
-            "{}: {} tensors of the checkpoint have no place in the HTDemucs its kwargs \
-             describe ({}{}): it is not a model this converter understands",
+            "{}: {} tensors of the checkpoint have no place in the network its {} describes \
+             ({}{}): it is not a model this converter understands",
             self.what,
             self.tensors.len(),
+            self.described_by,
             names.join(", "),
             if self.tensors.len() > names.len() {
                 ", …"
@@ -81,7 +102,7 @@ mod tests {
     #[test]
     fn tensors_are_taken_once_with_their_shape_and_leftovers_refused() {
         let (a, b) = (tensor(&[2, 3]), tensor(&[4]));
-        let mut state = ModelState::new(vec![("a", &a), ("b", &b)], "HTDemucs");
+        let mut state = ModelState::new(vec![("a", &a), ("b", &b)], "HTDemucs", "kwargs");
         assert_eq!(
             state.take("a", &[2, 3]).unwrap(),
             [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
@@ -94,7 +115,7 @@ mod tests {
             "{leftover}"
         );
 
-        let mut state = ModelState::new(vec![("b", &b)], "model 2 of the bag");
+        let mut state = ModelState::new(vec![("b", &b)], "model 2 of the bag", "kwargs");
         let shape = state.take("b", &[5]).unwrap_err().to_string();
         assert!(
             shape.contains("model 2 of the bag: b has shape [4]"),

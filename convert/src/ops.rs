@@ -1,6 +1,6 @@
-//! [`Builder`]: the ONNX operators the HTDemucs graph is made of, on tensors whose shapes are
-//! tracked here (every shape is static: one segment per run), so each reshape is a constant
-//! and each layer's output shape is checked as it is built.
+//! [`Builder`]: the ONNX operators the converted graphs (HTDemucs, BS- and Mel-RoFormer) are
+//! made of, on tensors whose shapes are tracked here (every shape is static: one segment per
+//! run), so each reshape is a constant and each layer's output shape is checked as it is built.
 
 use stemflow_onnx::{Attribute, OnnxGraph};
 
@@ -26,6 +26,8 @@ pub enum DataType {
 
 /// PyTorch's default `eps` of `GroupNorm` and `LayerNorm`.
 pub const NORM_EPSILON: f32 = 1e-5;
+/// `torch.nn.functional.normalize`'s floor of the norm (`eps`).
+pub const NORMALIZE_EPSILON: f32 = 1e-12;
 
 /// The graph and a counter for fresh value names.
 pub struct Builder<'a> {
@@ -36,6 +38,20 @@ pub struct Builder<'a> {
 
 fn ints(values: &[usize]) -> Attribute {
     Attribute::Ints(values.iter().map(|&v| v as i64).collect())
+}
+
+/// The shape `a` and `b` broadcast to (numpy's rule: aligned from the last axis).
+fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let rank = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| {
+        let offset = rank - s.len();
+        if i < offset {
+            1
+        } else {
+            s[i - offset]
+        }
+    };
+    (0..rank).map(|i| dim(a, i).max(dim(b, i))).collect()
 }
 
 impl<'a> Builder<'a> {
@@ -143,18 +159,7 @@ impl<'a> Builder<'a> {
 
     /// An elementwise binary operator with broadcasting.
     pub fn binary(&mut self, op_type: &str, a: &T, b: &T) -> T {
-        let rank = a.shape.len().max(b.shape.len());
-        let dim = |s: &[usize], i: usize| {
-            let offset = rank - s.len();
-            if i < offset {
-                1
-            } else {
-                s[i - offset]
-            }
-        };
-        let shape = (0..rank)
-            .map(|i| dim(&a.shape, i).max(dim(&b.shape, i)))
-            .collect();
+        let shape = broadcast_shape(&a.shape, &b.shape);
         self.op(op_type, &[&a.name, &b.name], vec![], shape)
     }
 
@@ -470,6 +475,157 @@ impl<'a> Builder<'a> {
             ],
             x.shape.clone(),
         )
+    }
+
+    /// `a @ b` (ONNX `MatMul`: the last two axes multiplied, the others broadcast).
+    pub fn matmul(&mut self, a: &T, b: &T) -> Result<T, ConvertError> {
+        let (ra, rb) = (a.shape.len(), b.shape.len());
+        if ra < 2 || rb < 2 || a.shape[ra - 1] != b.shape[rb - 2] {
+            return Err(ConvertError::Layout(format!(
+                "internal: MatMul of {:?} and {:?}",
+                a.shape, b.shape
+            )));
+        }
+        let mut shape = broadcast_shape(&a.shape[..ra - 2], &b.shape[..rb - 2]);
+        shape.extend([a.shape[ra - 2], b.shape[rb - 1]]);
+        Ok(self.op("MatMul", &[&a.name, &b.name], vec![], shape))
+    }
+
+    /// `x` cut along `axis` into consecutive parts of `sizes`.
+    pub fn split(&mut self, x: &T, axis: usize, sizes: &[usize]) -> Result<Vec<T>, ConvertError> {
+        if sizes.iter().sum::<usize>() != x.shape[axis] {
+            return Err(ConvertError::Layout(format!(
+                "internal: split of {:?} axis {axis} into {sizes:?}",
+                x.shape
+            )));
+        }
+        let split: Vec<i64> = sizes.iter().map(|&n| n as i64).collect();
+        let split = self.i64s(&split)?;
+        let parts: Vec<T> = sizes
+            .iter()
+            .map(|&n| {
+                let mut shape = x.shape.clone();
+                shape[axis] = n;
+                T {
+                    name: self.fresh("split"),
+                    shape,
+                }
+            })
+            .collect();
+        let outputs: Vec<&str> = parts.iter().map(|t| t.name.as_str()).collect();
+        let name = self.fresh("Split");
+        self.graph.add_node(
+            "Split",
+            &name,
+            &[&x.name, &split],
+            &outputs,
+            vec![("axis", Attribute::Int(axis as i64))],
+        );
+        Ok(parts)
+    }
+
+    /// `xs` joined along `axis` (the input itself when there is one).
+    pub fn concat(&mut self, xs: &[T], axis: usize) -> T {
+        if let [one] = xs {
+            return one.clone();
+        }
+        let mut shape = xs[0].shape.clone();
+        shape[axis] = xs.iter().map(|t| t.shape[axis]).sum();
+        let names: Vec<&str> = xs.iter().map(|t| t.name.as_str()).collect();
+        self.op(
+            "Concat",
+            &names,
+            vec![("axis", Attribute::Int(axis as i64))],
+            shape,
+        )
+    }
+
+    /// An elementwise operator of one input (`Tanh`, `Sigmoid`, `Exp`, …).
+    pub fn unary(&mut self, op_type: &str, x: &T) -> T {
+        self.op(op_type, &[&x.name], vec![], x.shape.clone())
+    }
+
+    /// The rows of `x` along `axis` at `indices` (ONNX `Gather`).
+    pub fn gather(&mut self, x: &T, axis: usize, indices: &[usize]) -> Result<T, ConvertError> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= x.shape[axis]) {
+            return Err(ConvertError::Layout(format!(
+                "internal: gather of row {bad} of {:?} axis {axis}",
+                x.shape
+            )));
+        }
+        let values: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
+        let indices_name = self.i64s(&values)?;
+        let mut shape = x.shape.clone();
+        shape[axis] = values.len();
+        Ok(self.op(
+            "Gather",
+            &[&x.name, &indices_name],
+            vec![("axis", Attribute::Int(axis as i64))],
+            shape,
+        ))
+    }
+
+    /// `max(‖x‖₂, 1e-12)` over the last axis, kept as a size-1 axis: the divisor of
+    /// `torch.nn.functional.normalize(x, dim=-1)`.
+    pub fn l2_norm_divisor(&mut self, x: &T) -> Result<T, ConvertError> {
+        let last = x.shape.len() - 1;
+        let mut shape = x.shape.clone();
+        shape[last] = 1;
+        let norm = self.op(
+            "ReduceL2",
+            &[&x.name],
+            vec![("axes", ints(&[last])), ("keepdims", Attribute::Int(1))],
+            shape,
+        );
+        let floor = self.scalar(NORMALIZE_EPSILON)?;
+        Ok(self.binary("Max", &norm, &floor))
+    }
+
+    /// `softmax(q @ kᵀ) @ v` for `q` `[…, Lq, d]`, `k_t` (keys transposed) `[…, d, Lk]` and
+    /// `v` `[…, Lk, d]` (scaling is the caller's, folded into `q`), computed in blocks along
+    /// `axis` so that no more than `max_scores` attention weights live at once. `axis` is the
+    /// queries' axis (`rank − 2`: only `q` is cut) or a batch axis before it (`q`, `k_t` and `v`
+    /// are cut alike).
+    pub fn attention_in_blocks(
+        &mut self,
+        q: &T,
+        k_t: &T,
+        v: &T,
+        axis: usize,
+        max_scores: usize,
+    ) -> Result<T, ConvertError> {
+        let rank = q.shape.len();
+        let lk = k_t.shape[rank - 1];
+        let scores_per_row =
+            q.shape.iter().product::<usize>() / q.shape[rank - 1] * lk / q.shape[axis];
+        let block = (max_scores / scores_per_row.max(1)).clamp(1, q.shape[axis]);
+        let is_query_axis = axis == rank - 2;
+        let mut outputs = Vec::new();
+        for start in (0..q.shape[axis]).step_by(block) {
+            let end = (start + block).min(q.shape[axis]);
+            let cut = |b: &mut Self, x: &T| -> Result<T, ConvertError> {
+                if block == x.shape[axis] {
+                    Ok(x.clone())
+                } else {
+                    b.slice(x, axis, start, end)
+                }
+            };
+            let q_block = cut(self, q)?;
+            let (k_block, v_block) = if is_query_axis {
+                (k_t.clone(), v.clone())
+            } else {
+                (cut(self, k_t)?, cut(self, v)?)
+            };
+            let scores = self.matmul(&q_block, &k_block)?;
+            let weights = self.op(
+                "Softmax",
+                &[&scores.name],
+                vec![("axis", Attribute::Int(-1))],
+                scores.shape.clone(),
+            );
+            outputs.push(self.matmul(&weights, &v_block)?);
+        }
+        Ok(self.concat(&outputs, axis))
     }
 
     /// The mean over `axes` (kept as size-1 axes).

@@ -1,0 +1,140 @@
+//! BS-RoFormer and Mel-RoFormer from MSST checkpoints, converted in Rust and run by the engine,
+//! against MSST itself: `convert/tests/fixtures/roformer/` holds tiny random-weight checkpoints
+//! built by MSST's own model classes with their YAML configs, and the output of MSST's `demix`
+//! on a fixed input, made once by `models/roformer_reference.py` (its README says how). Never
+//! downloads.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_engine::{ExtraStems, Stem};
+
+/// The largest difference from MSST accepted (issue 36: 1e-4).
+const MAX_ABS_ERROR: f32 = 1e-4;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../convert/tests/fixtures/roformer")
+        .join(name)
+}
+
+/// Frames before the first chunk that reaches past the file's end: `demix` gives such a chunk the
+/// file's end reflected, a stream (which cannot know where the file ends) the silence after it.
+/// Chunks start every `chunk / num_overlap` frames of the input reflect-padded by `border`.
+fn frames_before_end_chunks(frames: usize, chunk_frames: usize, num_overlap: usize) -> usize {
+    let step = chunk_frames / num_overlap;
+    let border = chunk_frames - step;
+    let mut start = 0;
+    while start + chunk_frames <= border + frames {
+        start += step;
+    }
+    start.saturating_sub(border)
+}
+
+/// Converts `name`.ckpt with `name`.yaml and checks Vocals (the model's vocals) and Other (the
+/// mix minus them: Stemflow's residual) against MSST's `demix`, away from the file's end.
+fn check_parity(name: &str) -> f32 {
+    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
+    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
+    let converted = roformer_to_onnx(&checkpoint, &yaml).unwrap();
+    let dir = scratch_dir(&format!("roformer-{name}"));
+    let model = dir.join(format!("{name}.onnx"));
+    std::fs::write(&model, &converted.onnx).unwrap();
+
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    let (shape, expected) = read_npy(&fixture(&format!("{name}_reference.npy")));
+    assert_eq!(shape, [converted.stems.len(), 2, frames]);
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
+    // Both fixtures: chunks of 8192 frames, 2 overlaps.
+    let valid = frames_before_end_chunks(frames, converted.chunk_frames, 2);
+    assert!(
+        valid >= 2 * converted.chunk_frames / 2,
+        "{valid} frames to compare"
+    );
+    let mut worst = 0.0f32;
+    for channel in 0..2 {
+        let reference = &expected[(vocals * 2 + channel) * frames..][..frames];
+        let residual: Vec<f32> = (0..frames)
+            .map(|i| input[channel][i] - reference[i])
+            .collect();
+        for (stem, reference) in [(Stem::Vocals, reference), (Stem::Other, &residual[..])] {
+            let actual = &got[stem.index()][channel];
+            for i in 0..valid {
+                let error = (reference[i] - actual[i]).abs();
+                assert!(
+                    error <= MAX_ABS_ERROR,
+                    "{name} {stem:?} channel {channel} frame {i}: MSST {}, Stemflow {}",
+                    reference[i],
+                    actual[i]
+                );
+                worst = worst.max(error);
+            }
+        }
+    }
+    let energy: f32 = got[Stem::Vocals.index()][0][..valid]
+        .iter()
+        .map(|v| v * v)
+        .sum();
+    assert!(energy > 0.1, "vocals are nearly silent ({energy})");
+    println!("{name}: largest difference from MSST {worst:.2e} over {valid} of {frames} frames");
+    worst
+}
+
+#[test]
+fn a_converted_bs_roformer_matches_msst() {
+    check_parity("bs_tiny");
+}
+
+#[test]
+fn a_converted_mel_roformer_matches_msst() {
+    check_parity("mel_tiny");
+}
+
+#[test]
+fn configs_that_do_not_fit_the_checkpoint_are_refused_by_name() {
+    let checkpoint = std::fs::read(fixture("bs_tiny.ckpt")).unwrap();
+    let yaml = std::fs::read_to_string(fixture("bs_tiny.yaml")).unwrap();
+    let cases = [
+        ("  dim: 16\n", "  dim: 24\n", "has shape [16"),
+        (
+            "  depth: 2\n",
+            "  depth: 1\n",
+            "tensors of the checkpoint have no place",
+        ),
+        ("  depth: 2\n", "  depth: 3\n", "no tensor layers.2"),
+        (
+            "  heads: 2\n",
+            "  heads: 2\n  rope_theta: 5\n",
+            "model.rope_theta",
+        ),
+        (
+            "  skip_connection: true\n",
+            "  skip_connection: true\n  use_pope: true\n",
+            "use_pope",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let changed = yaml.replacen(from, to, 1);
+        assert_ne!(changed, yaml, "{from}");
+        let message = roformer_to_onnx(&checkpoint, &changed)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(expected), "{expected}: {message}");
+    }
+    let mel_yaml = std::fs::read_to_string(fixture("mel_tiny.yaml")).unwrap();
+    let message = roformer_to_onnx(&checkpoint, &mel_yaml)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("num_bands"), "{message}");
+    let message = roformer_to_onnx(&checkpoint[..checkpoint.len() / 2], &yaml)
+        .unwrap_err()
+        .to_string();
+    assert!(!message.is_empty());
+}
