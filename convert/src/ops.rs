@@ -179,19 +179,6 @@ impl<'a> Builder<'a> {
         Ok(self.op("Slice", &[&x.name, &starts, &ends, &axes], vec![], shape))
     }
 
-    /// `parts` joined along `axis`.
-    pub fn concat(&mut self, parts: &[T], axis: usize) -> T {
-        let mut shape = parts[0].shape.clone();
-        shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
-        let names: Vec<&str> = parts.iter().map(|p| p.name.as_str()).collect();
-        self.op(
-            "Concat",
-            &names,
-            vec![("axis", Attribute::Int(axis as i64))],
-            shape,
-        )
-    }
-
     /// `x` zero-padded at the end of `axis` by `count`.
     pub fn pad_end(&mut self, x: &T, axis: usize, count: usize) -> Result<T, ConvertError> {
         let rank = x.shape.len();
