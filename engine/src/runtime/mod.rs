@@ -381,8 +381,13 @@ fn load_library(file: &Path) -> Result<ort::environment::Environment, LoadFailur
     })
 }
 
-/// The loaded library's version from its build info ("git-branch=rel-1.31.0"), else its file name.
+/// The loaded library's version ("1.31.0"): what its `OrtGetApiBase()->GetVersionString()`
+/// says, else its build info ("git-branch=rel-1.31.0"; release wheels say `HEAD`), else its file
+/// name (`libonnxruntime.so.1.31.0`; Windows names carry no version).
 fn library_version(file: &Path) -> String {
+    if let Some(version) = api_version_string(file) {
+        return version;
+    }
     let info = ort::info();
     if let Some(rest) = info.split("rel-").nth(1) {
         let version: String = rest
@@ -400,6 +405,30 @@ fn library_version(file: &Path) -> String {
                 .map(|(_, v)| v.trim_start_matches("so.").to_owned())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `OrtGetApiBase()->GetVersionString()` of the library at `file`, which ort has loaded.
+fn api_version_string(file: &Path) -> Option<String> {
+    // SAFETY: the library ort just loaded and initialised; loading it again only takes another
+    // reference (dropped below, ort keeps its own), and runs no initialiser a second time.
+    let library = unsafe { libloading::Library::new(file) }.ok()?;
+    type GetApiBase = unsafe extern "C" fn() -> *const ort::sys::OrtApiBase;
+    // SAFETY: ONNX Runtime exports `OrtGetApiBase` with this signature; ort called it to load.
+    let get_api_base = unsafe { library.get::<GetApiBase>(b"OrtGetApiBase\0") }.ok()?;
+    // SAFETY: `OrtGetApiBase` takes nothing and returns a pointer to a static table.
+    let base = unsafe { get_api_base() };
+    if base.is_null() {
+        return None;
+    }
+    // SAFETY: `base` points to the library's static `OrtApiBase`, whose `GetVersionString`
+    // returns a static NUL-terminated string (or null).
+    let version = unsafe { ((*base).GetVersionString)() };
+    if version.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated and static (see above).
+    let version = unsafe { std::ffi::CStr::from_ptr(version) };
+    version.to_str().ok().map(str::to_owned)
 }
 
 #[cfg(test)]
