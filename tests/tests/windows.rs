@@ -95,6 +95,17 @@ fn scratch(name: &str) -> PathBuf {
 /// Separates a test song with `model` on Linux and on Windows (ONNX Runtime's CPU builds of the
 /// same version for both) and returns the largest difference over all stems and channels.
 fn windows_stems_against_linux(name: &str, model: &str) -> f32 {
+    windows_stems_against_linux_with(name, model, &[], None).0
+}
+
+/// [`windows_stems_against_linux`] with more arguments for `stemflow.exe` and another ONNX
+/// Runtime library for it (a path in the Windows folder); also returns its stderr.
+fn windows_stems_against_linux_with(
+    name: &str,
+    model: &str,
+    windows_args: &[&str],
+    windows_runtime: Option<&str>,
+) -> (f32, String) {
     let dir = scratch(name);
     let song = dir.join("song.wav");
     wav::write_f32(
@@ -121,22 +132,26 @@ fn windows_stems_against_linux(name: &str, model: &str) -> f32 {
     } else {
         model.to_owned()
     };
-    run(
-        "stemflow.exe separate (Wine)",
-        wine(
-            "stemflow.exe",
-            &[
-                "separate",
-                "--quiet",
-                "--model",
-                &windows_model,
-                "-o",
-                &wine_path(&windows_out),
-                &wine_path(&song),
-            ],
-        )
-        .env("STEMFLOW_DATA_DIR", wine_path(&windows_data)),
-    );
+    let windows_out_arg = wine_path(&windows_out);
+    let song_arg = wine_path(&song);
+    let mut args = vec![
+        "separate",
+        "--quiet",
+        "--model",
+        &windows_model,
+        "-o",
+        &windows_out_arg,
+        &song_arg,
+    ];
+    args.extend(windows_args);
+    let mut command = wine("stemflow.exe", &args);
+    command.env("STEMFLOW_DATA_DIR", wine_path(&windows_data));
+    if let Some(runtime) = windows_runtime {
+        command.env("STEMFLOW_ORT_LIB", wine_path(&windows_dir().join(runtime)));
+    }
+    let windows_stderr =
+        String::from_utf8_lossy(&run("stemflow.exe separate (Wine)", &mut command).stderr)
+            .into_owned();
 
     let mut largest = 0.0f32;
     for stem in STEMS {
@@ -167,7 +182,7 @@ fn windows_stems_against_linux(name: &str, model: &str) -> f32 {
         }
     }
     println!("{model}: the largest difference between Windows and Linux stems is {largest:e}");
-    largest
+    (largest, windows_stderr)
 }
 
 #[test]
@@ -185,6 +200,54 @@ fn wine_spleeter_on_onnx_runtime_for_windows_gives_the_linux_stems() {
     // The Linux CLI loads the Linux library of `cargo xtask test`; the Windows one finds the
     // Windows CPU build next to stemflow.exe.
     windows_stems_against_linux("spleeter", model.to_str().expect("a UTF-8 path"));
+}
+
+/// ONNX Runtime's DirectML build under Wine: Wine's Direct3D 12 (vkd3d) has no usable device
+/// here (with no display, DXGI does not start; with Xvfb and Mesa's lavapipe, DirectML starts
+/// and fails while initialising the session, docs/windows.md). `stemflow devices` lists
+/// `directml:0` with the reason, and a run asked for it falls back to the CPU with the warning,
+/// giving the Linux CPU stems. Should DirectML become usable, the run must be on it, silently.
+#[test]
+fn wine_directml_is_discovered_and_falls_back_to_the_cpu() {
+    let runtime = "directml/onnxruntime.dll";
+    let output = run(
+        "stemflow.exe devices --json (DirectML build)",
+        wine("stemflow.exe", &["devices", "--json"])
+            .env("STEMFLOW_ORT_LIB", wine_path(&windows_dir().join(runtime))),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["runtime"]["loaded"], true, "{json}");
+    assert_eq!(json["runtime"]["version"], "1.24.4", "{json}");
+    let devices = json["devices"].as_array().expect("devices");
+    let directml = devices
+        .iter()
+        .find(|d| d["id"] == "directml:0")
+        .unwrap_or_else(|| panic!("no directml:0 listed: {json}"));
+    assert_eq!(directml["provider"], "directml", "{json}");
+    let is_usable = directml["status"]["state"] == "usable";
+    if !is_usable {
+        let reason = directml["status"]["reason"].as_str().unwrap_or("");
+        assert!(
+            !reason.is_empty(),
+            "directml:0 is unusable without a reason: {json}"
+        );
+    }
+
+    let fixtures = PathBuf::from(
+        std::env::var_os("STEMFLOW_FIXTURES_DIR").expect("STEMFLOW_FIXTURES_DIR is not set"),
+    );
+    let model = fixtures.join("spleeter_test.onnx");
+    let (_, stderr) = windows_stems_against_linux_with(
+        "directml",
+        model.to_str().expect("a UTF-8 path"),
+        &["--device", "directml:0"],
+        Some(runtime),
+    );
+    let has_warning = stderr.contains("warning: directml:0 failed");
+    assert_eq!(
+        has_warning, !is_usable,
+        "usable: {is_usable}; stderr:\n{stderr}"
+    );
 }
 
 #[test]
