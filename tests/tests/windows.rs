@@ -298,8 +298,8 @@ fn wine_user_folders_are_under_appdata() {
     );
 }
 
-/// The Linux plugin-host tests that `plugin_host.exe` runs against the Windows `Stemflow.clap`:
-/// offline rendering, state, latency and the CLI against the plugin.
+/// Among the Linux plugin-host tests that `plugin_host.exe` runs (all of them) against the
+/// Windows `Stemflow.clap`: offline rendering, state, latency and the CLI against the plugin.
 const HOSTED_TESTS: [&str; 8] = [
     "bundle_exposes_stemflow",
     "default_port_config_has_named_stereo_ports",
@@ -311,19 +311,20 @@ const HOSTED_TESTS: [&str; 8] = [
     "cli_stems_are_the_plugins_offline_stems",
 ];
 
+/// `tests/tests/plugin_host.rs`, built for Windows, with the same assertions as on Linux (its
+/// 24 tests took 4 s under Wine here).
 #[test]
 fn wine_test_host_loads_the_clap_dll() {
     let dir = windows_dir();
-    let mut args = vec!["--exact", "--test-threads=1"];
-    args.extend(HOSTED_TESTS);
     let output = run(
         "plugin_host.exe (Wine)",
-        wine("plugin_host.exe", &args)
+        wine("plugin_host.exe", &["--test-threads=2"])
             .env("STEMFLOW_TEST_CLAP", wine_path(&dir.join("Stemflow.clap")))
             .env("STEMFLOW_TEST_CLI", wine_path(&dir.join("stemflow.exe"))),
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let expected = format!("test result: ok. {} passed; 0 failed", HOSTED_TESTS.len());
+    let num_passed = stdout.lines().filter(|l| l.ends_with(" ... ok")).count();
+    let expected = format!("test result: ok. {num_passed} passed; 0 failed; 0 ignored");
     assert!(
         stdout.contains(&expected),
         "expected `{expected}` in:\n{stdout}"
@@ -334,4 +335,5 @@ fn wine_test_host_loads_the_clap_dll() {
             "{test}:\n{stdout}"
         );
     }
+    println!("plugin_host.exe under Wine: {num_passed} tests passed");
 }
