@@ -4,12 +4,13 @@
 
 mod tools;
 mod vendor;
+mod windows;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nice_plug_xtask::Result;
-use tools::{copy_recursively, python, sha256_hex};
+use tools::{apt_install, copy_recursively, python, sha256_hex};
 
 const PLUGIN_PACKAGE: &str = "stemflow";
 const BUNDLE_NAME: &str = "Stemflow";
@@ -24,6 +25,7 @@ fn main() -> Result<()> {
         Some("soak") => soak(&args[1..]),
         Some("vendor") => vendor::vendor(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("windows") => windows::windows(&args[1..]),
         Some("test-bundle") => test_build()
             .and_then(|built| test_bundles(&built.plugin_library))
             .map(|(clap, vst3)| {
@@ -190,11 +192,20 @@ fn flavor_arg(args: &[String]) -> Result<String> {
     }
 }
 
-/// Downloads the pinned wheel for `flavor` with pip, checks its SHA-256 and unpacks the shared
-/// libraries into `runtime/<flavor>/`. Returns the main library's path.
+/// Downloads the pinned wheel for `flavor` on this platform with pip, checks its SHA-256 and
+/// unpacks the shared libraries into `runtime/<flavor>/`. Returns the main library's path.
 fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
-    let os = std::env::consts::OS;
-    let arch = std::env::consts::ARCH;
+    fetch_runtime_for(
+        flavor,
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        &Path::new("runtime").join(flavor),
+    )
+}
+
+/// [`fetch_runtime`] for any platform's pinned wheel (`os`, `arch` as in `std::env::consts`),
+/// unpacked into `out_dir`: `cargo xtask windows` fetches the Windows builds on Linux.
+fn fetch_runtime_for(flavor: &str, os: &str, arch: &str, out_dir: &Path) -> Result<PathBuf> {
     let wheel = RUNTIME_WHEELS
         .iter()
         .find(|w| w.flavor == flavor && w.os == os && w.arch == arch)
@@ -213,10 +224,9 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
                 }
             )
         })?;
-    let out_dir = Path::new("runtime").join(flavor);
     let marker = out_dir.join("WHEEL_SHA256");
     if std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == wheel.sha256) {
-        if let Some(library) = find_library(&out_dir) {
+        if let Some(library) = find_library(out_dir, os) {
             eprintln!(
                 "xtask: ONNX Runtime {} ({flavor}) already in {}",
                 wheel.version,
@@ -272,16 +282,16 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
     }
 
     if out_dir.exists() {
-        std::fs::remove_dir_all(&out_dir)?;
+        std::fs::remove_dir_all(out_dir)?;
     }
-    std::fs::create_dir_all(&out_dir)?;
+    std::fs::create_dir_all(out_dir)?;
     // Only the runtime and its provider libraries, not the Python extension module.
     run(Command::new(python()?)
         .args(["-c", UNPACK_WHEEL_PY])
         .arg(&wheel_path)
-        .arg(&out_dir))?;
+        .arg(out_dir))?;
     std::fs::write(&marker, wheel.sha256)?;
-    let library = find_library(&out_dir)
+    let library = find_library(out_dir, os)
         .ok_or_else(|| anyhow::anyhow!("the wheel held no ONNX Runtime library"))?;
     eprintln!(
         "xtask: ONNX Runtime {} ({flavor}) unpacked to {}",
@@ -291,20 +301,28 @@ fn fetch_runtime(flavor: &str) -> Result<PathBuf> {
     Ok(std::fs::canonicalize(library)?)
 }
 
-/// Extracts the ONNX Runtime shared libraries (not the Python module) from a wheel (a zip file).
+/// Extracts the ONNX Runtime shared libraries (not the Python module, but `DirectML.dll`) from a
+/// wheel (a zip file).
 const UNPACK_WHEEL_PY: &str = r#"
 import os, sys, zipfile
 wheel = zipfile.ZipFile(sys.argv[1])
 for name in wheel.namelist():
     base = os.path.basename(name)
     is_library = base.endswith((".so", ".dll", ".dylib")) or ".so." in base
-    if name.startswith("onnxruntime/capi/") and "onnxruntime" in base and "pybind" not in base and is_library:
+    # DirectML.dll: ONNX Runtime's DirectML build loads it when that provider starts.
+    is_runtime = ("onnxruntime" in base and "pybind" not in base) or base == "DirectML.dll"
+    if name.startswith("onnxruntime/capi/") and is_runtime and is_library:
         with open(os.path.join(sys.argv[2], base), "wb") as out:
             out.write(wheel.read(name))
 "#;
 
-fn find_library(dir: &Path) -> Option<PathBuf> {
-    stemflow_paths::find_onnxruntime_in(dir)
+/// The main ONNX Runtime library in `dir`, for a wheel of `os` (not necessarily this one).
+fn find_library(dir: &Path, os: &str) -> Option<PathBuf> {
+    if os == "windows" {
+        Some(dir.join("onnxruntime.dll")).filter(|p| p.is_file())
+    } else {
+        stemflow_paths::find_onnxruntime_in(dir)
+    }
 }
 
 /// README command 1: build the release bundles, install them, separate the demo song.
@@ -501,29 +519,15 @@ fn ensure_ardour() -> Result<bool> {
     }
     if !cfg!(target_os = "linux") {
         anyhow::bail!(
-            "the real-DAW test needs Debian's Ardour 7 (ardour7-lua, ardour7-export), which this              platform does not have; set {SKIP_DAW_TEST_ENV}=1 to skip it knowingly"
+            "the real-DAW test needs Debian's Ardour 7 (ardour7-lua, ardour7-export), which this \
+             platform does not have; set {SKIP_DAW_TEST_ENV}=1 to skip it knowingly"
         );
     }
     eprintln!("xtask: installing Debian's Ardour 7 for the real-DAW test (apt-get install ardour)");
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let apt = |args: &[&str]| -> Result<()> {
-        let mut command = if is_root {
-            Command::new("apt-get")
-        } else {
-            let mut sudo = Command::new("sudo");
-            sudo.args(["-n", "apt-get"]);
-            sudo
-        };
-        run(command.args(args).env("DEBIAN_FRONTEND", "noninteractive"))
-    };
-    let installed = apt(&["update", "-qq"])
-        .and_then(|()| apt(&["install", "-y", "-qq", "--no-install-recommends", "ardour"]));
-    if let Err(error) = installed {
+    if let Err(error) = apt_install(&["ardour"]) {
         anyhow::bail!(
-            "the real-DAW test needs Debian's Ardour 7 and installing it failed ({error}): run              `sudo apt-get install --no-install-recommends ardour`, or set {SKIP_DAW_TEST_ENV}=1              to skip that test knowingly"
+            "the real-DAW test needs Debian's Ardour 7 ({error}), or set {SKIP_DAW_TEST_ENV}=1 \
+             to skip that test knowingly"
         );
     }
     Ok(true)
@@ -652,13 +656,25 @@ fn soak(args: &[String]) -> Result<()> {
 fn test(extra_args: &[String]) -> Result<()> {
     let setup = TestSetup::prepare()?;
     let has_daw = ensure_ardour()?;
+    let wine_warning = windows::WineTests::absent_warning();
+    if let Some(warning) = &wine_warning {
+        eprintln!("{warning}");
+    }
+    let wine_tests = windows::WineTests::for_test_run()?;
     let mut test = cargo();
     test.arg("test").args(TEST_BUILD_ARGS).args(extra_args);
-    if !has_daw {
+    let mut skip = |name: &str| {
         if !extra_args.iter().any(|a| a == "--") {
             test.arg("--");
         }
-        test.args(["--skip", "stems_exported_from_ardour"]);
+        test.args(["--skip", name]);
+    };
+    if !has_daw {
+        skip("stems_exported_from_ardour");
+    }
+    // Every test of `tests/tests/windows.rs` starts with `wine_`.
+    if wine_tests.is_none() {
+        skip("wine_");
     }
     let has_vulkan_driver = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
         .iter()
@@ -671,11 +687,18 @@ fn test(extra_args: &[String]) -> Result<()> {
         eprintln!("{warning}");
     }
     let ray_python = ray_python()?;
-    let result = run(setup
+    setup
         .environment(&mut test, "target/stemflow-test/user-data")?
-        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python));
+        .env("STEMFLOW_TEST_RAY_PYTHON", &ray_python);
+    if let Some(wine_tests) = &wine_tests {
+        wine_tests.environment(&mut test);
+    }
+    let result = run(&mut test);
     // Said again at the end, where it is read.
-    if let Some(warning) = snapshot_warning {
+    for warning in [snapshot_warning.map(String::from), wine_warning]
+        .into_iter()
+        .flatten()
+    {
         eprintln!("{warning}");
     }
     result

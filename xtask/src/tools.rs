@@ -47,3 +47,47 @@ pub fn python() -> Result<&'static str> {
     }
     anyhow::bail!("fetching ONNX Runtime needs Python 3 with pip (to download the wheel from PyPI)")
 }
+
+/// Whether this process runs as root.
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Runs a command as root: directly when this process is root, else through passwordless sudo.
+pub fn as_root(command_line: &[&str]) -> Result<()> {
+    let (program, args) = command_line
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("as_root: no command"))?;
+    let mut command = if is_root() {
+        Command::new(program)
+    } else {
+        let mut sudo = Command::new("sudo");
+        sudo.args(["-n", program]);
+        sudo
+    };
+    command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    eprintln!("xtask: running {command:?}");
+    let status = command.status()?;
+    if !status.success() {
+        anyhow::bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Installs Debian packages with apt-get (as root, or through passwordless sudo).
+pub fn apt_install(packages: &[&str]) -> Result<()> {
+    let install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends"];
+    as_root(&["apt-get", "update", "-qq"])
+        .and_then(|()| as_root(&[&install[..], packages].concat()))
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "installing Debian's {} failed ({error}): run `sudo apt-get install \
+                 --no-install-recommends {}`",
+                packages.join(", "),
+                packages.join(" ")
+            )
+        })
+}

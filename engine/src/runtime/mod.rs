@@ -222,10 +222,90 @@ fn binary_dir() -> Option<PathBuf> {
                 .map(Path::to_path_buf);
         }
     }
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStringExt;
+        use windows_sys::Win32::System::LibraryLoader::{
+            GetModuleFileNameW, GetModuleHandleExW, GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS,
+            GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+        };
+        let mut module = std::ptr::null_mut();
+        // SAFETY: with FROM_ADDRESS the name argument is an address inside one of our own
+        // functions, and UNCHANGED_REFCOUNT takes no reference that would need freeing.
+        let found = unsafe {
+            GetModuleHandleExW(
+                GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS
+                    | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                binary_dir as *const u16,
+                &mut module,
+            )
+        };
+        if found != 0 {
+            // Long paths reach 32,767 UTF-16 units.
+            let mut name = vec![0u16; 32_768];
+            // SAFETY: `module` is our own loaded module and `name` holds `name.len()` units.
+            let length = unsafe { GetModuleFileNameW(module, name.as_mut_ptr(), name.len() as u32) }
+                as usize;
+            if length > 0 && length < name.len() {
+                let path = PathBuf::from(std::ffi::OsString::from_wide(&name[..length]));
+                return path.parent().map(Path::to_path_buf);
+            }
+        }
+    }
     std::env::current_exe()
         .ok()?
         .parent()
         .map(Path::to_path_buf)
+}
+
+/// `file` made absolute, so the loader does not resolve it against the host program's folder.
+/// Windows keeps the plain form (`C:\…`): canonicalizing there gives a `\\?\` path.
+fn absolute_library_path(file: PathBuf) -> PathBuf {
+    #[cfg(windows)]
+    let absolute = std::path::absolute(&file);
+    #[cfg(not(windows))]
+    let absolute = std::fs::canonicalize(&file);
+    absolute.unwrap_or(file)
+}
+
+/// On Windows, loads `DirectML.dll` from the ONNX Runtime library's folder when it is there.
+/// ONNX Runtime loads it by name only when the DirectML provider starts, and Windows does not
+/// search the folder of a DLL loaded by path (a plugin's folder), only the host program's and
+/// the system's. A module loaded once is found by name afterwards. It is never unloaded.
+#[cfg(windows)]
+fn preload_directml(runtime_library: &Path) {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::System::LibraryLoader::{
+        LoadLibraryExW, LOAD_WITH_ALTERED_SEARCH_PATH,
+    };
+    let Some(directml) = runtime_library
+        .parent()
+        .map(|dir| dir.join("DirectML.dll"))
+        .filter(|path| path.is_file())
+    else {
+        return;
+    };
+    let wide: Vec<u16> = directml
+        .as_os_str()
+        .encode_wide()
+        .chain(std::iter::once(0))
+        .collect();
+    // SAFETY: `wide` is a NUL-terminated absolute path; the module stays loaded for the
+    // process (ONNX Runtime may use it at any time), so its handle is deliberately not freed.
+    let module = unsafe {
+        LoadLibraryExW(
+            wide.as_ptr(),
+            std::ptr::null_mut(),
+            LOAD_WITH_ALTERED_SEARCH_PATH,
+        )
+    };
+    if module.is_null() {
+        log::warn!(
+            "{} is there but did not load ({}); DirectML will not be offered",
+            directml.display(),
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 /// Tries the candidates in order and keeps the first library that loads.
@@ -248,8 +328,9 @@ fn load_runtime(candidates: &[LibraryCandidate]) -> Result<Runtime, RuntimeError
             ));
             continue;
         };
-        // Absolute, so the loader does not resolve it against the host program's folder.
-        let file = std::fs::canonicalize(&file).unwrap_or(file);
+        let file = absolute_library_path(file);
+        #[cfg(windows)]
+        preload_directml(&file);
         match load_library(&file) {
             Ok(environment) => {
                 let version = library_version(&file);
@@ -300,8 +381,13 @@ fn load_library(file: &Path) -> Result<ort::environment::Environment, LoadFailur
     })
 }
 
-/// The loaded library's version from its build info ("git-branch=rel-1.31.0"), else its file name.
+/// The loaded library's version ("1.31.0"): what its `OrtGetApiBase()->GetVersionString()`
+/// says, else its build info ("git-branch=rel-1.31.0"; release wheels say `HEAD`), else its file
+/// name (`libonnxruntime.so.1.31.0`; Windows names carry no version).
 fn library_version(file: &Path) -> String {
+    if let Some(version) = api_version_string(file) {
+        return version;
+    }
     let info = ort::info();
     if let Some(rest) = info.split("rel-").nth(1) {
         let version: String = rest
@@ -319,6 +405,30 @@ fn library_version(file: &Path) -> String {
                 .map(|(_, v)| v.trim_start_matches("so.").to_owned())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `OrtGetApiBase()->GetVersionString()` of the library at `file`, which ort has loaded.
+fn api_version_string(file: &Path) -> Option<String> {
+    // SAFETY: the library ort just loaded and initialised; loading it again only takes another
+    // reference (dropped below, ort keeps its own), and runs no initialiser a second time.
+    let library = unsafe { libloading::Library::new(file) }.ok()?;
+    type GetApiBase = unsafe extern "C" fn() -> *const ort::sys::OrtApiBase;
+    // SAFETY: ONNX Runtime exports `OrtGetApiBase` with this signature; ort called it to load.
+    let get_api_base = unsafe { library.get::<GetApiBase>(b"OrtGetApiBase\0") }.ok()?;
+    // SAFETY: `OrtGetApiBase` takes nothing and returns a pointer to a static table.
+    let base = unsafe { get_api_base() };
+    if base.is_null() {
+        return None;
+    }
+    // SAFETY: `base` points to the library's static `OrtApiBase`, whose `GetVersionString`
+    // returns a static NUL-terminated string (or null).
+    let version = unsafe { ((*base).GetVersionString)() };
+    if version.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated and static (see above).
+    let version = unsafe { std::ffi::CStr::from_ptr(version) };
+    version.to_str().ok().map(str::to_owned)
 }
 
 #[cfg(test)]

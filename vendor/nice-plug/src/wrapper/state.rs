@@ -191,13 +191,14 @@ pub(crate) unsafe fn deserialize_object<P: Plugin>(
                         );
                     }
                 }
-                (param_ptr, param_value) => {
+                // Only debug builds say so: release builds ignore the value without a warning.
+                (_param_ptr, _param_value) => {
                     #[cfg(debug_assertions)]
                     crate::nice_warn!(
                         "Invalid serialized value {:?} for parameter \"{}\" ({:?})",
-                        param_value,
+                        _param_value,
                         param_id_str,
-                        param_ptr,
+                        _param_ptr,
                     );
                 }
             }
