@@ -17,8 +17,11 @@ use std::process::Command;
 
 use nice_plug_xtask::Result;
 
+use crate::setup::{
+    cargo, fetch_runtime_for, flavor_arg, run, TestSetup, BUNDLE_NAME, PLUGIN_PACKAGE,
+    TEST_BUILD_ARGS,
+};
 use crate::tools::{apt_install, copy_recursively, python};
-use crate::{fetch_runtime_for, run, BUNDLE_NAME, PLUGIN_PACKAGE};
 
 /// The Rust target: MinGW-w64's ABI, which Debian's linker and Wine run.
 pub const TARGET: &str = "x86_64-pc-windows-gnu";
@@ -57,7 +60,7 @@ pub struct WindowsBuild {
 /// `cargo xtask windows`: installs what is missing, cross-builds, bundles and packs the zip;
 /// with `--test`, runs the Wine tests too.
 pub fn windows(args: &[String]) -> Result<()> {
-    let flavor = crate::flavor_arg(args).map(|f| {
+    let flavor = flavor_arg(args).map(|f| {
         if args.iter().any(|a| a.starts_with("--flavor")) {
             f
         } else {
@@ -83,7 +86,7 @@ pub fn windows(args: &[String]) -> Result<()> {
         zip.display()
     );
     if should_test {
-        let setup = crate::TestSetup::prepare()?;
+        let setup = TestSetup::prepare()?;
         test(&setup, &build)?;
     }
     Ok(())
@@ -392,12 +395,12 @@ impl WineTests {
 }
 
 /// Runs `tests/tests/windows.rs` against `build` and the Linux test build of `setup`.
-fn test(setup: &crate::TestSetup, build: &WindowsBuild) -> Result<()> {
+fn test(setup: &TestSetup, build: &WindowsBuild) -> Result<()> {
     let wine_tests = WineTests::prepare(build)?;
     let start = std::time::Instant::now();
-    let mut test = crate::cargo();
+    let mut test = cargo();
     test.arg("test")
-        .args(crate::TEST_BUILD_ARGS)
+        .args(TEST_BUILD_ARGS)
         .args(["--test", "windows"]);
     let result = run(
         wine_tests.environment(setup.environment(&mut test, "target/stemflow-test/user-data")?)
