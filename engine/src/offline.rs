@@ -9,12 +9,16 @@ use crate::separator::Separator;
 use crate::stem::{Stem, NUM_STEMS};
 use crate::stream::{
     spawn_stream, ProcessingMode, StemStreamController, StemStreamHandle, StreamConfig,
+    OFFLINE_WAIT_TIMEOUT,
 };
 use crate::EngineError;
 
 /// Block size used to feed the stream. Any size gives the same result; this one is fast (each
 /// block is one hand-off to the worker and back, and its buffers still stay in cache).
 pub const OFFLINE_BLOCK_FRAMES: usize = 16_384;
+/// How long whole-file separation waits for one model run under way: without limit (unlike a
+/// host's bounce, nobody's session hangs on it, and the user can stop it).
+pub const WHOLE_FILE_RUN_LIMIT: std::time::Duration = std::time::Duration::MAX;
 
 /// Separated stems, aligned with the input (no latency offset), same length and rate.
 pub struct SeparatedStems {
@@ -111,7 +115,11 @@ impl OfflineStream {
             mode: ProcessingMode::Offline,
             is_offline_only: true,
         };
-        let (handle, controller) = spawn_stream(separator, &config)?;
+        let (mut handle, controller) = spawn_stream(separator, &config)?;
+        // A whole file waits for every model run however long it takes (a RoFormer on two
+        // cores: minutes per chunk, more on a loaded machine); only a worker that makes no
+        // progress outside a model run for this long is taken for stuck.
+        handle.set_offline_wait(OFFLINE_WAIT_TIMEOUT, WHOLE_FILE_RUN_LIMIT);
         let latency_samples = handle.latency_samples();
         Ok(Self {
             handle,
@@ -244,9 +252,10 @@ impl OfflineStream {
             return Err(EngineError::Worker("the worker thread stopped".into()));
         }
         if stats.underrun_frames() > 0 {
-            return Err(EngineError::Worker(
-                "the worker did not deliver every frame".into(),
-            ));
+            return Err(EngineError::Worker(format!(
+                "the worker stopped delivering stems (no progress for {} s outside a model run)",
+                OFFLINE_WAIT_TIMEOUT.as_secs()
+            )));
         }
         Ok(())
     }

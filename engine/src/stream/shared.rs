@@ -9,6 +9,8 @@ use super::stats::StreamStats;
 
 /// How often a waiting offline render looks again even without a wake-up (a safety net).
 const OFFLINE_WAIT_POLL: Duration = Duration::from_millis(20);
+/// A wait this long is a wait without a limit.
+const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// State shared between the handle (audio thread) and the worker thread.
 pub(super) struct Shared {
@@ -96,10 +98,13 @@ impl Shared {
             0 => start,
             micros => self.epoch + Duration::from_micros(micros - 1),
         };
+        // A limit of `Duration::MAX` (whole-file separation's run limit) means none: capped at
+        // a year, so the sum cannot overflow.
+        let after = |instant: Instant, duration: Duration| instant + duration.min(NO_LIMIT);
         if self.is_chunk_running.load(Ordering::Acquire) {
-            (progress + run_limit).max(start + timeout)
+            after(progress, run_limit).max(after(start, timeout))
         } else {
-            progress.max(start) + timeout
+            after(progress.max(start), timeout)
         }
     }
 

@@ -554,3 +554,14 @@ fn an_offline_render_gives_up_on_a_run_past_its_limit() {
     );
     assert!(underruns > 0);
 }
+
+#[test]
+fn an_offline_render_without_a_run_limit_waits_for_any_run() {
+    // Whole-file separation's limit: `Duration::MAX` must not overflow the deadline.
+    let underruns = render_offline_through_a_long_run(
+        Duration::from_millis(900),
+        Duration::from_millis(50),
+        crate::offline::WHOLE_FILE_RUN_LIMIT,
+    );
+    assert_eq!(underruns, 0);
+}
