@@ -445,6 +445,62 @@ fn run_session(
 }
 
 #[test]
+fn a_batch_of_weights_is_quantized_matrix_by_matrix() {
+    use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
+    use stemflow_kit::metrics::sdr_db_of_samples;
+    use stemflow_onnx::{Dim, OnnxGraph};
+    require_runtime();
+
+    // A RoFormer's per-band layers: `[bands, frames, in] @ [bands, in, out]`, the second
+    // band's weights 1000 times the first's, so one scale for both would leave the first band
+    // with a few levels.
+    let (bands, frames, input, output) = (2, 12, 16, 24);
+    let weights: Vec<f32> = (0..bands * input * output)
+        .map(|i| noise(i, 7) * if i < input * output { 1.0 } else { 1000.0 })
+        .collect();
+    let mut graph = OnnxGraph::new("batched");
+    graph.add_input(
+        "x",
+        vec![Dim::Fixed(bands), Dim::Fixed(frames), Dim::Fixed(input)],
+    );
+    graph
+        .add_initializer_f32("w", &[bands, input, output], weights)
+        .unwrap();
+    graph.add_node("MatMul", "mm", &["x", "w"], &["y"], vec![]);
+    graph.add_output(
+        "y",
+        vec![Dim::Fixed(bands), Dim::Fixed(frames), Dim::Fixed(output)],
+    );
+    graph.validate().unwrap();
+    let float = graph.to_model_bytes();
+    let (int8, report) = quantize_model(&float, QuantizeOptions::default()).unwrap();
+    assert_eq!((report.num_matmuls, report.num_matmuls_left), (1, 0));
+    assert!(
+        int8.len() < float.len() / 2,
+        "{} vs {} bytes",
+        int8.len(),
+        float.len()
+    );
+
+    let shape = [bands, frames, input];
+    let signal: Vec<f32> = (0..shape.iter().product()).map(|i| noise(i, 3)).collect();
+    let expected = run_bytes(&float, &shape, &signal);
+    let quantized = run_bytes(&int8, &shape, &signal);
+    assert_ne!(quantized, expected, "nothing was quantized");
+    for (band, (expected, quantized)) in expected
+        .chunks(frames * output)
+        .zip(quantized.chunks(frames * output))
+        .enumerate()
+    {
+        let closeness = sdr_db_of_samples(expected, quantized);
+        assert!(
+            closeness > 30.0,
+            "band {band}: int8 only {closeness:.1} dB from float"
+        );
+    }
+}
+
+#[test]
 fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
     use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
     use stemflow_kit::metrics::sdr_db_of_samples;

@@ -1,8 +1,9 @@
 //! Dynamic int8 quantization of an ONNX model (`stemflow quantize`), in Rust.
 //!
 //! What ONNX Runtime's `quantize_dynamic` does, for the operators where it pays:
-//! - **MatMul** with a constant 2-D weight `[K, N]`: the weight becomes int8 with one scale per
-//!   column (symmetric, zero point 0, 7 bits unless asked for 8: [`weights`]); the activation is quantized at run time
+//! - **MatMul** with a constant 2-D weight `[K, N]` or a batch of them `[B, K, N]` (a
+//!   RoFormer's per-band layers): the weight becomes int8 with one scale per column (of each
+//!   matrix of a batch) (symmetric, zero point 0, 7 bits unless asked for 8: [`weights`]); the activation is quantized at run time
 //!   (`DynamicQuantizeLinear`: uint8, one scale and zero point per tensor, from its own range),
 //!   then `MatMulInteger → Cast → Mul(activation scale × column scales)`. ONNX Runtime fuses that
 //!   chain into one `DynamicQuantizeMatMul` kernel when it optimises the graph.
@@ -66,7 +67,7 @@ pub struct QuantizeReport {
     pub num_matmuls: usize,
     /// Conv nodes now computed in int8.
     pub num_convs: usize,
-    /// MatMul nodes left in float (weight not a constant 2-D float tensor, or not asked).
+    /// MatMul nodes left in float (weight not a constant 2-D or 3-D float tensor, or not asked).
     pub num_matmuls_left: usize,
     /// Conv nodes left in float (weight not constant, or not asked).
     pub num_convs_left: usize,
@@ -175,10 +176,10 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
         }
     }
     // A constant the graph's caller cannot override, with readable float values.
-    let constant = |name: &str, rank: Option<usize>| {
+    let constant = |name: &str, ranks: Option<&[usize]>| {
         initializers.get(name).filter(|t| {
             !graph_inputs.contains(name)
-                && rank.is_none_or(|r| t.dims.len() == r)
+                && ranks.is_none_or(|r| r.contains(&t.dims.len()))
                 && t.has_f32_values()
         })
     };
@@ -187,7 +188,8 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
     let mut plans: HashMap<usize, (Plan<'_>, &NodeView<'_>)> = HashMap::new();
     for (index, node) in &nodes {
         if node.is("MatMul") {
-            let is_constant = node.inputs.len() == 2 && constant(node.inputs[1], Some(2)).is_some();
+            let is_constant =
+                node.inputs.len() == 2 && constant(node.inputs[1], Some(&[2, 3])).is_some();
             if ops.matmul && is_constant {
                 let plan = Plan::MatMul {
                     weight: node.inputs[1],
@@ -201,8 +203,9 @@ fn quantize_graph(body: &[u8], ops: QuantizeOptions) -> Result<(Vec<u8>, Quantiz
             let weight = node.inputs.get(1).and_then(|w| constant(w, None));
             let num_out = weight.and_then(|w| w.dims.first().copied());
             let bias = node.inputs.get(2).filter(|b| !b.is_empty());
-            let is_bias_ok = bias
-                .is_none_or(|b| constant(b, Some(1)).is_some_and(|t| Some(t.dims[0]) == num_out));
+            let is_bias_ok = bias.is_none_or(|b| {
+                constant(b, Some(&[1])).is_some_and(|t| Some(t.dims[0]) == num_out)
+            });
             if ops.conv && weight.is_some_and(|w| w.dims.len() >= 3) && is_bias_ok {
                 let plan = Plan::Conv {
                     weight: node.inputs[1],
@@ -266,7 +269,7 @@ fn nothing_to_quantize(report: &QuantizeReport, ops: QuantizeOptions) -> String 
     why += &match (ops.matmul, report.num_matmuls_left) {
         (false, _) => "MatMul not asked".to_owned(),
         (true, 0) => "no MatMul".to_owned(),
-        (true, n) => format!("{n} MatMul, none with a constant 2-D float weight"),
+        (true, n) => format!("{n} MatMul, none with a constant 2-D or 3-D float weight"),
     };
     why += &match (ops.conv, report.num_convs_left) {
         (false, 0) | (true, 0) => ", no Conv".to_owned(),
@@ -415,22 +418,24 @@ impl Rewriter {
             .f32_values()
             .ok_or_else(|| format!("weight {} cannot be read", tensor.name))?;
         let dims: Vec<usize> = tensor.dims.iter().map(|&d| d as usize).collect();
-        let (outer, channels, inner) = if is_conv {
-            (1, dims[0], dims[1..].iter().product())
-        } else {
-            (dims[0], dims[1], 1)
-        };
-        let q = quantize_per_channel(&values, outer, channels, inner, self.levels)
-            .map_err(|e| format!("weight {}: {e}", tensor.name))?;
         let quantized = Quantized {
             values: self.fresh(&format!("{}_quantized", tensor.name)),
             scale: self.fresh(&format!("{}_scale", tensor.name)),
             zero_point: self.fresh(&format!("{}_zero_point", tensor.name)),
         };
-        let mut scale_dims = vec![channels];
         let init = &mut self.new_initializers;
-        if is_conv {
+        let (scales, scale_dims) = if is_conv {
+            let channels = dims[0];
+            let q = quantize_per_channel(
+                &values,
+                1,
+                channels,
+                dims[1..].iter().product(),
+                self.levels,
+            )
+            .map_err(|e| format!("weight {}: {e}", tensor.name))?;
             // Broadcast over [N, M, spatial…]: [M, 1, …].
+            let mut scale_dims = vec![channels];
             scale_dims.resize(dims.len() - 1, 1);
             let bytes: Vec<u8> = q
                 .values
@@ -445,18 +450,43 @@ impl Rewriter {
                 data_type::UINT8,
                 &[CONV_WEIGHT_ZERO_POINT],
             );
+            (q.scales, scale_dims)
         } else {
-            let bytes: Vec<u8> = q.values.iter().map(|&v| v as u8).collect();
+            // `[K, N]`, or a batch `[B, K, N]` quantized matrix by matrix: scales `[N]` or
+            // `[B, 1, N]`, which broadcast over the product's `[…, M, N]`.
+            let (batch, rows, columns) = match dims[..] {
+                [rows, columns] => (1, rows, columns),
+                [batch, rows, columns] => (batch, rows, columns),
+                _ => return Err(format!("weight {} is not 2-D or 3-D", tensor.name)),
+            };
+            if rows * columns == 0 {
+                return Err(format!("weight {} is empty", tensor.name));
+            }
+            let (mut bytes, mut scales) = (Vec::with_capacity(values.len()), Vec::new());
+            for matrix in values.chunks_exact(rows * columns).take(batch) {
+                let q = quantize_per_channel(matrix, rows, columns, 1, self.levels)
+                    .map_err(|e| format!("weight {}: {e}", tensor.name))?;
+                bytes.extend(q.values.iter().map(|&v| v as u8));
+                scales.extend(q.scales);
+            }
             put_initializer(init, &quantized.values, &dims, data_type::INT8, &bytes);
-            put_initializer(
-                init,
-                &quantized.zero_point,
-                &[channels],
-                data_type::INT8,
-                &vec![0; channels],
-            );
-        }
-        let scale_bytes: Vec<u8> = q.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+            if dims.len() == 2 {
+                put_initializer(
+                    init,
+                    &quantized.zero_point,
+                    &[columns],
+                    data_type::INT8,
+                    &vec![0; columns],
+                );
+                (scales, vec![columns])
+            } else {
+                // Symmetric: one zero point of 0 for the whole batch (ONNX Runtime's kernels
+                // take a scalar zero point with any rank of weight).
+                put_initializer(init, &quantized.zero_point, &[], data_type::INT8, &[0]);
+                (scales, vec![batch, 1, columns])
+            }
+        };
+        let scale_bytes: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
         put_initializer(
             init,
             &quantized.scale,
