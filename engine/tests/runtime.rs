@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use stemflow_engine::families::{describe_model, ModelSeparator};
 use stemflow_engine::runtime::build::build_session;
-use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId};
+use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId, Provider};
 use stemflow_engine::runtime::graph_cache::{
     cached_graph_path, folded_graph_path, partial_path, CacheEntry,
 };
@@ -944,4 +944,20 @@ fn run_unoptimised(bytes: &[u8], shape: &[usize], signal: &[f32]) -> Vec<f32> {
         .commit_from_memory(bytes)
         .unwrap();
     run_session(session, bytes, shape, signal)
+}
+
+#[test]
+fn a_directml_session_that_fails_is_tried_again_without_graph_fusion() {
+    // No DirectML here (Linux): both tries fail, and the error says so; on Windows a session
+    // whose graph fusion fails (as under Wine) runs with it off instead of falling back.
+    require_runtime();
+    let bytes = graph_with_conv_only();
+    let directml = DeviceId {
+        provider: Provider::DirectMl,
+        index: 0,
+    };
+    let error = build_session(directml, &bytes, 1, None)
+        .err()
+        .expect("no DirectML here");
+    assert!(error.contains("without DirectML's graph fusion"), "{error}");
 }

@@ -9,7 +9,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
 use super::constant_fold::{fold, fold_constants, FoldOutcome, DISABLE_PREPACKING_KEY};
-use super::device_id::DeviceId;
+use super::device_id::{DeviceId, Provider};
 use super::graph_cache::{partial_path, CacheEntry};
 use super::runtime;
 
@@ -307,7 +307,11 @@ fn write_entry(entry: &Path, contents: &[u8]) -> Result<(), String> {
     written.map_err(io)
 }
 
+/// ONNX Runtime's session option that turns DirectML's graph fusion off.
+const DML_DISABLE_GRAPH_FUSION_KEY: &str = "ep.dml.disable_graph_fusion";
+
 /// Where a session's graph comes from.
+#[derive(Clone, Copy)]
 enum GraphSource<'a> {
     Bytes(&'a [u8]),
     File(&'a Path),
@@ -321,6 +325,39 @@ fn commit(
     level: GraphOptimizationLevel,
     source: GraphSource<'_>,
     save_to: Option<&Path>,
+) -> Result<Session, String> {
+    let first = commit_once(device, intra_threads, level, source, save_to, false);
+    match first {
+        Err(reason) if device.provider == Provider::DirectMl => {
+            // DirectML compiles each partition it takes into one DirectML graph; where that
+            // fails (seen with Wine's Direct3D 12: `DmlGraphFusionHelper` … invalid parameter),
+            // the operators may still run one by one, which beats the CPU.
+            match commit_once(device, intra_threads, level, source, save_to, true) {
+                Ok(session) => {
+                    log::warn!(
+                        "{device}: running without DirectML's graph fusion, which failed: {reason}"
+                    );
+                    Ok(session)
+                }
+                Err(again) => Err(format!(
+                    "{} (and without DirectML's graph fusion: {})",
+                    reason.trim_end(),
+                    again.trim_end()
+                )),
+            }
+        }
+        result => result,
+    }
+}
+
+/// [`commit`], once; `is_dml_fusion_off` turns DirectML's graph fusion off.
+fn commit_once(
+    device: DeviceId,
+    intra_threads: usize,
+    level: GraphOptimizationLevel,
+    source: GraphSource<'_>,
+    save_to: Option<&Path>,
+    is_dml_fusion_off: bool,
 ) -> Result<Session, String> {
     let runtime = runtime().map_err(|e| e.to_string())?;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -338,6 +375,11 @@ fn commit(
                 .with_optimized_model_path(path)
                 .map_err(|e| e.to_string())?
                 .with_config_entry(DISABLE_PREPACKING_KEY, "1")
+                .map_err(|e| e.to_string())?;
+        }
+        if is_dml_fusion_off {
+            builder = builder
+                .with_config_entry(DML_DISABLE_GRAPH_FUSION_KEY, "1")
                 .map_err(|e| e.to_string())?;
         }
         let cpu = ep::CPU::default().with_arena_allocator(true).build();
