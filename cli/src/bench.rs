@@ -468,23 +468,19 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
     for row in rows {
         match &row.result {
             Ok(m) => crate::output::say!(
-                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>8.1}x {:>8.2}x {:>5} {:>9}",
+                "{:<24} {:<14} {:>13} {:>9.3} {:>10.3} {:>9.3} {:>8.4} {:>9} {:>8.2}x {:>5} {:>9}",
                 row.model,
                 if m.fallback.is_some() {
                     format!("{}→{}", row.requested_device, m.device)
                 } else {
                     m.device.clone()
                 },
-                format!(
-                    "{} @{}k",
-                    m.hop_frames,
-                    m.separator_rate_hz as f64 / 1000.0
-                ),
+                format!("{} @{}k", m.hop_frames, m.separator_rate_hz as f64 / 1000.0),
                 m.run_ms_min,
                 m.run_ms_median,
                 m.run_ms_max,
                 m.real_time_factor(),
-                1.0 / m.real_time_factor().max(1e-12),
+                speed_column(m.real_time_factor()),
                 m.overhead(),
                 m.model_runs,
                 describe_bytes(m.peak_rss_bytes),
@@ -565,4 +561,26 @@ fn print_json(
         serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
     );
     Ok(())
+}
+
+/// Times real time for the SPEED column: one decimal, or three below 0.1 (a RoFormer on a CPU
+/// runs at 0.03x, which one decimal shows as 0.0x).
+fn speed_column(real_time_factor: f64) -> String {
+    let speed = 1.0 / real_time_factor.max(1e-12);
+    if speed >= 0.1 {
+        format!("{speed:.1}x")
+    } else {
+        format!("{speed:.3}x")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_speed_column_never_shows_zero_for_a_slow_model() {
+        assert_eq!(speed_column(0.25), "4.0x");
+        assert_eq!(speed_column(31.61), "0.032x");
+    }
 }

@@ -186,15 +186,22 @@ impl Progress {
 fn describe(rates: &Rates, done_s: f64) -> String {
     let mut text = format!("{done_s:.1} s of audio, elapsed {}", clock(rates.elapsed));
     if let Some(rtf) = rates.real_time_factor {
-        text.push_str(&format!(
-            ", RTF {rtf:.3} ({:.1}x real time)",
-            1.0 / rtf.max(1e-9)
-        ));
+        text.push_str(&format!(", RTF {rtf:.3} ({})", speed(rtf)));
     }
     if let Some(eta) = rates.eta {
         text.push_str(&format!(", ETA {}", clock(eta)));
     }
     text
+}
+
+/// A real-time factor in words: "4.0x real time", or for a model slower than real time (a
+/// RoFormer on a CPU) "49x slower than real time" rather than "0.0x real time".
+pub fn speed(real_time_factor: f64) -> String {
+    if real_time_factor > 1.0 {
+        format!("{real_time_factor:.0}x slower than real time")
+    } else {
+        format!("{:.1}x real time", 1.0 / real_time_factor.max(1e-9))
+    }
 }
 
 /// `m:ss`, or `h:mm:ss` from an hour on.
@@ -210,6 +217,13 @@ pub fn clock(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn speeds_read_well_on_both_sides_of_real_time() {
+        assert_eq!(speed(0.25), "4.0x real time");
+        assert_eq!(speed(1.0), "1.0x real time");
+        assert_eq!(speed(48.985), "49x slower than real time");
+    }
 
     #[test]
     fn clock_formats() {

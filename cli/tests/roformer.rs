@@ -138,3 +138,45 @@ fn configs_that_do_not_fit_the_checkpoint_are_refused_by_name() {
         .to_string();
     assert!(!message.is_empty());
 }
+
+#[test]
+fn a_converted_roformer_quantizes_to_int8_and_float16_and_stays_close() {
+    use stemflow_convert::float16::convert_model;
+    use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
+    use stemflow_kit::metrics::sdr_db_of_samples;
+
+    let checkpoint = std::fs::read(fixture("bs_tiny.ckpt")).unwrap();
+    let yaml = std::fs::read_to_string(fixture("bs_tiny.yaml")).unwrap();
+    let converted = roformer_to_onnx(&checkpoint, &yaml).unwrap();
+    let dir = scratch_dir("roformer-reduced");
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let run = |name: &str, bytes: &[u8]| {
+        let model = dir.join(format!("{name}.onnx"));
+        std::fs::write(&model, bytes).unwrap();
+        separate(&model, &input, ExtraStems::Separate)[Stem::Vocals.index()].concat()
+    };
+    let float = run("float", &converted.onnx);
+
+    // Every MatMul with weights, the per-band ones (3-D weights) included, is int8.
+    let (int8, report) = quantize_model(&converted.onnx, QuantizeOptions::default()).unwrap();
+    let attention_products = report.num_matmuls_left;
+    assert!(report.num_matmuls > 0);
+    assert!(
+        report.weight_bytes_after * 3 < report.weight_bytes_before,
+        "{report:?}"
+    );
+    let (float16, _) = convert_model(&converted.onnx).unwrap();
+    for (name, bytes, min_db) in [("int8", &int8, 15.0), ("float16", &float16, 40.0)] {
+        let reduced = run(name, bytes);
+        assert_ne!(reduced, float, "{name}: nothing changed");
+        let closeness = sdr_db_of_samples(&float, &reduced);
+        println!("bs_tiny {name}: {closeness:.1} dB from float32 ({attention_products} MatMul of activations left in float)");
+        assert!(
+            closeness > min_db,
+            "{name}: only {closeness:.1} dB from float32"
+        );
+    }
+}

@@ -194,11 +194,11 @@ pub(super) fn separate_file(
     let elapsed_s = elapsed.as_secs_f64();
     if !options.is_quiet() {
         crate::output::say!(
-            "Separated {:.1} s of audio in {:.1} s (RTF {:.3}, {:.1}x real time)",
+            "Separated {:.1} s of audio in {:.1} s (RTF {:.3}, {})",
             audio_s,
             elapsed_s,
             elapsed_s / audio_s.max(1e-9),
-            audio_s / elapsed_s.max(1e-9)
+            crate::progress::speed(elapsed_s / audio_s.max(1e-9))
         );
     }
     Ok(Separated {

@@ -42,8 +42,14 @@ use values::to_half;
 pub const FLOAT16_METADATA_KEY: &str = "stemflow.float16";
 
 /// Operators that compute in float32 whatever they read: float16 loses their meaning
-/// (positions, running sums, rankings) or ONNX Runtime has no float16 kernel for them.
-const FLOAT32_OPS: [&str; 9] = [
+/// (positions, running sums, rankings), overflows inside them (a norm's sum of squares: float16
+/// ends at 65504, so any vector longer than 256 — a RoFormer's band of spectrum, where one
+/// bin of a loud song is in the hundreds — became infinite and its tokens zero), or ONNX
+/// Runtime has no float16 kernel for them.
+const FLOAT32_OPS: [&str; 12] = [
+    "ReduceL2",
+    "ReduceSumSquare",
+    "LpNormalization",
     "Range",
     "CumSum",
     "TopK",

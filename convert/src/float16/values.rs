@@ -1,10 +1,13 @@
 //! float32 values to float16: nearest, ties to even; finite values beyond float16's range
-//! clamp to its largest finite value instead of becoming infinite.
+//! clamp to its largest finite value instead of becoming infinite, and nonzero values below its
+//! smallest one stay nonzero.
 
 use half::f16;
 
 /// float16's largest finite value.
 pub const MAX_FINITE_F16: f32 = 65504.0;
+/// float16's smallest positive value (a subnormal, 2^-24).
+pub const MIN_POSITIVE_F16: f32 = 5.960_464_5e-8;
 
 /// Converted values, little-endian float16 bytes, and how many finite values had to clamp.
 pub struct HalfValues {
@@ -16,7 +19,9 @@ pub struct HalfValues {
 
 /// Converts `values` to float16. Infinities and NaN stay what they are (masks of −∞ keep
 /// masking); a finite value too large for float16 becomes ±65504, not ±∞, so one large weight
-/// cannot turn a whole layer's output into infinities.
+/// cannot turn a whole layer's output into infinities; a nonzero value too small for float16
+/// becomes ±2^-24, not 0, so an epsilon stays one (a norm's `x / max(‖x‖, 1e-12)` of a silent
+/// token is 0, not 0/0 = NaN).
 pub fn to_half(values: &[f32]) -> HalfValues {
     let mut num_clamped = 0;
     let mut bytes = Vec::with_capacity(values.len() * 2);
@@ -24,6 +29,8 @@ pub fn to_half(values: &[f32]) -> HalfValues {
         let value = if value.is_finite() && value.abs() > MAX_FINITE_F16 {
             num_clamped += 1;
             MAX_FINITE_F16.copysign(value)
+        } else if value != 0.0 && value.abs() < MIN_POSITIVE_F16 {
+            MIN_POSITIVE_F16.copysign(value)
         } else {
             value
         };
@@ -59,6 +66,17 @@ mod tests {
             values[5]
         );
         assert_eq!(out.num_clamped, 0);
+    }
+
+    #[test]
+    fn tiny_values_stay_nonzero_and_zeros_stay_zero() {
+        let out = to_half(&[1e-12, -1e-30, 0.0, -0.0, 1e-7]);
+        let values = back(&out.bytes);
+        assert_eq!(values[..2], [MIN_POSITIVE_F16, -MIN_POSITIVE_F16]);
+        assert_eq!(values[2].to_bits(), 0.0f32.to_bits());
+        assert_eq!(values[3].to_bits(), (-0.0f32).to_bits());
+        assert!((values[4] - 1e-7).abs() < MIN_POSITIVE_F16);
+        assert_eq!(f16::from_f32(MIN_POSITIVE_F16).to_bits(), 1);
     }
 
     #[test]
