@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use stemflow_convert::htdemucs::demucs_to_onnx;
 use stemflow_engine::{ExtraStems, Stem};
+use stemflow_kit::npy::read_npy;
 
 /// The largest difference from PyTorch demucs accepted (issue 34: 1e-4).
 const MAX_ABS_ERROR: f32 = 1e-4;

@@ -334,3 +334,65 @@ fn look_ahead_settings_report_their_latency_and_render_the_same_at_any_block_siz
     // 250 ms means at most 250 ms.
     assert!(latencies[2] <= 44_100 / 4, "{latencies:?}");
 }
+
+/// Frames before the first chunk that reaches past the file's end (as `cli/tests/roformer.rs`):
+/// MSST's `demix` reflects the file's end into such a chunk, a stream has silence there.
+fn frames_before_end_chunks(frames: usize, chunk_frames: usize, num_overlap: usize) -> usize {
+    let step = chunk_frames / num_overlap;
+    let border = chunk_frames - step;
+    let mut start = 0;
+    while start + chunk_frames <= border + frames {
+        start += step;
+    }
+    start.saturating_sub(border)
+}
+
+#[test]
+fn a_roformer_converted_from_its_msst_checkpoint_renders_msst_s_stems() {
+    // The tiny BS-RoFormer checkpoint and the output of MSST's `demix`, made once by
+    // `models/roformer_reference.py`; converted here as `stemflow models import` converts it.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/roformer");
+    let checkpoint = std::fs::read(fixtures.join("bs_tiny.ckpt")).unwrap();
+    let yaml = std::fs::read_to_string(fixtures.join("bs_tiny.yaml")).unwrap();
+    let converted = stemflow_convert::roformer::roformer_to_onnx(&checkpoint, &yaml).unwrap();
+    let dir = std::env::temp_dir().join(format!("stemflow-host-roformer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("bs_tiny.onnx");
+    std::fs::write(&model, &converted.onnx).unwrap();
+
+    let (shape, input) = stemflow_kit::npy::read_npy(&fixtures.join("input.npy"));
+    let frames = shape[1];
+    let input = vec![input[..frames].to_vec(), input[frames..].to_vec()];
+    let (_, reference) = stemflow_kit::npy::read_npy(&fixtures.join("bs_tiny_reference.npy"));
+    let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
+    let valid = frames_before_end_chunks(frames, converted.chunk_frames, 2);
+    assert!(valid > 0);
+    for block in [64, 4096] {
+        let mut plugin = plugin_with_model(&model, false);
+        let (_, rendered) = render_flushed(&mut plugin, &input, block);
+        let latency = rendered.latency_samples;
+        for channel in 0..2 {
+            let expected = &reference[(vocals * 2 + channel) * frames..][..frames];
+            let residual: Vec<f32> = (0..frames)
+                .map(|i| input[channel][i] - expected[i])
+                .collect();
+            // Port 1: vocals; port 4: Other, the rest of the mix.
+            for (port, expected) in [(1, expected), (4, &residual[..])] {
+                let got = &rendered.port(port)[channel][latency..latency + valid];
+                let worst = got
+                    .iter()
+                    .zip(&expected[..valid])
+                    .map(|(g, e)| (g - e).abs())
+                    .fold(0.0f32, f32::max);
+                println!(
+                    "bs_tiny port {port} ch{channel} block {block}: max abs error {worst:.2e}"
+                );
+                assert!(
+                    worst <= 1e-4,
+                    "bs_tiny port {port} ch{channel} block {block}: error {worst}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -214,34 +214,6 @@ pub fn fixtures_dir() -> PathBuf {
         .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`")
 }
 
-/// A float32 `.npy` file (C order): its shape and values.
-pub fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}", path.display());
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-    };
-    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
-    assert!(header.contains("'descr': '<f4'"), "{header}");
-    assert!(header.contains("'fortran_order': False"), "{header}");
-    let shape_text = header.split("'shape': (").nth(1).unwrap();
-    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse().unwrap())
-        .collect();
-    let values: Vec<f32> = bytes[start + header_len..]
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    assert_eq!(values.len(), shape.iter().product::<usize>());
-    (shape, values)
-}
-
 /// Streams `input` through `model` offline (the CLI's path) on the CPU, stems aligned to the
 /// input.
 pub fn separate(
