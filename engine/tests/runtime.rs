@@ -956,8 +956,8 @@ fn a_directml_session_that_fails_is_tried_again_without_graph_fusion() {
         provider: Provider::DirectMl,
         index: 0,
     };
-    let error = build_session(directml, &bytes, 1, None)
-        .err()
-        .expect("no DirectML here");
+    let Err(error) = build_session(directml, &bytes, 1, None) else {
+        panic!("a DirectML session on Linux");
+    };
     assert!(error.contains("without DirectML's graph fusion"), "{error}");
 }
