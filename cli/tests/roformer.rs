@@ -22,19 +22,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Frames before the first chunk that reaches past the file's end: `demix` gives such a chunk the
-/// file's end reflected, a stream (which cannot know where the file ends) the silence after it.
-/// Chunks start every `chunk / num_overlap` frames of the input reflect-padded by `border`.
-fn frames_before_end_chunks(frames: usize, chunk_frames: usize, num_overlap: usize) -> usize {
-    let step = chunk_frames / num_overlap;
-    let border = chunk_frames - step;
-    let mut start = 0;
-    while start + chunk_frames <= border + frames {
-        start += step;
-    }
-    start.saturating_sub(border)
-}
-
 /// Converts `name`.ckpt with `name`.yaml and checks Vocals (the model's vocals) and Other (the
 /// mix minus them: Stemflow's residual) against MSST's `demix`, away from the file's end.
 fn check_parity(name: &str) -> f32 {
@@ -54,7 +41,7 @@ fn check_parity(name: &str) -> f32 {
     let got = separate(&model, &input, ExtraStems::Separate);
     let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
     // Both fixtures: chunks of 8192 frames, 2 overlaps.
-    let valid = frames_before_end_chunks(frames, converted.chunk_frames, 2);
+    let valid = stemflow_kit::metrics::frames_before_end_chunks(frames, converted.chunk_frames, 2);
     assert!(
         valid >= 2 * converted.chunk_frames / 2,
         "{valid} frames to compare"

@@ -110,9 +110,32 @@ fn assert_same_lengths(
     );
 }
 
+/// The frames of a file that a stream's stems and a chunked reference (MSST's `demix`) can be
+/// compared over: those before the first chunk that reaches past the file's end. `demix` fills
+/// such a chunk with the file's end reflected, a stream (which cannot know where the file ends)
+/// with the silence after it. Chunks of `chunk_frames` start every `chunk_frames / num_overlap`
+/// frames of the input padded by `chunk_frames - step` at the start.
+pub fn frames_before_end_chunks(frames: usize, chunk_frames: usize, num_overlap: usize) -> usize {
+    let step = chunk_frames / num_overlap;
+    let border = chunk_frames - step;
+    let mut start = 0;
+    while start + chunk_frames <= border + frames {
+        start += step;
+    }
+    start.saturating_sub(border)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comparable_frames_end_before_the_first_chunk_past_the_end() {
+        // 13230 frames, chunks of 8192 every 4096 (padded by 4096): chunks start at 0, 4096,
+        // 8192 and 12288 of the padded input; the one at 12288 ends past 13230 + 4096.
+        assert_eq!(frames_before_end_chunks(13_230, 8192, 2), 8192);
+        assert_eq!(frames_before_end_chunks(100, 8192, 2), 0);
+    }
 
     /// A deterministic non-silent stereo test signal of `num_samples` samples.
     fn test_signal(num_samples: usize) -> [Vec<f32>; 2] {

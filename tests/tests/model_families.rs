@@ -335,18 +335,6 @@ fn look_ahead_settings_report_their_latency_and_render_the_same_at_any_block_siz
     assert!(latencies[2] <= 44_100 / 4, "{latencies:?}");
 }
 
-/// Frames before the first chunk that reaches past the file's end (as `cli/tests/roformer.rs`):
-/// MSST's `demix` reflects the file's end into such a chunk, a stream has silence there.
-fn frames_before_end_chunks(frames: usize, chunk_frames: usize, num_overlap: usize) -> usize {
-    let step = chunk_frames / num_overlap;
-    let border = chunk_frames - step;
-    let mut start = 0;
-    while start + chunk_frames <= border + frames {
-        start += step;
-    }
-    start.saturating_sub(border)
-}
-
 #[test]
 fn a_roformer_converted_from_its_msst_checkpoint_renders_msst_s_stems() {
     // The tiny BS-RoFormer checkpoint and the output of MSST's `demix`, made once by
@@ -365,7 +353,7 @@ fn a_roformer_converted_from_its_msst_checkpoint_renders_msst_s_stems() {
     let input = vec![input[..frames].to_vec(), input[frames..].to_vec()];
     let (_, reference) = stemflow_kit::npy::read_npy(&fixtures.join("bs_tiny_reference.npy"));
     let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
-    let valid = frames_before_end_chunks(frames, converted.chunk_frames, 2);
+    let valid = stemflow_kit::metrics::frames_before_end_chunks(frames, converted.chunk_frames, 2);
     assert!(valid > 0);
     for block in [64, 4096] {
         let mut plugin = plugin_with_model(&model, false);
