@@ -120,6 +120,29 @@ pub trait ChunkCodec: Send {
         right: &[f32],
         outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String>;
+
+    /// The most chunks one call of [`ChunkCodec::run_chunks`] runs in a single model run: 1
+    /// unless the graph has a batch dimension.
+    fn max_batch_chunks(&self) -> usize {
+        1
+    }
+
+    /// Runs the model on several chunks (`chunks[i]` = `[left, right]`, `chunk_frames` each)
+    /// and hands chunk `i`'s outputs, laid out as [`ChunkCodec::run_chunk`] hands them, to
+    /// `outputs(i, …)`, in order. A codec whose graph takes a batch runs up to
+    /// [`ChunkCodec::max_batch_chunks`] of them at once; the default runs them one by one.
+    /// Not realtime-safe: inference.
+    fn run_chunks(
+        &mut self,
+        runner: &mut ModelRunner,
+        chunks: &[[&[f32]; 2]],
+        outputs: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<(), String> {
+        for (index, [left, right]) in chunks.iter().enumerate() {
+            self.run_chunk(runner, left, right, &mut |values| outputs(index, values))?;
+        }
+        Ok(())
+    }
 }
 
 /// A graph's output must have exactly the length its signature declares.
