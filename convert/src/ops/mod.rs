@@ -382,12 +382,7 @@ impl<'a> Builder<'a> {
 
     /// Inference batch normalisation of `x` `[N, C, …]` with per-channel `scale`, `bias`,
     /// `mean` and `variance` (`[C]` each).
-    pub fn batch_norm(
-        &mut self,
-        x: &T,
-        [scale, bias, mean, variance]: [&T; 4],
-        epsilon: f32,
-    ) -> T {
+    pub fn batch_norm(&mut self, x: &T, [scale, bias, mean, variance]: [&T; 4], epsilon: f32) -> T {
         self.op(
             "BatchNormalization",
             &[&x.name, &scale.name, &bias.name, &mean.name, &variance.name],

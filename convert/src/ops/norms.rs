@@ -3,7 +3,7 @@
 
 use stemflow_onnx::Attribute;
 
-use super::{ints, Builder, DataType, T, NORMALIZE_EPSILON, NORM_EPSILON};
+use super::{ints, Builder, DataType, NORMALIZE_EPSILON, NORM_EPSILON, T};
 use crate::error::ConvertError;
 
 impl Builder<'_> {

@@ -168,7 +168,13 @@ fn add_unet<'a>(
     };
     for (i, &out) in channels.encoder.iter().enumerate() {
         let stage = i + 1;
-        let conv = unet.conv(&h, &format!("down{stage}_conv.1"), out, STRIDED_KERNEL, &same)?;
+        let conv = unet.conv(
+            &h,
+            &format!("down{stage}_conv.1"),
+            out,
+            STRIDED_KERNEL,
+            &same,
+        )?;
         if stage < NUM_STAGES {
             let normalised = unet.batch_norm(&conv, &format!("down{stage}_act.0"))?;
             let name = unet.name(&format!("down{stage}_leaky_relu"));
@@ -187,7 +193,10 @@ fn add_unet<'a>(
         let stage = i + 1;
         if stage > 1 {
             let name = unet.name(&format!("up{stage}_concat"));
-            h = unet.b.named(&name).concat(&[skips[NUM_STAGES - stage].clone(), h], 1);
+            h = unet
+                .b
+                .named(&name)
+                .concat(&[skips[NUM_STAGES - stage].clone(), h], 1);
         }
         let transposed = unet.conv_transpose(&h, &format!("up{stage}.0"), out)?;
         let name = unet.name(&format!("up{stage}_relu"));
@@ -243,7 +252,10 @@ impl<'a> Unet<'_, 'a, '_> {
         kernel: usize,
         spec: &ConvSpec,
     ) -> Result<T, ConvertError> {
-        let weight = self.weight(&format!("{layer}.weight"), &[out, x.shape[1], kernel, kernel])?;
+        let weight = self.weight(
+            &format!("{layer}.weight"),
+            &[out, x.shape[1], kernel, kernel],
+        )?;
         let bias = self.weight(&format!("{layer}.bias"), &[out])?;
         let name = self.name(layer);
         self.b.named(&name).conv_with(x, &weight, &bias, spec)
