@@ -38,6 +38,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use error::CliError;
 use stemflow_engine::runtime::build::{self, ThreadBudget};
+use stemflow_engine::runtime::gpu_tuning;
 
 #[derive(Parser)]
 #[command(
@@ -47,6 +48,10 @@ use stemflow_engine::runtime::build::{self, ThreadBudget};
     after_help = "Run `stemflow <COMMAND> --help` for examples."
 )]
 struct Cli {
+    /// Turn TF32 off on CUDA: float32 matrix products and convolutions in full float32 (slower
+    /// on Ampere and newer GPUs). Same as STEMFLOW_CUDA_TF32=0.
+    #[arg(long, global = true)]
+    no_tf32: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -83,6 +88,9 @@ fn main() -> ExitCode {
     // A command-line run owns the machine: inference may use every core (a plugin leaves one
     // to the DAW).
     build::set_thread_budget(ThreadBudget::AllCores);
+    if cli.no_tf32 {
+        gpu_tuning::override_setting(gpu_tuning::TF32_ENV, "0");
+    }
     if let Some(note) = build::intra_threads().note {
         crate::output::say_err!("stemflow: warning: {note}");
     }

@@ -4,8 +4,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ort::ep::{self, ExecutionProvider, ExecutionProviderDispatch};
+use ort::ep::{
+    self, ArbitrarilyConfigurableExecutionProvider, ExecutionProvider, ExecutionProviderDispatch,
+};
 use serde::Serialize;
+
+use super::gpu_tuning::GpuTuning;
 
 /// An ONNX Runtime execution provider, in `Auto`'s order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -92,12 +96,20 @@ impl DeviceId {
         index: 0,
     };
 
-    /// The execution provider that runs a session on this device, registered so that a failure
-    /// is reported instead of silently falling back to the CPU. `None` for the CPU.
-    pub fn execution_provider(self) -> Option<ExecutionProviderDispatch> {
+    /// The execution provider that runs a session on this device, set up as `tuning` says
+    /// ([`GpuTuning::provider_options`]) and registered so that a failure is reported instead of
+    /// silently falling back to the CPU. `None` for the CPU.
+    pub fn execution_provider(self, tuning: &GpuTuning) -> Option<ExecutionProviderDispatch> {
         let index = self.index as i32;
         let dispatch = match self.provider {
-            Provider::Cuda => ep::CUDA::default().with_device_id(index).build(),
+            Provider::Cuda => tuning
+                .provider_options(self)
+                .into_iter()
+                .fold(
+                    ep::CUDA::default().with_device_id(index),
+                    |cuda, (key, value)| cuda.with_arbitrary_config(key, value),
+                )
+                .build(),
             Provider::DirectMl => ep::DirectML::default().with_device_id(index).build(),
             Provider::MiGraphX => ep::MIGraphX::default().with_device_id(index).build(),
             Provider::CoreMl => ep::CoreML::default().build(),
