@@ -8,6 +8,7 @@
 //! device, an unwritable folder), 2 a usage error.
 
 mod bench;
+mod bench_instances;
 mod decode;
 mod demo;
 mod devices;
@@ -38,7 +39,6 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use error::CliError;
 use stemflow_engine::runtime::build::{self, ThreadBudget};
-use stemflow_engine::runtime::gpu_tuning;
 
 #[derive(Parser)]
 #[command(
@@ -48,10 +48,6 @@ use stemflow_engine::runtime::gpu_tuning;
     after_help = "Run `stemflow <COMMAND> --help` for examples."
 )]
 struct Cli {
-    /// Turn TF32 off on CUDA: float32 matrix products and convolutions in full float32 (slower
-    /// on Ampere and newer GPUs). Same as STEMFLOW_CUDA_TF32=0.
-    #[arg(long, global = true)]
-    no_tf32: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -88,9 +84,6 @@ fn main() -> ExitCode {
     // A command-line run owns the machine: inference may use every core (a plugin leaves one
     // to the DAW).
     build::set_thread_budget(ThreadBudget::AllCores);
-    if cli.no_tf32 {
-        gpu_tuning::override_setting(gpu_tuning::TF32_ENV, "0");
-    }
     if let Some(note) = build::intra_threads().note {
         crate::output::say_err!("stemflow: warning: {note}");
     }
@@ -158,6 +151,16 @@ fn quiet_panics() {
             );
         }
     }));
+}
+
+/// `--no-tf32` (separate, bench): TF32 off for this run, as `STEMFLOW_CUDA_TF32=0` would.
+fn no_tf32_flag(is_set: bool) {
+    if is_set {
+        stemflow_engine::runtime::gpu_tuning::override_setting(
+            stemflow_engine::runtime::gpu_tuning::TF32_ENV,
+            "0",
+        );
+    }
 }
 
 #[cfg(test)]

@@ -163,7 +163,10 @@ fn instances_sharing_a_session_take_turns() {
     // slack for a loaded machine) serve every instance: none is starved by another's runs.
     for window in order[16..64].windows(12) {
         for instance in 0..4 {
-            assert!(window.contains(&instance), "{instance} waited too long: {window:?}");
+            assert!(
+                window.contains(&instance),
+                "{instance} waited too long: {window:?}"
+            );
         }
     }
 }
