@@ -6,14 +6,13 @@ use std::sync::Arc;
 use ort::value::Tensor;
 
 use super::device_switch::DeviceSwitch;
-use super::devices::{ActiveDevice, DeviceChoice, DeviceId};
+use super::devices::{ActiveDevice, DeviceChoice, DeviceEvent, DeviceId};
 pub use super::graph_io::GraphIo;
 use super::model_file::{ModelBytes, ModelSource};
 use super::plain_run::run_tensors;
 pub use super::plain_run::{run_graph, run_graph_io};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
 use crate::model_error::ModelError;
-use crate::separator::SeparatorEvent;
 
 /// Runs one graph with f32 inputs and outputs on a shared session, falling back to the CPU when
 /// the device fails mid-session.
@@ -164,7 +163,7 @@ impl ModelRunner {
 
     /// Installs a session that became ready and reports device changes: a finished switch, a
     /// failed one, or a fallback that happened inside [`ModelRunner::run`].
-    pub fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    pub fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         match self.switch.poll() {
             Some(Ok(session)) => {
                 self.active = ActiveDevice {
@@ -174,14 +173,14 @@ impl ModelRunner {
                 };
                 self.session = session;
                 self.reported = self.active.clone();
-                events(SeparatorEvent::DeviceSwitched(self.active.clone()));
+                events(DeviceEvent::DeviceSwitched(self.active.clone()));
             }
-            Some(Err(error)) => events(SeparatorEvent::DeviceSwitchFailed(error.to_string())),
+            Some(Err(error)) => events(DeviceEvent::DeviceSwitchFailed(error.to_string())),
             None => {}
         }
         if self.active != self.reported {
             self.reported = self.active.clone();
-            events(SeparatorEvent::DeviceFellBack(self.active.clone()));
+            events(DeviceEvent::DeviceFellBack(self.active.clone()));
         }
     }
 
