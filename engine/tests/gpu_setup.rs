@@ -47,7 +47,9 @@ fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
     let io = waveform_io();
     // The CPU stands in for the device: the same binding, copies and runs as on a GPU.
     let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
-    let mut slot = SessionSlot::new(session, DeviceId::CPU, GpuTuning::default());
+    let mut slot =
+        SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
+    assert!(slot.binds_io());
     slot.warm_up(&io).unwrap();
     for seed in 0..3 {
         // A new input each run: the bound buffers must carry it (a stale one would pass a
@@ -59,14 +61,20 @@ fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
             bound = outputs[0].to_vec();
             Ok(())
         });
-        slot.run_bound(&io, &input, &mut read).unwrap().unwrap();
+        slot.run_bound(&io, &input, &mut read)
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert!(read.is_none(), "read is called once the run worked");
         assert_eq!(bound.len(), 4 * 2 * FRAMES);
         assert_eq!(bound, plain[0], "run {seed}");
     }
     // A wrong input length is `read`'s kind of error (the run never starts), not a panic.
     let mut read = Some(|_: &[&[f32]]| Ok(()));
-    let short = slot.run_bound(&io, &[vec![0.0; 5]], &mut read).unwrap();
+    let short = slot
+        .run_bound(&io, &[vec![0.0; 5]], &mut read)
+        .unwrap()
+        .unwrap();
     assert!(short.unwrap_err().contains("an input of 5 values"));
 }
 

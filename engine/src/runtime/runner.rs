@@ -104,27 +104,29 @@ impl ModelRunner {
         fill(&mut inputs)?;
         let mut read = Some(read);
         let io = &self.io.clone();
-        let result = if self.session.session.binds_io() {
-            let first = self
+        let bound = match self.session.session.binds_io() {
+            true => self
                 .session
                 .session
-                .with_slot(|slot| slot.run_bound(io, &inputs, &mut read));
-            match first {
-                Err(error) => {
-                    self.fall_back_to_cpu(error)?;
-                    let tensors = to_tensors(&self.io, inputs)?;
-                    run_tensors_on(&self.session, &self.io, &tensors, &mut read)
-                }
-                result => result,
+                .with_slot(|slot| slot.run_bound(io, &inputs, &mut read)),
+            false => None,
+        };
+        let result = match bound {
+            Some(Err(error)) => {
+                self.fall_back_to_cpu(error)?;
+                let tensors = to_tensors(&self.io, inputs)?;
+                run_tensors_on(&self.session, &self.io, &tensors, &mut read)
             }
-        } else {
-            let tensors = to_tensors(io, inputs)?;
-            match run_tensors_on(&self.session, io, &tensors, &mut read) {
-                Err(error) if self.active.actual != DeviceId::CPU => {
-                    self.fall_back_to_cpu(error)?;
-                    run_tensors_on(&self.session, &self.io, &tensors, &mut read)
+            Some(result) => result,
+            None => {
+                let tensors = to_tensors(io, inputs)?;
+                match run_tensors_on(&self.session, io, &tensors, &mut read) {
+                    Err(error) if self.active.actual != DeviceId::CPU => {
+                        self.fall_back_to_cpu(error)?;
+                        run_tensors_on(&self.session, &self.io, &tensors, &mut read)
+                    }
+                    result => result,
                 }
-                result => result,
             }
         };
         // Outer: the inference (falls back); inner: what `read` said.

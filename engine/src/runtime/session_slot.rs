@@ -17,6 +17,10 @@ pub struct SessionSlot {
     tuning: GpuTuning,
     /// The bound buffers, made at the first run through them (or the warm-up).
     bound: Option<BoundIo>,
+    /// Why the buffers could not be bound, when they could not: runs then go the plain way.
+    binding_error: Option<String>,
+    /// Bind even on the CPU (tests: the CPU stands in for a device).
+    is_binding_forced: bool,
 }
 
 impl SessionSlot {
@@ -27,20 +31,37 @@ impl SessionSlot {
             device,
             tuning,
             bound: None,
+            binding_error: None,
+            is_binding_forced: false,
         }
     }
 
-    /// Whether runs go through bound device buffers ([`GpuTuning::binds_io`]).
+    /// The slot, binding its buffers even on the CPU: the CPU stands in for a device, so the
+    /// binding path is tested without a GPU. Not realtime-safe.
+    pub fn binding_on_any_device(mut self) -> Self {
+        self.is_binding_forced = true;
+        self
+    }
+
+    /// Whether runs go through bound device buffers ([`GpuTuning::binds_io`]) and binding
+    /// them has not failed.
     pub fn binds_io(&self) -> bool {
-        self.tuning.binds_io(self.device)
+        (self.is_binding_forced || self.tuning.binds_io(self.device))
+            && self.binding_error.is_none()
     }
 
     /// Runs once on zeros, so the session is warm before it serves audio: through the bound
     /// buffers where they are used (graph capture must see the addresses later runs use),
     /// else a plain run of `io`'s inputs. Not realtime-safe: runs the model.
     pub fn warm_up(&mut self, io: &GraphIo) -> Result<(), String> {
-        if self.binds_io() {
-            self.bound_io(io).map(|_| ())
+        if self.binds_io() && self.bound_io(io).is_ok() {
+            Ok(())
+        } else if self.tuning.should_capture_graph && self.device != DeviceId::CPU {
+            // A captured graph replays the addresses it saw: no binding, no graph.
+            Err(format!(
+                "graph capture needs I/O binding, which failed: {}",
+                self.binding_error.as_deref().unwrap_or("?")
+            ))
         } else {
             let zeros: Vec<Vec<f32>> = io
                 .inputs
@@ -53,18 +74,21 @@ impl SessionSlot {
 
     /// One run through the bound buffers of `io` (made first if needed) on `inputs` (in `io`'s
     /// order), the outputs handed to `read` (taken only when the run worked, so a caller can
-    /// run again elsewhere). The outer error is the inference's, the inner one `read`'s. Not
+    /// run again elsewhere). `None` when the buffers cannot be bound (the caller runs the plain
+    /// way); else the outer error is the inference's, the inner one `read`'s. Not
     /// realtime-safe: runs the model.
     pub fn run_bound(
         &mut self,
         io: &GraphIo,
         inputs: &[Vec<f32>],
         read: &mut Option<impl FnOnce(&[&[f32]]) -> Result<(), String>>,
-    ) -> Result<Result<(), String>, String> {
-        self.bound_io(io)?;
+    ) -> Option<Result<Result<(), String>, String>> {
+        if !self.binds_io() || self.bound_io(io).is_err() {
+            return None;
+        }
         let SessionSlot { session, bound, .. } = self;
         let bound = bound.as_mut().expect("made just above");
-        bound.run(
+        Some(bound.run(
             session,
             |host| {
                 for (host, values) in host.iter_mut().zip(inputs) {
@@ -80,13 +104,27 @@ impl SessionSlot {
                 Ok(())
             },
             |outputs| (read.take().expect("read once, after the run that worked"))(outputs),
-        )
+        ))
     }
 
-    /// The bound buffers, made (with one run on zeros) when missing.
+    /// The bound buffers, made (with one run on zeros) when missing. A failure is kept: the
+    /// session then runs the plain way, with a warning once.
     fn bound_io(&mut self, io: &GraphIo) -> Result<&mut BoundIo, String> {
+        if let Some(error) = &self.binding_error {
+            return Err(error.clone());
+        }
         if self.bound.is_none() {
-            self.bound = Some(BoundIo::new(&mut self.session, io, self.device)?);
+            match BoundIo::new(&mut self.session, io, self.device) {
+                Ok(bound) => self.bound = Some(bound),
+                Err(error) => {
+                    log::warn!(
+                        "{}: I/O binding failed ({error}); running on host tensors",
+                        self.device
+                    );
+                    self.binding_error = Some(error.clone());
+                    return Err(error);
+                }
+            }
         }
         Ok(self.bound.as_mut().expect("made just above"))
     }
