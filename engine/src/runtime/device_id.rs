@@ -119,6 +119,16 @@ impl DeviceId {
     }
 }
 
+impl DeviceId {
+    /// CUDA's provider for this device, with `tuning`'s options.
+    fn cuda_provider(self, tuning: &GpuTuning) -> ep::CUDA {
+        tuning.provider_options(self).into_iter().fold(
+            ep::CUDA::default().with_device_id(self.index as i32),
+            |cuda, (key, value)| cuda.with_arbitrary_config(key, value),
+        )
+    }
+}
+
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.provider.is_indexed() {
@@ -228,4 +238,33 @@ pub enum DeviceEvent {
     DeviceFellBack(ActiveDevice),
     /// A requested device switch failed; the previous device keeps running.
     DeviceSwitchFailed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::gpu_tuning::ConvSearch;
+
+    #[test]
+    fn cuda_is_registered_with_the_tunings_options() {
+        let tuning = GpuTuning {
+            should_use_tf32: false,
+            conv_search: ConvSearch::Heuristic,
+            should_capture_graph: true,
+            should_bind_io: true,
+        };
+        let cuda: DeviceId = "cuda:1".parse().unwrap();
+        // ONNX Runtime gets these key/value pairs (OrtCUDAProviderOptionsV2) at registration.
+        let options = format!("{:?}", cuda.cuda_provider(&tuning));
+        for pair in [
+            "\"device_id\": \"1\"",
+            "\"use_tf32\": \"0\"",
+            "\"cudnn_conv_algo_search\": \"HEURISTIC\"",
+            "\"enable_cuda_graph\": \"1\"",
+        ] {
+            assert!(options.contains(pair), "{pair} not in {options}");
+        }
+        let default = format!("{:?}", cuda.cuda_provider(&GpuTuning::default()));
+        assert!(default.contains("\"use_tf32\": \"1\""), "{default}");
+    }
 }
