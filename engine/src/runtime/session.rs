@@ -175,12 +175,13 @@ pub fn acquire_session(
 ) -> Result<AcquiredSession, ModelError> {
     runtime().map_err(|e| ModelError::Runtime(e.to_string()))?;
     let mut failures = Vec::new();
-    let gpu_tuning = GpuTuning::current();
+    // Read once, and only when a GPU is tried (the CPU's sessions take none of it).
+    let mut gpu_tuning = None;
     for device in candidates_for(choice, devices()) {
         let tuning = if device == DeviceId::CPU {
             GpuTuning::default()
         } else {
-            gpu_tuning
+            *gpu_tuning.get_or_insert_with(GpuTuning::current)
         };
         let key = SessionKey {
             model_sha256: model.sha256.clone(),
