@@ -223,7 +223,7 @@ def randomize(model, seed):
                         p.add_(0.3 * p.std() * randn(p))
 
 
-def calibrate(model, seed):
+def calibrate(model, seed, device="cpu"):
     """Rescales each decoder layer's transposed convolution weight (or the GroupNorm after it) so
     that what comes up from below is 3 times as loud as the skip connection it meets (with random
     weights it is several times quieter, and the transformer would hardly show in the output), and
@@ -232,6 +232,7 @@ def calibrate(model, seed):
     import torch
     length = int(model.segment * model.samplerate)
     mix = torch.from_numpy(make_input(length / SAMPLERATE, 0, seed + 2000)[:, :length])[None]
+    mix = mix.to(device)
     model.eval()
 
     def rms(t):
@@ -261,21 +262,23 @@ def calibrate(model, seed):
                 scaled.weight.mul_(gain)
 
 
-def build(name, seed):
+def build(name, seed, device="cpu"):
+    """The preset's model with random weights, calibrated (on `device`: the GPU bench passes
+    "cuda", which only runs the calibration passes faster), returned on the CPU."""
     import torch
     from demucs.htdemucs import HTDemucs
     kwargs, config = preset_kwargs(name)
     torch.manual_seed(seed)
     model = HTDemucs(**copy.deepcopy(kwargs))
     randomize(model, seed)
-    calibrate(model, seed)
-    return model, kwargs, config
+    calibrate(model.to(device), seed, device)
+    return model.to("cpu"), kwargs, config
 
 
 def cmd_checkpoint(args):
     import torch
     from demucs.states import serialize_model
-    model, kwargs, config = build(args.preset, args.seed)
+    model, kwargs, config = build(args.preset, args.seed, getattr(args, "device", "cpu"))
     preset = PRESETS[args.preset]
     # As demucs' tools/export.py: serialize_model(half=True), segment override, metrics.
     pkg = serialize_model(model, training_args(args.preset, config, preset), None, half=True)
@@ -461,6 +464,7 @@ def main():
     p.add_argument("--preset", choices=sorted(PRESETS), required=True)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", required=True)
+    p.add_argument("--device", default="cpu", help="where the calibration passes run (cuda: faster)")
     p.set_defaults(func=cmd_checkpoint)
     p = sub.add_parser("reference")
     p.add_argument("--checkpoint", required=True)

@@ -34,7 +34,7 @@ use stemflow_engine::models::models_dirs;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
 use stemflow_engine::planar::PlanarBlock;
 use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::separator::SEPARATED_CHANNELS;
+use stemflow_engine::separator::{Separator, SEPARATED_CHANNELS};
 use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
@@ -52,6 +52,7 @@ Examples:
   stemflow bench --seconds 60 --json
   stemflow bench --model builtin,models/htdemucs.onnx --device cpu,cuda:0
   stemflow bench --look-ahead-curve --model spleeter-2stems --plot curve.png
+  stemflow bench --instances 4 --model htdemucs --device cuda:0 --seconds 30
 
 For each model × device: the time of one model run (min/median/max), the real-time factor of the
 whole offline path (processing time / audio time; lower is faster), the overhead (whole path /
@@ -80,10 +81,19 @@ pub struct BenchArgs {
     /// With --look-ahead-curve: also draw the curve into this PNG file.
     #[arg(long, value_name = "FILE.png", requires = "look_ahead_curve")]
     pub plot: Option<std::path::PathBuf>,
+    /// Turn TF32 off on CUDA: float32 matrix products and convolutions in full float32 (slower
+    /// on Ampere and newer GPUs). Same as STEMFLOW_CUDA_TF32=0.
+    #[arg(long)]
+    pub no_tf32: bool,
+    /// Instead: 1 and N instances of one model on one device in this process, sharing one
+    /// session as plugin instances do: memory, runs per second and each run's wait.
+    #[arg(long, value_name = "N", conflicts_with = "look_ahead_curve")]
+    pub instances: Option<usize>,
 }
 
 /// Runs `stemflow bench`.
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    crate::no_tf32_flag(args.no_tf32);
     if args.look_ahead_curve {
         let device = match args.device.as_slice() {
             [] => DeviceChoice::Device(DeviceId::CPU),
@@ -99,6 +109,25 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             device,
             args.seconds,
             args.plot.as_deref(),
+        )
+        .map_err(CliError::Failed);
+    }
+    if let Some(instances) = args.instances {
+        let (model, device) = match (args.model.as_slice(), args.device.as_slice()) {
+            ([model], []) => (model, DeviceChoice::Device(DeviceId::CPU)),
+            ([model], [device]) => (model, device.parse().map_err(CliError::Failed)?),
+            _ => {
+                return Err(CliError::Usage(
+                    "--instances measures one --model on one --device".into(),
+                ))
+            }
+        };
+        return crate::bench_instances::bench_instances(
+            model,
+            device,
+            args.seconds,
+            instances,
+            args.json,
         )
         .map_err(CliError::Failed);
     }
@@ -374,6 +403,28 @@ fn time_hops(
     let other_rate_mix = (separator_rate_hz != BENCH_HOST_RATE_HZ)
         .then(|| DemoSong::generate(separator_rate_hz, seconds).mix());
     let mix = other_rate_mix.as_ref().unwrap_or(host_mix);
+    let (hop_ms, mut run_ms) = run_hops(separator.as_mut(), mix)?;
+    // A DSP separator runs no model: each of its hops is a run.
+    if run_ms.is_empty() {
+        run_ms.clone_from(&hop_ms);
+    }
+    Ok(HopTimes {
+        device,
+        fallback,
+        hop_frames: hop,
+        separator_rate_hz,
+        hop_ms,
+        run_ms,
+    })
+}
+
+/// Runs `separator` hop by hop over `mix` (at its rate) and then its latency's silence; returns
+/// every hop's time and the times of the hops that ran the model, in ms. Not realtime-safe.
+pub(crate) fn run_hops(
+    separator: &mut dyn Separator,
+    mix: &[Vec<f32>; 2],
+) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let hop = separator.info().hop_frames();
     let mut input = PlanarBlock::new(2, hop);
     let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
     let mut hop_ms = Vec::new();
@@ -396,18 +447,7 @@ fn time_hops(
             run_ms.push(ms);
         }
     }
-    // A DSP separator runs no model: each of its hops is a run.
-    if run_ms.is_empty() {
-        run_ms.clone_from(&hop_ms);
-    }
-    Ok(HopTimes {
-        device,
-        fallback,
-        hop_frames: hop,
-        separator_rate_hz,
-        hop_ms,
-        run_ms,
-    })
+    Ok((hop_ms, run_ms))
 }
 
 /// The whole offline path at the host rate, as `stemflow separate` runs it, into `stems`.

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use stemflow_engine::runtime::devices::{auto_device, devices, DeviceStatus};
+use stemflow_engine::runtime::gpu_tuning::GpuTuning;
 use stemflow_engine::runtime::runtime;
 
 use crate::error::CliError;
@@ -14,7 +15,12 @@ Examples:
 ONNX Runtime is looked for in this order: STEMFLOW_ORT_LIB (a file or folder), the
 `onnxruntime_library` in the user data folder's settings.json, next to the stemflow program,
 then the user data folder's runtime/ (where `cargo xtask install` and `cargo xtask
-fetch-runtime` put it). The built-in separator needs no runtime.";
+fetch-runtime` put it). The built-in separator needs no runtime.
+
+GPU set-up (last line; docs/models.md): STEMFLOW_CUDA_TF32=0 or --no-tf32 turns TF32 off,
+STEMFLOW_CUDNN_CONV_SEARCH=exhaustive|heuristic|default, STEMFLOW_GPU_GRAPH=1 captures CUDA or
+DirectML graphs, STEMFLOW_IO_BINDING=0 runs GPUs on host tensors; or the settings.json keys
+cuda_tf32, cudnn_conv_search, gpu_graph, io_binding.";
 
 /// `stemflow devices`'s arguments.
 #[derive(Args)]
@@ -47,6 +53,7 @@ fn list_devices(is_json: bool) -> Result<(), String> {
             },
             "auto": auto.to_string(),
             "devices": devices,
+            "gpu_setup": gpu_setup_json(&GpuTuning::current()),
         });
         crate::output::say!(
             "{}",
@@ -79,5 +86,16 @@ fn list_devices(is_json: bool) -> Result<(), String> {
     }
     crate::output::say!();
     crate::output::say!("Auto picks: {auto}");
+    crate::output::say!("GPU set-up: {}", GpuTuning::current().summary());
     Ok(())
+}
+
+/// The GPU set-up in force, as `stemflow devices --json` reports it.
+fn gpu_setup_json(tuning: &GpuTuning) -> serde_json::Value {
+    serde_json::json!({
+        "cuda_tf32": tuning.should_use_tf32,
+        "cudnn_conv_search": tuning.conv_search.ort_value().to_ascii_lowercase(),
+        "gpu_graph": tuning.should_capture_graph,
+        "io_binding": tuning.should_bind_io,
+    })
 }

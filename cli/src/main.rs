@@ -8,6 +8,7 @@
 //! device, an unwritable folder), 2 a usage error.
 
 mod bench;
+mod bench_instances;
 mod decode;
 mod demo;
 mod devices;
@@ -150,6 +151,16 @@ fn quiet_panics() {
             );
         }
     }));
+}
+
+/// `--no-tf32` (separate, bench): TF32 off for this run, as `STEMFLOW_CUDA_TF32=0` would.
+fn no_tf32_flag(is_set: bool) {
+    if is_set {
+        stemflow_engine::runtime::gpu_tuning::override_setting(
+            stemflow_engine::runtime::gpu_tuning::TF32_ENV,
+            "0",
+        );
+    }
 }
 
 #[cfg(test)]

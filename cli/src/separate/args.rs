@@ -92,6 +92,10 @@ pub struct SeparateArgs {
     /// Fail instead of falling back to the CPU when the device cannot run the model.
     #[arg(long)]
     pub strict_device: bool,
+    /// Turn TF32 off on CUDA: float32 matrix products and convolutions in full float32 (slower
+    /// on Ampere and newer GPUs). Same as STEMFLOW_CUDA_TF32=0.
+    #[arg(long)]
+    pub no_tf32: bool,
     /// How far past the audio a model may look: `full` (the reference pipeline, the best
     /// quality) or a latency such as 2s or 500ms, as the plugin's Look-ahead setting (the
     /// model runs more often; see `stemflow bench --look-ahead-curve`).

@@ -10,6 +10,7 @@ use ort::session::Session;
 
 use super::constant_fold::{fold, fold_constants, FoldOutcome, DISABLE_PREPACKING_KEY};
 use super::device_id::{DeviceId, Provider};
+use super::gpu_tuning::GpuTuning;
 use super::graph_cache::{partial_path, CacheEntry};
 use super::runtime;
 
@@ -108,8 +109,9 @@ pub fn default_intra_threads() -> usize {
 /// first ([`fold_constants`]): ONNX Runtime's own folding can need several times the model's
 /// size while the session is created.
 ///
-/// Every session runs with ONNX Runtime's CPU memory arena and without memory patterns. The arena
-/// keeps the blocks of one run for the next (without it, a model's large activations are mapped
+/// On a GPU the provider is set up as [`GpuTuning::current`] says (TF32, cuDNN's search, graph
+/// capture). Every session runs with ONNX Runtime's CPU memory arena and without memory
+/// patterns. The arena keeps the blocks of one run for the next (without it, a model's large activations are mapped
 /// and faulted in afresh at every run: MDX-Net 2.7 M page faults and 20 % of its time on a 30 s
 /// song, HTDemucs 15 %) and costs no more memory than a run's peak; memory patterns are what made
 /// a session keep the peak of every run reserved (HTDemucs: 7.4 GB instead of 1.9 GB).
@@ -119,9 +121,30 @@ pub fn build_session(
     intra_threads: usize,
     cache: Option<&CacheEntry>,
 ) -> Result<Session, String> {
+    let tuning = match device {
+        DeviceId::CPU => GpuTuning::default(),
+        _ => GpuTuning::current(),
+    };
+    build_session_with(device, model_bytes, intra_threads, cache, &tuning)
+}
+
+/// [`build_session`] with the GPU set-up given (sessions shared between instances are keyed by
+/// it). Not realtime-safe.
+pub fn build_session_with(
+    device: DeviceId,
+    model_bytes: &[u8],
+    intra_threads: usize,
+    cache: Option<&CacheEntry>,
+    tuning: &GpuTuning,
+) -> Result<Session, String> {
+    let target = Target {
+        device,
+        intra_threads,
+        tuning,
+    };
     match cache {
         Some(CacheEntry::Optimised(entry)) => {
-            match session_through_cache(device, model_bytes, intra_threads, entry) {
+            match session_through_cache(target, model_bytes, entry) {
                 Ok(session) => return Ok(session),
                 Err(CacheFailure::Model(reason)) => return Err(reason),
                 Err(CacheFailure::Cache(reason)) => {
@@ -130,18 +153,25 @@ pub fn build_session(
             }
         }
         Some(CacheEntry::Folded(entry)) => {
-            return session_through_folded_entry(device, model_bytes, intra_threads, entry)
+            return session_through_folded_entry(target, model_bytes, entry)
         }
         None => {}
     }
     let model_bytes = fold_constants(model_bytes, intra_threads);
     commit(
-        device,
-        intra_threads,
+        target,
         GraphOptimizationLevel::Level3,
         GraphSource::Bytes(&model_bytes),
         None,
     )
+}
+
+/// Where and how a session runs: device, threads, GPU set-up.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    device: DeviceId,
+    intra_threads: usize,
+    tuning: &'a GpuTuning,
 }
 
 /// Why a session did not come through the cache.
@@ -154,9 +184,8 @@ enum CacheFailure {
 
 /// Loads the cached graph at `entry`, writing it first when it is missing.
 fn session_through_cache(
-    device: DeviceId,
+    target: Target<'_>,
     model_bytes: &[u8],
-    intra_threads: usize,
     entry: &Path,
 ) -> Result<Session, CacheFailure> {
     if !entry.is_file() {
@@ -165,10 +194,9 @@ fn session_through_cache(
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let partial = partial_path(entry);
-        let model_bytes = fold_constants(model_bytes, intra_threads);
+        let model_bytes = fold_constants(model_bytes, target.intra_threads);
         let written = commit(
-            device,
-            intra_threads,
+            target,
             GraphOptimizationLevel::Level2,
             GraphSource::Bytes(&model_bytes),
             Some(&partial),
@@ -184,8 +212,7 @@ fn session_through_cache(
                 // (a full disk): build it without the cache. If that fails too, the model itself
                 // was refused.
                 return match commit(
-                    device,
-                    intra_threads,
+                    target,
                     GraphOptimizationLevel::Level3,
                     GraphSource::Bytes(&model_bytes),
                     None,
@@ -205,8 +232,7 @@ fn session_through_cache(
         }
     }
     commit(
-        device,
-        intra_threads,
+        target,
         GraphOptimizationLevel::Level3,
         GraphSource::File(entry),
         None,
@@ -225,9 +251,8 @@ fn session_through_cache(
 /// built from is replaced when the model, folded afresh, builds (else the device or the model is
 /// what failed, and the entry stays).
 fn session_through_folded_entry(
-    device: DeviceId,
+    target: Target<'_>,
     model_bytes: &[u8],
-    intra_threads: usize,
     entry: &Path,
 ) -> Result<Session, String> {
     let level = GraphOptimizationLevel::Level3;
@@ -246,29 +271,17 @@ fn session_through_folded_entry(
     if let Some(bytes) = &cached {
         // Empty: the model has nothing to fold.
         let graph = if bytes.is_empty() { model_bytes } else { bytes };
-        match commit(
-            device,
-            intra_threads,
-            level,
-            GraphSource::Bytes(graph),
-            None,
-        ) {
+        match commit(target, level, GraphSource::Bytes(graph), None) {
             Ok(session) => return Ok(session),
             Err(reason) => refusal = Some(reason),
         }
     }
-    let folded = fold(model_bytes, intra_threads);
+    let folded = fold(model_bytes, target.intra_threads);
     let graph = match &folded {
         FoldOutcome::Folded(bytes) => bytes.as_slice(),
         FoldOutcome::NothingToFold | FoldOutcome::Failed => model_bytes,
     };
-    let session = commit(
-        device,
-        intra_threads,
-        level,
-        GraphSource::Bytes(graph),
-        None,
-    )?;
+    let session = commit(target, level, GraphSource::Bytes(graph), None)?;
     let contents = match &folded {
         FoldOutcome::Folded(bytes) => bytes.as_slice(),
         FoldOutcome::NothingToFold => &[],
@@ -320,19 +333,19 @@ enum GraphSource<'a> {
 /// Creates one session; `save_to` makes ONNX Runtime write the graph as optimised to `level`
 /// (such a session is only for that: its weights are not prepacked for running).
 fn commit(
-    device: DeviceId,
-    intra_threads: usize,
+    target: Target<'_>,
     level: GraphOptimizationLevel,
     source: GraphSource<'_>,
     save_to: Option<&Path>,
 ) -> Result<Session, String> {
-    let first = commit_once(device, intra_threads, level, source, save_to, false);
+    let device = target.device;
+    let first = commit_once(target, level, source, save_to, false);
     match first {
         Err(reason) if device.provider == Provider::DirectMl => {
             // DirectML compiles each partition it takes into one DirectML graph; where that
             // fails (seen with Wine's Direct3D 12: `DmlGraphFusionHelper` … invalid parameter),
             // the operators may still run one by one, which beats the CPU.
-            match commit_once(device, intra_threads, level, source, save_to, true) {
+            match commit_once(target, level, source, save_to, true) {
                 Ok(session) => {
                     log::warn!(
                         "{device}: running without DirectML's graph fusion, which failed: {reason}"
@@ -352,13 +365,17 @@ fn commit(
 
 /// [`commit`], once; `is_dml_fusion_off` turns DirectML's graph fusion off.
 fn commit_once(
-    device: DeviceId,
-    intra_threads: usize,
+    target: Target<'_>,
     level: GraphOptimizationLevel,
     source: GraphSource<'_>,
     save_to: Option<&Path>,
     is_dml_fusion_off: bool,
 ) -> Result<Session, String> {
+    let Target {
+        device,
+        intra_threads,
+        tuning,
+    } = target;
     let runtime = runtime().map_err(|e| e.to_string())?;
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut builder = Session::builder(runtime.environment())
@@ -382,8 +399,13 @@ fn commit_once(
                 .with_config_entry(DML_DISABLE_GRAPH_FUSION_KEY, "1")
                 .map_err(|e| e.to_string())?;
         }
+        for (key, value) in tuning.session_config(device) {
+            builder = builder
+                .with_config_entry(key, value)
+                .map_err(|e| e.to_string())?;
+        }
         let cpu = ep::CPU::default().with_arena_allocator(true).build();
-        let providers = match device.execution_provider() {
+        let providers = match device.execution_provider(tuning) {
             Some(provider) => vec![provider, cpu],
             None => vec![cpu],
         };

@@ -3,34 +3,16 @@
 
 use std::sync::Arc;
 
-use ort::session::Session;
 use ort::value::Tensor;
 
 use super::device_switch::DeviceSwitch;
 use super::devices::{ActiveDevice, DeviceChoice, DeviceEvent, DeviceId};
+pub use super::graph_io::GraphIo;
 use super::model_file::{ModelBytes, ModelSource};
+use super::plain_run::run_tensors;
+pub use super::plain_run::{run_graph, run_graph_io};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
 use crate::model_error::ModelError;
-
-/// A graph's inputs (name and shape, in the order a codec fills them) and outputs (names, in
-/// the order it reads them).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GraphIo {
-    /// Input names and shapes.
-    pub inputs: Vec<(String, Vec<usize>)>,
-    /// Output names.
-    pub outputs: Vec<String>,
-}
-
-impl GraphIo {
-    /// One input of `input_shape` and one output.
-    pub fn single(input_name: &str, output_name: &str, input_shape: Vec<usize>) -> Self {
-        GraphIo {
-            inputs: vec![(input_name.to_owned(), input_shape)],
-            outputs: vec![output_name.to_owned()],
-        }
-    }
-}
 
 /// Runs one graph with f32 inputs and outputs on a shared session, falling back to the CPU when
 /// the device fails mid-session.
@@ -55,14 +37,7 @@ impl ModelRunner {
     ) -> Result<Self, ModelError> {
         let warm_up: WarmUp = {
             let io = io.clone();
-            Arc::new(move |session: &mut Session| {
-                let zeros: Vec<Vec<f32>> = io
-                    .inputs
-                    .iter()
-                    .map(|(_, shape)| vec![0.0; shape.iter().product()])
-                    .collect();
-                run_graph_io(session, &io, &zeros).map(|_| ())
-            })
+            Arc::new(move |slot| slot.warm_up(&io))
         };
         let session = acquire_session(&model, device, warm_up.as_ref())?;
         // The session holds what it needs: the bytes (the whole file) are not kept.
@@ -112,7 +87,9 @@ impl ModelRunner {
     }
 
     /// [`ModelRunner::run_with`] for every input and output of the graph: `fill` gets the inputs
-    /// in [`GraphIo`] order, `read` the outputs. Not realtime-safe.
+    /// in [`GraphIo`] order, `read` the outputs. On a GPU with I/O binding the inputs go through
+    /// the session's bound device buffers ([`super::session_slot::SessionSlot::run_bound`]);
+    /// elsewhere they are handed to ONNX Runtime as tensors. Not realtime-safe.
     pub fn run_all(
         &mut self,
         fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
@@ -125,49 +102,58 @@ impl ModelRunner {
             .map(|(_, shape)| vec![0.0f32; shape.iter().product()])
             .collect();
         fill(&mut inputs)?;
-        let tensors = self
-            .io
-            .inputs
-            .iter()
-            .zip(inputs)
-            .map(|((_, shape), values)| {
-                Tensor::from_array((shape.clone(), values.into_boxed_slice()))
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let mut read = Some(read);
-        let io = &self.io;
-        let run = |session: &AcquiredSession, read: &mut Option<_>| {
-            session
+        let io = &self.io.clone();
+        let bound = match self.session.session.binds_io() {
+            true => self
                 .session
-                .with_session(|s| run_tensors(s, io, &tensors, read))
+                .session
+                .with_slot(|slot| slot.run_bound(io, &inputs, &mut read)),
+            false => None,
         };
-        let result = match run(&self.session, &mut read) {
-            Err(error) if self.active.actual != DeviceId::CPU => {
-                log::warn!(
-                    "{}: inference failed on {}: {error}",
-                    self.model.name(),
-                    self.active.actual
-                );
-                let model = self.model.bytes().map_err(|e| e.to_string())?;
-                let session = acquire_session(
-                    &model,
-                    DeviceChoice::Device(DeviceId::CPU),
-                    self.warm_up.as_ref(),
-                )
-                .map_err(|e| e.to_string())?;
-                self.active.fallback_reason = Some(format!(
-                    "{} failed: {error}; running on cpu",
-                    self.active.actual
-                ));
-                self.active.actual = session.device();
-                self.session = session;
-                run(&self.session, &mut read)
+        let result = match bound {
+            Some(Err(error)) => {
+                self.fall_back_to_cpu(error)?;
+                let tensors = to_tensors(&self.io, inputs)?;
+                run_tensors_on(&self.session, &self.io, &tensors, &mut read)
             }
-            result => result,
+            Some(result) => result,
+            None => {
+                let tensors = to_tensors(io, inputs)?;
+                match run_tensors_on(&self.session, io, &tensors, &mut read) {
+                    Err(error) if self.active.actual != DeviceId::CPU => {
+                        self.fall_back_to_cpu(error)?;
+                        run_tensors_on(&self.session, &self.io, &tensors, &mut read)
+                    }
+                    result => result,
+                }
+            }
         };
         // Outer: the inference (falls back); inner: what `read` said.
         result?
+    }
+
+    /// Replaces a device that failed mid-session by the CPU (the model's session there).
+    fn fall_back_to_cpu(&mut self, error: String) -> Result<(), String> {
+        log::warn!(
+            "{}: inference failed on {}: {error}",
+            self.model.name(),
+            self.active.actual
+        );
+        let model = self.model.bytes().map_err(|e| e.to_string())?;
+        let session = acquire_session(
+            &model,
+            DeviceChoice::Device(DeviceId::CPU),
+            self.warm_up.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+        self.active.fallback_reason = Some(format!(
+            "{} failed: {error}; running on cpu",
+            self.active.actual
+        ));
+        self.active.actual = session.device();
+        self.session = session;
+        Ok(())
     }
 
     /// Starts moving the model to `choice`: the session is built and warmed up on a helper
@@ -206,78 +192,26 @@ impl ModelRunner {
     }
 }
 
-/// Runs `session` on one input tensor and returns its output flattened.
-pub fn run_graph(
-    session: &mut Session,
-    input_name: &str,
-    output_name: &str,
-    shape: &[usize],
-    input: &[f32],
-) -> Result<Vec<f32>, String> {
-    let tensor = Tensor::from_array((shape.to_vec(), input.to_vec())).map_err(|e| e.to_string())?;
-    let outputs = session
-        .run(ort::inputs![input_name => tensor])
-        .map_err(|e| e.to_string())?;
-    let output = outputs
-        .get(output_name)
-        .ok_or_else(|| format!("the model produced no output `{output_name}`"))?
-        .try_extract_array::<f32>()
-        .map_err(|e| e.to_string())?;
-    Ok(output.iter().copied().collect())
-}
-
-/// Runs `session` on inputs `values` (in `io`'s order) and returns its outputs flattened.
-pub fn run_graph_io(
-    session: &mut Session,
-    io: &GraphIo,
-    values: &[Vec<f32>],
-) -> Result<Vec<Vec<f32>>, String> {
-    let tensors = io
-        .inputs
+/// `io`'s inputs as tensors, taking the values.
+fn to_tensors(io: &GraphIo, inputs: Vec<Vec<f32>>) -> Result<Vec<Tensor<f32>>, String> {
+    io.inputs
         .iter()
-        .zip(values)
+        .zip(inputs)
         .map(|((_, shape), values)| {
-            Tensor::from_array((shape.clone(), values.clone())).map_err(|e| e.to_string())
+            Tensor::from_array((shape.clone(), values.into_boxed_slice()))
+                .map_err(|e| e.to_string())
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut outputs = Vec::new();
-    run_tensors(
-        session,
-        io,
-        &tensors,
-        &mut Some(|values: &[&[f32]]| {
-            outputs = values.iter().map(|v| v.to_vec()).collect();
-            Ok(())
-        }),
-    )??;
-    Ok(outputs)
+        .collect()
 }
 
-/// Runs `session` on `inputs` and hands its outputs to `read` (taken once, when the run
-/// worked). The outer error is the inference's, the inner one `read`'s.
-fn run_tensors(
-    session: &mut Session,
+/// Runs `session`'s graph on host tensors (see [`run_tensors`]).
+fn run_tensors_on(
+    session: &AcquiredSession,
     io: &GraphIo,
-    inputs: &[Tensor<f32>],
+    tensors: &[Tensor<f32>],
     read: &mut Option<impl FnOnce(&[&[f32]]) -> Result<(), String>>,
 ) -> Result<Result<(), String>, String> {
-    let named: Vec<(&str, &Tensor<f32>)> = io
-        .inputs
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .zip(inputs)
-        .collect();
-    let outputs = session.run(named).map_err(|e| e.to_string())?;
-    let mut values = Vec::with_capacity(io.outputs.len());
-    for name in &io.outputs {
-        let output = outputs
-            .get(name.as_str())
-            .ok_or_else(|| format!("the model produced no output `{name}`"))?;
-        let (_, data) = output
-            .try_extract_tensor::<f32>()
-            .map_err(|e| e.to_string())?;
-        values.push(data);
-    }
-    let read = read.take().expect("read once, after the run that worked");
-    Ok(read(&values))
+    session
+        .session
+        .with_session(|s| run_tensors(s, io, tensors, read))
 }

@@ -7,15 +7,19 @@ use std::sync::{Arc, Weak};
 use ort::session::Session;
 use parking_lot::Mutex;
 
-use super::build::{build_session, default_intra_threads, thread_budget, ThreadBudget};
+use super::build::{build_session_with, default_intra_threads, thread_budget, ThreadBudget};
 use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
+use super::fair_mutex::FairMutex;
+use super::gpu_tuning::GpuTuning;
 use super::graph_cache::cache_entry;
 use super::model_file::ModelBytes;
 use super::runtime;
+use super::session_slot::SessionSlot;
 use crate::model_error::ModelError;
 
-/// Runs a new session once on silence, so it is warm before it serves audio.
-pub type WarmUp = Arc<dyn Fn(&mut Session) -> Result<(), String> + Send + Sync>;
+/// Runs a new session once on silence, so it is warm before it serves audio
+/// ([`SessionSlot::warm_up`]).
+pub type WarmUp = Arc<dyn Fn(&mut SessionSlot) -> Result<(), String> + Send + Sync>;
 
 /// Numeric precision a session runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,12 +37,16 @@ pub struct SessionKey {
     pub device: DeviceId,
     /// At what precision.
     pub precision: Precision,
+    /// How it is set up on a GPU (the default on the CPU, where none of it applies).
+    pub tuning: GpuTuning,
 }
 
-/// A session that several plugin instances may share. Inference locks it (off the audio thread).
+/// A session that several plugin instances may share. Inference locks it (off the audio
+/// thread); the lock serves instances in the order they asked ([`FairMutex`]), so one running
+/// back to back never starves another.
 pub struct SharedSession {
     key: SessionKey,
-    session: Mutex<Session>,
+    slot: FairMutex<SessionSlot>,
 }
 
 impl SharedSession {
@@ -52,9 +60,27 @@ impl SharedSession {
         &self.key
     }
 
-    /// Runs `f` with exclusive use of the session. Not realtime-safe: locks.
+    /// Runs `f` with exclusive use of the session, after the instances that asked before. Not
+    /// realtime-safe: locks.
     pub fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> R {
-        f(&mut self.session.lock())
+        f(&mut self.slot.lock().session)
+    }
+
+    /// [`SharedSession::with_session`] with the whole slot (bound buffers included). Not
+    /// realtime-safe: locks.
+    pub fn with_slot<R>(&self, f: impl FnOnce(&mut SessionSlot) -> R) -> R {
+        f(&mut self.slot.lock())
+    }
+
+    /// Whether runs go through bound device buffers (a GPU with I/O binding).
+    pub fn binds_io(&self) -> bool {
+        self.key.tuning.binds_io(self.key.device)
+    }
+
+    /// How many instances wait for the session now (diagnostics). Not realtime-safe: locks
+    /// briefly.
+    pub fn waiting(&self) -> u64 {
+        self.slot.waiting()
     }
 }
 
@@ -113,11 +139,12 @@ pub fn with_spare_cpu_session<R>(
     model: &ModelBytes,
     f: impl FnOnce(&Session) -> R,
 ) -> Result<R, String> {
-    let session = build_session(
+    let session = build_session_with(
         DeviceId::CPU,
         &model.bytes,
         default_intra_threads(),
         cache_entry(&model.sha256, DeviceId::CPU).as_ref(),
+        &GpuTuning::default(),
     )?;
     let result = f(&session);
     *SPARE_CPU_SESSION.lock() = Some((model.sha256.clone(), session));
@@ -144,15 +171,23 @@ fn take_spare_session(model_sha256: &str) -> Option<Session> {
 pub fn acquire_session(
     model: &ModelBytes,
     choice: DeviceChoice,
-    warm_up: &dyn Fn(&mut Session) -> Result<(), String>,
+    warm_up: &dyn Fn(&mut SessionSlot) -> Result<(), String>,
 ) -> Result<AcquiredSession, ModelError> {
     runtime().map_err(|e| ModelError::Runtime(e.to_string()))?;
     let mut failures = Vec::new();
+    // Read once, and only when a GPU is tried (the CPU's sessions take none of it).
+    let mut gpu_tuning = None;
     for device in candidates_for(choice, devices()) {
+        let tuning = if device == DeviceId::CPU {
+            GpuTuning::default()
+        } else {
+            *gpu_tuning.get_or_insert_with(GpuTuning::current)
+        };
         let key = SessionKey {
             model_sha256: model.sha256.clone(),
             device,
             precision: Precision::F32,
+            tuning,
         };
         // Held while building, so two instances asking at once share one session.
         let mut sessions = SESSIONS.lock();
@@ -170,22 +205,27 @@ pub fn acquire_session(
             .flatten();
         let built = match spare {
             Some(session) => Ok(session),
-            None => build_session(
+            None => build_session_with(
                 device,
                 &model.bytes,
                 default_intra_threads(),
                 cache_entry(&model.sha256, device).as_ref(),
+                &tuning,
             ),
         }
-        .and_then(|mut session| match needs_warm_up(device) {
-            true => warm_up(&mut session).map(|()| session),
-            false => Ok(session),
+        .map(|session| SessionSlot::new(session, device, tuning))
+        .and_then(|mut slot| match needs_warm_up(device) {
+            true => warm_up(&mut slot).map(|()| slot),
+            false => Ok(slot),
         });
         match built {
-            Ok(session) => {
+            Ok(slot) => {
+                if device != DeviceId::CPU {
+                    log::info!("{}: {device}: {}", model.name, tuning.summary());
+                }
                 let session = Arc::new(SharedSession {
                     key: key.clone(),
-                    session: Mutex::new(session),
+                    slot: FairMutex::new(slot),
                 });
                 sessions.insert(key, Arc::downgrade(&session));
                 if !failures.is_empty() {

@@ -1,0 +1,180 @@
+//! Session set-up for GPUs, checked without one: the bound-buffer path (I/O binding) computes
+//! what the plain path computes, run after run (the CPU stands in for the device); CUDA
+//! registered with every tuning option fails cleanly on ONNX Runtime's CPU build; instances
+//! sharing one session are served in turn. Needs the library (`cargo xtask test` sets
+//! `STEMFLOW_ORT_LIB`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stemflow_engine::runtime::build::{build_session, build_session_with};
+use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::gpu_tuning::{ConvSearch, GpuTuning};
+use stemflow_engine::runtime::model_file::read_model_file;
+use stemflow_engine::runtime::runner::{run_graph_io, GraphIo, ModelRunner};
+use stemflow_engine::runtime::runtime;
+use stemflow_engine::runtime::session::live_session_count;
+use stemflow_engine::runtime::session_slot::SessionSlot;
+
+/// `models/test/waveform_gain.onnx`: `mix` [1, 2, 4096] → `stems` [1, 4, 2, 4096].
+const FRAMES: usize = 4096;
+
+fn waveform_model() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/test/waveform_gain.onnx")
+}
+
+fn waveform_io() -> GraphIo {
+    GraphIo::single("mix", "stems", vec![1, 2, FRAMES])
+}
+
+fn require_runtime() {
+    if let Err(error) = runtime() {
+        panic!("these tests need ONNX Runtime (run them with `cargo xtask test`): {error}");
+    }
+}
+
+fn mix(seed: usize) -> Vec<f32> {
+    (0..2 * FRAMES)
+        .map(|i| ((i * 7 + seed * 13) as f32 * 0.011).sin() * 0.5)
+        .collect()
+}
+
+#[test]
+fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
+    require_runtime();
+    let bytes = std::fs::read(waveform_model()).unwrap();
+    let io = waveform_io();
+    // The CPU stands in for the device: the same binding, copies and runs as on a GPU.
+    let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
+    let mut slot =
+        SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
+    assert!(slot.binds_io());
+    slot.warm_up(&io).unwrap();
+    for seed in 0..3 {
+        // A new input each run: the bound buffers must carry it (a stale one would pass a
+        // single run).
+        let input = vec![mix(seed)];
+        let plain = run_graph_io(&mut slot.session, &io, &input).unwrap();
+        let mut bound = Vec::new();
+        let mut read = Some(|outputs: &[&[f32]]| {
+            bound = outputs[0].to_vec();
+            Ok(())
+        });
+        slot.run_bound(&io, &input, &mut read)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(read.is_none(), "read is called once the run worked");
+        assert_eq!(bound.len(), 4 * 2 * FRAMES);
+        assert_eq!(bound, plain[0], "run {seed}");
+    }
+    // A wrong input length is `read`'s kind of error (the run never starts), not a panic.
+    let mut read = Some(|_: &[&[f32]]| Ok(()));
+    let short = slot
+        .run_bound(&io, &[vec![0.0; 5]], &mut read)
+        .unwrap()
+        .unwrap();
+    assert!(short.unwrap_err().contains("an input of 5 values"));
+}
+
+#[test]
+fn cuda_with_every_tuning_option_fails_cleanly_on_the_cpu_build() {
+    require_runtime();
+    let bytes = std::fs::read(waveform_model()).unwrap();
+    let tuning = GpuTuning {
+        should_use_tf32: false,
+        conv_search: ConvSearch::Heuristic,
+        should_capture_graph: true,
+        should_bind_io: true,
+    };
+    let cuda: DeviceId = "cuda:0".parse().unwrap();
+    match build_session_with(cuda, &bytes, 1, None, &tuning) {
+        // A CUDA machine: the options were taken.
+        Ok(_) => {}
+        Err(reason) => assert!(reason.to_lowercase().contains("cuda"), "{reason}"),
+    }
+    // Through a runner, the CPU takes over and its output is the CPU's.
+    let model = Arc::new(read_model_file(&waveform_model()).unwrap());
+    let mut runner = ModelRunner::new(model, DeviceChoice::Device(cuda), waveform_io()).unwrap();
+    let input = mix(1);
+    let mut output = Vec::new();
+    runner
+        .run_with(
+            |values| {
+                values.copy_from_slice(&input);
+                Ok(())
+            },
+            |values| {
+                output = values.to_vec();
+                Ok(())
+            },
+        )
+        .unwrap();
+    // drums = 0.5 × left, 0.25 × right (the model's gains).
+    assert_eq!(output[0], input[0] * 0.5);
+    assert_eq!(output[FRAMES], input[FRAMES] * 0.25);
+}
+
+#[test]
+fn instances_sharing_a_session_take_turns() {
+    require_runtime();
+    let model = Arc::new(read_model_file(&waveform_model()).unwrap());
+    let runners: Vec<ModelRunner> = (0..4)
+        .map(|_| {
+            ModelRunner::new(
+                model.clone(),
+                DeviceChoice::Device(DeviceId::CPU),
+                waveform_io(),
+            )
+            .unwrap()
+        })
+        .collect();
+    assert!(live_session_count() >= 1);
+    let shared = runners[0].session().session.clone();
+    assert!(runners
+        .iter()
+        .all(|r| Arc::ptr_eq(&r.session().session, &shared)));
+    // Each instance runs back to back; `read` runs under the session's lock, and holding it a
+    // while makes every instance queue, as long model runs do.
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = runners
+        .into_iter()
+        .enumerate()
+        .map(|(instance, mut runner)| {
+            let order = order.clone();
+            std::thread::spawn(move || {
+                for _ in 0..20 {
+                    runner
+                        .run_with(
+                            |values| {
+                                values.fill(0.1);
+                                Ok(())
+                            },
+                            |_| {
+                                order.lock().unwrap().push(instance);
+                                std::thread::sleep(Duration::from_millis(3));
+                                Ok(())
+                            },
+                        )
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), 80);
+    // In the middle of the run, where all four queue, every 12 consecutive turns (3 rounds,
+    // slack for a loaded machine) serve every instance: none is starved by another's runs.
+    for window in order[16..64].windows(12) {
+        for instance in 0..4 {
+            assert!(
+                window.contains(&instance),
+                "{instance} waited too long: {window:?}"
+            );
+        }
+    }
+}
