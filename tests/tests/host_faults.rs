@@ -5,24 +5,20 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use stemflow_host_tests::fuzz::clap_instance::{ClapInstance, HostCapabilities};
+use stemflow_host_tests::fuzz::channel_pointers;
+use stemflow_host_tests::fuzz::clap_instance::{audio_buffers32, ClapInstance, HostCapabilities};
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::vst3_host::{component_classes, module, Vst3Component};
 use stemflow_host_tests::{param_hash, plugin_path, PLUGIN_ID};
+use stemflow_kit::testing::{fixtures_dir, scratch_dir};
 
 const RATE_HZ: f64 = 44_100.0;
 const BLOCK: usize = 512;
 /// The Look-ahead parameter's values (the enum's index).
 const LOOK_AHEAD_FULL: f64 = 0.0;
 const LOOK_AHEAD_1S: f64 = 3.0;
-
-fn fixtures_dir() -> PathBuf {
-    std::env::var_os("STEMFLOW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_FIXTURES_DIR is set (run through cargo xtask test)")
-}
 
 /// Processes one block of a quiet tone on `instance` (main thread acting as the audio thread:
 /// the calls are never concurrent) with `events`; returns the main output's channels.
@@ -46,36 +42,10 @@ fn process_block(instance: &ClapInstance, frames: usize, events: &EventList) -> 
         .iter()
         .map(|p| vec![vec![f32::NAN; frames]; p.channel_count as usize])
         .collect();
-    let mut input_ptrs: Vec<Vec<*mut f32>> = inputs
-        .iter_mut()
-        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
-        .collect();
-    let mut output_ptrs: Vec<Vec<*mut f32>> = outputs
-        .iter_mut()
-        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
-        .collect();
-    let input_buffers: Vec<_> = input_ptrs
-        .iter_mut()
-        .map(|p| {
-            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
-                p.as_mut_ptr(),
-                std::ptr::null_mut(),
-                p.len() as u32,
-                0,
-            )
-        })
-        .collect();
-    let mut output_buffers: Vec<_> = output_ptrs
-        .iter_mut()
-        .map(|p| {
-            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
-                p.as_mut_ptr(),
-                std::ptr::null_mut(),
-                p.len() as u32,
-                0,
-            )
-        })
-        .collect();
+    let mut input_ptrs = channel_pointers(&mut inputs);
+    let mut output_ptrs = channel_pointers(&mut outputs);
+    let input_buffers = audio_buffers32(&mut input_ptrs);
+    let mut output_buffers = audio_buffers32(&mut output_ptrs);
     let in_events = events.input();
     let out_events = EventList::output_sink(true);
     let process = stemflow_host_tests::fuzz::clap_instance::process_call(
@@ -368,8 +338,7 @@ fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
 #[test]
 fn a_panic_on_a_host_driven_path_fails_the_call_instead_of_aborting_the_host() {
     let clap = plugin_path();
-    let scratch = std::env::temp_dir().join(format!("stemflow-host-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = scratch_dir("host-faults");
     let plan = scratch.join("panic-in-activate.stemflow-fault");
     std::fs::write(&plan, "panic_in_activate=1").unwrap();
     let mut plugin =

@@ -938,6 +938,22 @@ pub fn audio_buffer(
     }
 }
 
+/// One 32-bit `clap_audio_buffer` per port over `pointers` (from [`super::channel_pointers`]), none
+/// marked constant.
+pub fn audio_buffers32(pointers: &mut [Vec<*mut f32>]) -> Vec<clap_audio_buffer> {
+    pointers
+        .iter_mut()
+        .map(|port| {
+            audio_buffer(
+                port.as_mut_ptr(),
+                std::ptr::null_mut(),
+                port.len() as u32,
+                0,
+            )
+        })
+        .collect()
+}
+
 /// A `clap_process` for one call.
 #[allow(clippy::too_many_arguments)]
 pub fn process_call(
