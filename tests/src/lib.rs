@@ -40,6 +40,7 @@ pub mod clap_library;
 pub mod compare;
 pub mod fuzz;
 pub mod host;
+mod load_once;
 mod plugin;
 pub mod raw_host;
 pub mod signal;
