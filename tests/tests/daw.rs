@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stemflow_host_tests::{cli_path, workspace_root};
+use stemflow_host_tests::{cli_path, vst3_path, workspace_root};
 use stemflow_kit::demo_song::DemoSong;
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
@@ -163,10 +163,7 @@ fn check_export(plugin: &str, exported: &Path, input: &[Vec<f32>; 2], cli: &Path
 
 #[test]
 fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
-    let vst3 = std::env::var_os("STEMFLOW_TEST_VST3")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_TEST_VST3 is not set: run the tests with `cargo xtask test`");
-    assert!(vst3.is_dir(), "no VST3 bundle at {}", vst3.display());
+    let vst3 = vst3_path();
     assert!(
         Command::new("ardour7-export")
             .arg("--help")
