@@ -750,6 +750,13 @@ const ENVELOPE_WINDOW: usize = 4096;
 const ENVELOPE_HOP: usize = 1024;
 const ENVELOPE_STEPS: usize = 8;
 
+/// The window the envelope graph adds up: half a sine over [`ENVELOPE_WINDOW`] frames.
+fn envelope_window() -> Vec<f32> {
+    (0..ENVELOPE_WINDOW)
+        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
+        .collect()
+}
+
 /// `y = x · envelope`, where the envelope is an overlap-add of a window built the way exported
 /// ISTFTs build it: zeros as long as the input (`Shape` → `ConstantOfShape`), then one
 /// `GatherND → Add → ScatterND` step per frame. Constant, but only once the input's shape is known.
@@ -805,9 +812,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
     use stemflow_engine::runtime::constant_fold::try_fold;
     use stemflow_engine::runtime::fold_plan::plan;
     require_runtime();
-    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
-        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
-        .collect();
+    let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);
     // The same sums, in the same order, in Rust.
     let mut envelope = vec![0.0f32; ENVELOPE_LEN];
@@ -856,9 +861,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
 fn sessions_on_other_devices_get_the_folded_graph_cached() {
     use stemflow_engine::runtime::fold_plan::plan;
     require_runtime();
-    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
-        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
-        .collect();
+    let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);
     let shape = [1, ENVELOPE_LEN];
     let signal: Vec<f32> = (0..ENVELOPE_LEN).map(|i| noise(i, 5)).collect();
