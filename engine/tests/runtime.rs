@@ -36,6 +36,15 @@ fn model_path(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `models/test/waveform_gain.onnx`, loaded on the CPU.
+fn waveform_gain_on_cpu() -> ModelSeparator {
+    ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap()
+}
+
 fn cuda0() -> DeviceChoice {
     DeviceChoice::Device("cuda:0".parse().unwrap())
 }
@@ -99,11 +108,7 @@ fn the_runtime_loads_once_and_lists_a_usable_cpu() {
 #[test]
 fn the_waveform_model_runs_and_its_numbers_are_right() {
     require_runtime();
-    let separator = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let separator = waveform_gain_on_cpu();
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &offline(44_100.0)).unwrap();
     let latency = handle.latency_samples();
     let input = signal(latency + 3 * SEGMENT);
@@ -134,11 +139,7 @@ fn the_waveform_model_runs_and_its_numbers_are_right() {
 #[test]
 fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
     require_runtime();
-    let on_cpu = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let on_cpu = waveform_gain_on_cpu();
     let on_cuda = ModelSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
     let active = on_cuda.device().unwrap();
     assert_eq!(active.requested, cuda0());
@@ -168,16 +169,8 @@ fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
 #[test]
 fn two_instances_share_one_session() {
     require_runtime();
-    let a = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
-    let b = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let a = waveform_gain_on_cpu();
+    let b = waveform_gain_on_cpu();
     assert!(Arc::ptr_eq(&a.session().session, &b.session().session));
 }
 
@@ -185,19 +178,14 @@ fn two_instances_share_one_session() {
 fn switching_device_while_streaming_leaves_no_gap() {
     require_runtime();
     let input = signal(10 * SEGMENT);
-    let load = || {
-        ModelSeparator::load(
-            &model_path("waveform_gain.onnx"),
-            DeviceChoice::Device(DeviceId::CPU),
-        )
-        .unwrap()
-    };
 
-    let (mut handle, _worker) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
+    let (mut handle, _worker) =
+        spawn_stream(Box::new(waveform_gain_on_cpu()), &offline(44_100.0)).unwrap();
     let mut unswitched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     render(&mut handle, &input, 0..input[0].len(), &mut unswitched);
 
-    let (mut handle, controller) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
+    let (mut handle, controller) =
+        spawn_stream(Box::new(waveform_gain_on_cpu()), &offline(44_100.0)).unwrap();
     let mut switched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     let middle = 5 * SEGMENT;
     render(&mut handle, &input, 0..middle, &mut switched);
