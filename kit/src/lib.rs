@@ -4,7 +4,7 @@
 //! - [`metrics`]: separation quality measures (SDR, differences) over whole buffers;
 //! - [`npy`]: numpy's `.npy` files, the reference outputs tests compare with;
 //! - [`wav`]: reading and writing WAV files as planar stereo `f32`;
-//! - [`testing`]: what the workspace's tests share (fixtures folder, scratch folders).
+//! - [`testing`]: what the workspace's tests share (fixtures, scratch folders, seeded noise).
 //!
 //! The CLI, the tests and the benchmarks use it; the plugin does not.
 

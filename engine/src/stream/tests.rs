@@ -9,6 +9,7 @@ use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 use crate::planar::PlanarBlock;
 use crate::separator::{SeparatorError, SeparatorInfo};
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_kit::testing::XorShift64;
 
 /// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
 fn render(
@@ -38,13 +39,8 @@ fn render(
 }
 
 fn test_signal(len: usize, seed: u64) -> [Vec<f32>; 2] {
-    let mut state = seed;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut rng = XorShift64::new(seed);
+    let mut next = move || rng.next_unit() - 0.5;
     let left: Vec<f32> = (0..len)
         .map(|i| 0.3 * (i as f32 * 0.05).sin() + 0.2 * next())
         .collect();
