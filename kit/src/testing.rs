@@ -10,12 +10,23 @@ use std::path::{Path, PathBuf};
 /// Panics, saying how to run the tests, when the variable is not set or the folder holds no
 /// `fixtures.json`: tests that need fixtures fail without them, they never skip.
 pub fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
-    });
+    dir_from_env(
+        "STEMFLOW_FIXTURES_DIR",
+        "fixtures.json",
+        "run the tests with `cargo xtask test`, which writes the fixtures",
+    )
+}
+
+/// The folder the environment variable `var` names, which a task of `cargo xtask` filled and
+/// which holds the file `marker`. Panics with `how_to_run` (how to run the tests so that it is
+/// set) when the variable is not set or the folder lacks `marker`.
+pub fn dir_from_env(var: &str, marker: &str, how_to_run: &str) -> PathBuf {
+    let dir = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{var} is not set: {how_to_run}"));
     assert!(
-        dir.join("fixtures.json").is_file(),
-        "no fixtures.json in {}",
+        dir.join(marker).is_file(),
+        "{} holds no {marker}: {how_to_run}",
         dir.display()
     );
     dir
@@ -110,11 +121,26 @@ mod tests {
     #[test]
     fn a_scratch_dir_is_fresh_and_empty() {
         let dir = scratch_dir("kit-scratch");
-        std::fs::write(dir.join("left-over"), b"x").unwrap();
-        let again = scratch_dir("kit-scratch");
-        assert_eq!(again, dir);
-        assert_eq!(std::fs::read_dir(&again).unwrap().count(), 0);
-        std::fs::remove_dir_all(&again).unwrap();
+        std::fs::create_dir(dir.join("left over")).unwrap();
+        assert_eq!(scratch_dir("kit-scratch"), dir);
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "not emptied");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_from_the_environment_must_hold_its_marker() {
+        let dir = scratch_dir("kit-env");
+        std::env::set_var("STEMFLOW_KIT_TEST_DIR", &dir);
+        let lacking = std::panic::catch_unwind(|| {
+            dir_from_env("STEMFLOW_KIT_TEST_DIR", "marker", "run it right")
+        });
+        assert!(lacking.is_err());
+        std::fs::write(dir.join("marker"), b"").unwrap();
+        assert_eq!(
+            dir_from_env("STEMFLOW_KIT_TEST_DIR", "marker", "run it right"),
+            dir
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
