@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use stemflow_host_tests::fuzz::channel_pointers;
-use stemflow_host_tests::fuzz::clap_instance::{audio_buffers32, ClapInstance, HostCapabilities};
+use stemflow_host_tests::fuzz::clap_instance::{
+    audio_buffers32, channel_pointers, ClapInstance, HostCapabilities,
+};
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
 use stemflow_host_tests::state::{decode_state, encode_state};

@@ -19,10 +19,9 @@ use clap_sys::events::{
 use clap_sys::fixedpoint::CLAP_BEATTIME_FACTOR;
 use clap_sys::process::CLAP_PROCESS_ERROR;
 
-use super::channel_pointers;
 use super::clap_instance::{
-    audio_buffer, mark_audio_thread, process_call, ClapAudio, ClapInstance, HostCapabilities,
-    ParamInfo, Ports,
+    audio_buffer, channel_pointers, mark_audio_thread, process_call, ClapAudio, ClapInstance,
+    HostCapabilities, ParamInfo, Ports,
 };
 use super::events::{self, EventList};
 use super::lives::run_lives;

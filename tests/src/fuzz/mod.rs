@@ -39,15 +39,6 @@ pub mod vst3_seed;
 pub use lives::run_lives;
 pub use target::{SeedReport, Target, MAX_OUTPUT_MAGNITUDE};
 
-/// Pointers to each channel of each port's buffers (`ports[port][channel]`), the tables a
-/// `clap_audio_buffer` or a VST3 bus points into.
-pub fn channel_pointers<T>(ports: &mut [Vec<Vec<T>>]) -> Vec<Vec<*mut T>> {
-    ports
-        .iter_mut()
-        .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
-        .collect()
-}
-
 /// Which plugin format a seed drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

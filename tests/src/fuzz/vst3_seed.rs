@@ -19,7 +19,7 @@ use vst3::Steinberg::Vst::{
 use vst3::Steinberg::{kInvalidArgument, kResultFalse, kResultOk, tresult};
 use vst3::{Class, ComPtr, ComWrapper};
 
-use super::channel_pointers;
+use super::clap_instance::channel_pointers;
 use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
