@@ -123,7 +123,10 @@ mod tests {
         let dir = scratch_dir("kit-scratch");
         std::fs::create_dir(dir.join("left over")).unwrap();
         assert_eq!(scratch_dir("kit-scratch"), dir);
-        assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "not emptied");
+        assert!(
+            std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "not emptied"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
