@@ -23,6 +23,7 @@
 //!   them into the models folder (terms, download or files given by hand, checks, conversion,
 //!   atomic install), for `stemflow models get` and the plugin editor alike.
 
+pub mod budget;
 pub mod catalogue;
 pub mod download;
 pub mod error;

@@ -4,6 +4,8 @@
 
 use std::io::{Cursor, Write};
 
+pub mod crafted;
+
 use crate::torch::opcode;
 
 /// Signature of a local file header (`PK\x03\x04`).
