@@ -13,6 +13,7 @@ mod look_ahead_change;
 mod params;
 pub mod port_set;
 mod render_speed;
+mod saved_state;
 pub mod shared;
 mod state;
 pub mod swap;
@@ -43,8 +44,8 @@ pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
     SWITCH_SMOOTHING_MS,
 };
+pub use saved_state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 use shared::PluginShared;
-pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 
 /// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
