@@ -132,7 +132,7 @@ pub fn regressions(target: Target) -> Vec<(String, Vec<u8>)> {
     read_folder(&folder)
 }
 
-/// Every file in `folder` (none if it does not exist), sorted by name.
+/// Every file in `folder` but its README (none if it does not exist), sorted by name.
 fn read_folder(folder: &Path) -> Vec<(String, Vec<u8>)> {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return Vec::new();
@@ -140,6 +140,9 @@ fn read_folder(folder: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = entries
         .filter_map(|entry| {
             let path = entry.ok()?.path();
+            if path.file_name()? == "README.md" {
+                return None;
+            }
             let bytes = std::fs::read(&path).ok()?;
             Some((path.file_name()?.to_string_lossy().into_owned(), bytes))
         })

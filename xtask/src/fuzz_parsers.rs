@@ -112,7 +112,7 @@ fn run_targets(targets: &[(&'static str, usize)], seconds: u64) -> Result<()> {
         .collect();
     if !crashed.is_empty() {
         anyhow::bail!(
-            "fuzzing found inputs that crash {}: see the artefacts above, and fuzz/README.md \
+            "fuzzing found inputs that crash {}: see the artefacts above, and fuzz/regressions/README.md \
              for turning them into regression tests",
             crashed.join(", ")
         );
