@@ -48,7 +48,7 @@ pub enum Target {
     Zip,
     /// ONNX files: the wire reader, the model and graph views, external data.
     Onnx,
-    /// MSST's YAML configs (both readers, and the RoFormer config built from one).
+    /// MSST's YAML configs and demucs bags (the one YAML reader, and the RoFormer config).
     MsstYaml,
     /// Audio files: WAV, AIFF, FLAC, MP3, OGG and M4A through symphonia and Stemflow's own code.
     Audio,

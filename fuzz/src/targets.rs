@@ -117,11 +117,12 @@ pub fn onnx(data: &[u8]) {
     assert_eq!(again.fields.len(), model.fields.len());
 }
 
-/// MSST YAML through both readers and the RoFormer config.
+/// MSST YAML (and demucs bags) through the one YAML reader, and the RoFormer config built from
+/// a config.
 pub fn msst_yaml(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = stemflow_engine::families::params::parse_msst_yaml(&text);
-    let _ = stemflow_convert::roformer::config::read_msst_yaml(&text);
+    let _ = stemflow_convert::yaml::read_yaml(&text);
+    let _ = stemflow_convert::yaml::read_msst_yaml(&text);
     for is_band_split in [false, true] {
         if let Ok(config) =
             stemflow_convert::roformer::config::RoFormerConfig::from_yaml(&text, is_band_split)
