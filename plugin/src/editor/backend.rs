@@ -159,6 +159,7 @@ fn available_models(found: &[models::ModelInfo], models_dir: Option<&Path>) -> V
             terms: entry.terms.to_owned(),
             quality: entry.quality.to_owned(),
             is_terms_accepted: terms_accepted(entry, models_dir),
+            is_weakly_verified: entry.is_weakly_verified(),
         })
         .collect()
 }
