@@ -68,6 +68,25 @@ pub fn write_torch_checkpoint(archive_name: &str, data_pkl: &[u8]) -> Vec<u8> {
     write_torch_zip(archive_name, &[("data.pkl", data_pkl), ("version", b"3\n")])
 }
 
+/// A checkpoint `<archive_name>/` in torch's layout of `data.pkl`, the storages `data/<key>`
+/// and `version`, as [`write_torch_zip`] writes them.
+pub fn write_torch_checkpoint_with_storages(
+    archive_name: &str,
+    data_pkl: &[u8],
+    storages: &[(&str, &[u8])],
+) -> Vec<u8> {
+    let names: Vec<String> = storages.iter().map(|(k, _)| format!("data/{k}")).collect();
+    let mut records: Vec<(&str, &[u8])> = vec![("data.pkl", data_pkl)];
+    records.extend(
+        names
+            .iter()
+            .zip(storages)
+            .map(|(n, (_, d))| (n.as_str(), *d)),
+    );
+    records.push(("version", b"3\n"));
+    write_torch_zip(archive_name, &records)
+}
+
 /// A zip laid out byte for byte like torch's zip writer: each `(name, data)` record as
 /// `<archive_name>/<name>`, stored with flag `0x0808`, version 0, DOS date and time 0, zero
 /// sizes and CRC in the local header, an `0x4246` ("FB") extra field of `'Z'`s so that the data

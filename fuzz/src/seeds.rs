@@ -89,26 +89,17 @@ fn audio_selector(name: &str) -> Option<u8> {
 
 /// A small state dict in torch's zip layout: a matrix and a view of it.
 fn state_dict_checkpoint() -> Vec<u8> {
-    let pickle = write_torch_state_dict(&[
-        TorchTensorSpec {
-            name: "w",
-            storage_class: "FloatStorage",
-            storage_key: "0",
-            storage_len: 6,
-            offset: 0,
-            shape: &[2, 3],
-            stride: &[3, 1],
-        },
-        TorchTensorSpec {
-            name: "t",
-            storage_class: "FloatStorage",
-            storage_key: "0",
-            storage_len: 6,
-            offset: 0,
-            shape: &[3, 2],
-            stride: &[1, 3],
-        },
-    ]);
+    let spec = |name, shape, stride| TorchTensorSpec {
+        name,
+        storage_class: "FloatStorage",
+        storage_key: "0",
+        storage_len: 6,
+        offset: 0,
+        shape,
+        stride,
+    };
+    let pickle =
+        write_torch_state_dict(&[spec("w", &[2, 3], &[3, 1]), spec("t", &[3, 2], &[1, 3])]);
     let data: Vec<u8> = (0..6u8).flat_map(|i| f32::from(i).to_le_bytes()).collect();
     write_torch_zip(
         "archive",

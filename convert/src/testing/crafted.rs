@@ -68,15 +68,7 @@ pub fn crafted_checkpoints() -> Vec<CraftedCheckpoint> {
 
 /// A torch-layout zip of `data.pkl` and stored storages `data/<key>`.
 fn torch_zip(archive: &str, pickle: &[u8], storages: &[(&str, &[u8])]) -> Vec<u8> {
-    let names: Vec<String> = storages.iter().map(|(k, _)| format!("data/{k}")).collect();
-    let mut records: Vec<(&str, &[u8])> = vec![("data.pkl", pickle)];
-    records.extend(
-        names
-            .iter()
-            .zip(storages)
-            .map(|(n, (_, d))| (n.as_str(), *d)),
-    );
-    super::write_torch_zip(archive, &records)
+    super::write_torch_checkpoint_with_storages(archive, pickle, storages)
 }
 
 /// `PROTO protocol`, `prefix`, then a list of `count` copies of `item`, in batches.

@@ -244,7 +244,10 @@ pub(super) fn storage_bytes(key: &str, dtype: DType, len: usize) -> Result<usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{write_torch_state_dict, write_torch_zip, TorchTensorSpec};
+    use crate::testing::{
+        write_torch_checkpoint_with_storages, write_torch_state_dict, write_torch_zip,
+        TorchTensorSpec,
+    };
 
     /// A float32 tensor spec over storage `key` of `len` elements.
     fn spec<'a>(name: &'a str, key: &'a str, len: i64, shape: &'a [i64]) -> TorchTensorSpec<'a> {
@@ -270,16 +273,7 @@ mod tests {
 
     /// A zip checkpoint `t/` of `data_pkl` and `t/data/<key>` records.
     fn checkpoint(data_pkl: &[u8], storages: &[(&str, &[u8])]) -> Vec<u8> {
-        let names: Vec<String> = storages.iter().map(|(k, _)| format!("data/{k}")).collect();
-        let mut records: Vec<(&str, &[u8])> = vec![("data.pkl", data_pkl)];
-        records.extend(
-            names
-                .iter()
-                .zip(storages)
-                .map(|(n, (_, d))| (n.as_str(), *d)),
-        );
-        records.push(("version", b"3\n"));
-        write_torch_zip("t", &records)
+        write_torch_checkpoint_with_storages("t", data_pkl, storages)
     }
 
     fn error(bytes: &[u8]) -> String {
