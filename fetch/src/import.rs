@@ -28,7 +28,7 @@ use stemflow_convert::torch::load_torch_checkpoint;
 use stemflow_convert::yaml::read_yaml;
 
 use crate::error::FetchError;
-use crate::files::{read_limited, sha256_hex, write_atomically, write_new_file};
+use crate::files::{read_limited, sha256_hex, write_all_or_none};
 
 /// No checkpoint or model imported is larger.
 const MAX_IMPORT_BYTES: u64 = 4 << 30;
@@ -94,91 +94,20 @@ pub fn import_model(
     let model_path = models_dir.join(format!("{name}.onnx"));
     let (kind, model_bytes, mut files) = match extension.as_str() {
         "onnx" => {
-            validate_onnx(file).map_err(|reason| {
-                FetchError::layout(format!(
-                    "{} is not a model Stemflow can run: {reason}",
-                    file.display()
-                ))
-            })?;
-            let mut sidecars = Vec::new();
-            for sidecar_extension in ["json", "yaml", "yml"] {
-                let sidecar = file.with_extension(sidecar_extension);
-                if sidecar.is_file() {
-                    sidecars.push((
-                        models_dir.join(format!("{name}.{sidecar_extension}")),
-                        read_limited(&sidecar, MAX_BAG_YAML_BYTES)?,
-                    ));
-                }
-            }
-            (
-                ImportKind::Onnx,
-                read_limited(file, MAX_IMPORT_BYTES)?,
-                sidecars,
-            )
+            let (model, sidecars) = onnx_model(file, &name, models_dir, validate_onnx)?;
+            (ImportKind::Onnx, model, sidecars)
         }
-        "th" | "pt" | "pth" => {
-            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-            check_demucs_package(file, &bytes)?;
-            let converted = demucs_to_onnx(&[&bytes], None)
-                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
-            (ImportKind::DemucsCheckpoint, converted.onnx, Vec::new())
-        }
-        "yaml" | "yml" => {
-            let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
-            let bag = parse_bag_yaml(&text).map_err(|e| {
-                FetchError::layout(format!(
-                    "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to \
-                     its .ckpt)",
-                    file.display()
-                ))
-            })?;
-            let folder = file.parent().unwrap_or(Path::new("."));
-            let mut checkpoints = Vec::new();
-            for signature in &bag.models {
-                let path = bag_checkpoint(folder, signature)?;
-                let bytes = read_limited(&path, MAX_IMPORT_BYTES)?;
-                check_signature_hash(&path, &bytes)?;
-                check_demucs_package(&path, &bytes)?;
-                checkpoints.push(bytes);
-            }
-            let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
-            let weights: Option<Vec<&[f32]>> = bag
-                .weights
-                .as_ref()
-                .map(|rows| rows.iter().map(Vec::as_slice).collect());
-            let converted = demucs_to_onnx(&refs, weights.as_deref())
-                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
-            (ImportKind::DemucsBag, converted.onnx, Vec::new())
-        }
-        "ckpt" => {
-            let config = match &options.config {
-                Some(config) => config.clone(),
-                None => file.with_extension("yaml"),
-            };
-            if !config.is_file() {
-                return Err(FetchError::layout(format!(
-                    "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: \
-                     pass it with --config MODEL.yaml{}",
-                    file.display(),
-                    if options.config.is_some() {
-                        format!(" ({} is not a file)", config.display())
-                    } else {
-                        String::new()
-                    }
-                )));
-            }
-            let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
-            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-            let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
-                e.with_context(
-                    &format!("{} with {}: ", file.display(), config.display()),
-                    "",
-                )
-            })?;
-            (ImportKind::MsstCheckpoint, converted.onnx, Vec::new())
-        }
+        "th" | "pt" | "pth" => (
+            ImportKind::DemucsCheckpoint,
+            demucs_checkpoint(file)?,
+            Vec::new(),
+        ),
+        "yaml" | "yml" => (ImportKind::DemucsBag, demucs_bag(file)?, Vec::new()),
+        "ckpt" => (
+            ImportKind::MsstCheckpoint,
+            msst_checkpoint(file, options)?,
+            Vec::new(),
+        ),
         _ => {
             return Err(FetchError::layout(format!(
                 "{}: not a file `stemflow models import` knows: it takes an .onnx model, a demucs \
@@ -187,47 +116,127 @@ pub fn import_model(
             )))
         }
     };
+    let model_sha256 = sha256_hex(&model_bytes);
+    // The model goes last, so it never appears without its sidecars.
     files.push((model_path.clone(), model_bytes));
-    // Every target is checked before any is written; the model goes last, so it never appears
-    // without its sidecars.
-    let mut unchanged = Vec::new();
-    for (path, bytes) in &files {
-        match std::fs::read(path) {
-            Ok(existing) if existing == *bytes => unchanged.push(path.clone()),
-            Ok(_) if !options.force => {
-                return Err(FetchError::Io(format!(
-                    "{} exists and differs; choose another name with --name, or pass --force to \
-                     replace it (nothing was written)",
-                    path.display()
-                )))
-            }
-            _ => {}
-        }
-    }
-    std::fs::create_dir_all(models_dir)
-        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
-    for (path, bytes) in &files {
-        if unchanged.contains(path) {
-            continue;
-        }
-        if options.force {
-            write_atomically(path, bytes)?;
-        } else {
-            write_new_file(path, bytes)?;
-        }
-    }
-    let model_sha256 = sha256_hex(&files.last().expect("the model").1);
+    let unchanged = write_all_or_none(&files, models_dir, options.force, |path| {
+        format!(
+            "{} exists and differs; choose another name with --name, or pass --force to \
+             replace it (nothing was written)",
+            path.display()
+        )
+    })?;
     Ok(Imported {
         kind,
         model: model_path.clone(),
         also: files
-            .iter()
-            .map(|(path, _)| path.clone())
+            .into_iter()
+            .map(|(path, _)| path)
             .filter(|path| *path != model_path)
             .collect(),
         unchanged,
         model_sha256,
     })
+}
+
+/// A file to write: where, and its bytes.
+type NamedFile = (PathBuf, Vec<u8>);
+
+/// An ONNX model the engine can run, as it is, with its sidecars (`.json`, `.yaml`, `.yml`:
+/// MDX-Net parameters, an MSST config) renamed after `name` in `models_dir`.
+fn onnx_model(
+    file: &Path,
+    name: &str,
+    models_dir: &Path,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
+) -> Result<(Vec<u8>, Vec<NamedFile>), FetchError> {
+    validate_onnx(file).map_err(|reason| {
+        FetchError::layout(format!(
+            "{} is not a model Stemflow can run: {reason}",
+            file.display()
+        ))
+    })?;
+    let mut sidecars = Vec::new();
+    for sidecar_extension in ["json", "yaml", "yml"] {
+        let sidecar = file.with_extension(sidecar_extension);
+        if sidecar.is_file() {
+            sidecars.push((
+                models_dir.join(format!("{name}.{sidecar_extension}")),
+                read_limited(&sidecar, MAX_BAG_YAML_BYTES)?,
+            ));
+        }
+    }
+    Ok((read_limited(file, MAX_IMPORT_BYTES)?, sidecars))
+}
+
+/// One demucs checkpoint, converted.
+fn demucs_checkpoint(file: &Path) -> Result<Vec<u8>, FetchError> {
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    check_demucs_package(file, &bytes)?;
+    let converted = demucs_to_onnx(&[&bytes], None)
+        .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+    Ok(converted.onnx)
+}
+
+/// A demucs bag and its checkpoints beside it, converted into one model.
+fn demucs_bag(file: &Path) -> Result<Vec<u8>, FetchError> {
+    let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
+        .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
+    let bag = parse_bag_yaml(&text).map_err(|e| {
+        FetchError::layout(format!(
+            "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to its \
+             .ckpt)",
+            file.display()
+        ))
+    })?;
+    let folder = file.parent().unwrap_or(Path::new("."));
+    let mut checkpoints = Vec::new();
+    for signature in &bag.models {
+        let path = bag_checkpoint(folder, signature)?;
+        let bytes = read_limited(&path, MAX_IMPORT_BYTES)?;
+        check_signature_hash(&path, &bytes)?;
+        check_demucs_package(&path, &bytes)?;
+        checkpoints.push(bytes);
+    }
+    let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
+    let weights: Option<Vec<&[f32]>> = bag
+        .weights
+        .as_ref()
+        .map(|rows| rows.iter().map(Vec::as_slice).collect());
+    let converted = demucs_to_onnx(&refs, weights.as_deref())
+        .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+    Ok(converted.onnx)
+}
+
+/// An MSST RoFormer checkpoint with its config (`--config`, else `<model>.yaml` beside it),
+/// converted.
+fn msst_checkpoint(file: &Path, options: &ImportOptions) -> Result<Vec<u8>, FetchError> {
+    let config = match &options.config {
+        Some(config) => config.clone(),
+        None => file.with_extension("yaml"),
+    };
+    if !config.is_file() {
+        return Err(FetchError::layout(format!(
+            "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: pass it \
+             with --config MODEL.yaml{}",
+            file.display(),
+            if options.config.is_some() {
+                format!(" ({} is not a file)", config.display())
+            } else {
+                String::new()
+            }
+        )));
+    }
+    let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
+        .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
+        e.with_context(
+            &format!("{} with {}: ", file.display(), config.display()),
+            "",
+        )
+    })?;
+    Ok(converted.onnx)
 }
 
 /// The installed name: `name`, or the file's stem; a plain file name, not a path.
