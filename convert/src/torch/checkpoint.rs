@@ -115,6 +115,7 @@ pub fn load_torch_checkpoint_within<'a>(
     bytes: &'a [u8],
     budget: &ReadBudget,
 ) -> Result<TorchCheckpoint<'a>, ConvertError> {
+    crate::cancel::check()?;
     if bytes.starts_with(b"PK\x03\x04") {
         load_zip(bytes, budget)
     } else if bytes.first() == Some(&0x80) {

@@ -134,6 +134,11 @@ struct Background {
     download: Option<DownloadTask>,
     /// Set to stop the running download; shared with its thread.
     download_cancel: Option<Arc<AtomicBool>>,
+    /// The last download thread started, joined when the backend goes (or before the next).
+    download_thread: Option<std::thread::JoinHandle<()>>,
+    /// Alive while the download thread runs (tests: the thread ended).
+    #[cfg(test)]
+    download_alive: std::sync::Weak<()>,
     /// A model a download installed, for the GUI thread to rescan and choose.
     finished_download: Option<PathBuf>,
     folder_error: Option<String>,
@@ -174,7 +179,8 @@ fn spawn_download(
     models_dir: PathBuf,
 ) {
     let cancel = Arc::new(AtomicBool::new(false));
-    {
+    let alive = Arc::new(());
+    let finished = {
         let mut state = background.lock();
         if matches!(state.download, Some(DownloadTask::Running { .. })) {
             return;
@@ -185,11 +191,21 @@ fn spawn_download(
             is_cancelling: false,
         });
         state.download_cancel = Some(cancel.clone());
+        #[cfg(test)]
+        {
+            state.download_alive = Arc::downgrade(&alive);
+        }
+        state.download_thread.take()
+    };
+    // The previous download's thread has reported its end: it ends at once.
+    if let Some(thread) = finished {
+        let _ = thread.join();
     }
     let thread_state = background.clone();
     let spawned = std::thread::Builder::new()
         .name("stemflow-model-download".into())
         .spawn(move || {
+            let _alive = alive;
             let options = GetOptions {
                 force: false,
                 accept_terms: true,
@@ -229,13 +245,16 @@ fn spawn_download(
                 }),
             };
         });
-    if let Err(error) = spawned {
-        let mut state = background.lock();
-        state.download_cancel = None;
-        state.download = Some(DownloadTask::Failed {
-            name: model.name.to_owned(),
-            error: format!("cannot start the download: {error}"),
-        });
+    let mut state = background.lock();
+    match spawned {
+        Ok(thread) => state.download_thread = Some(thread),
+        Err(error) => {
+            state.download_cancel = None;
+            state.download = Some(DownloadTask::Failed {
+                name: model.name.to_owned(),
+                error: format!("cannot start the download: {error}"),
+            });
+        }
     }
 }
 
@@ -505,10 +524,18 @@ impl EditorBackend for PluginBackend {
 }
 
 impl Drop for PluginBackend {
-    /// A download still running when the plugin goes away stops at its next read (its part is
-    /// kept for the next time).
+    /// A download still running when the plugin goes away is cancelled and its thread joined,
+    /// so no Stemflow code runs after the host unloads the library: it stops at its next read
+    /// (the `.part` is kept for the next time, as a cancel from the editor keeps it) or its
+    /// conversion's next step, and its claim on the model is released. Not realtime-safe:
+    /// waits for that thread.
     fn drop(&mut self) {
         self.cancel_download();
+        let thread = self.background.lock().download_thread.take();
+        if let Some(thread) = thread {
+            // A panic was caught in the thread; there is nothing left to report it to.
+            let _ = thread.join();
+        }
     }
 }
 
@@ -548,6 +575,7 @@ pub fn model_folders() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::editor::model::DownloadProgress;
     use stemflow_engine::look_ahead::LookAhead;
     use stemflow_engine::runtime::devices::DeviceChoice;
     use stemflow_engine::separator::Separator;
@@ -925,6 +953,74 @@ mod tests {
         assert_eq!(backend.model().download, DownloadTask::Idle);
         assert!(!dir.join("test-model.onnx").exists());
         assert!(dir.join(".downloads/test-model.onnx.part").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every file under `dir`, relative to it, sorted.
+    fn files_under(dir: &Path) -> Vec<String> {
+        let mut files = Vec::new();
+        let mut folders = vec![dir.to_path_buf()];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    let relative = path.strip_prefix(dir).unwrap();
+                    files.push(relative.to_string_lossy().into_owned());
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn dropping_the_backend_mid_download_cancels_and_joins_its_thread() {
+        let bytes: Vec<u8> = (0..400_000u32).map(|i| (i % 241) as u8).collect();
+        let model = test_model(&bytes);
+        let url = mirror(bytes, true);
+        let dir = scratch("dropped");
+        let mut backend = backend();
+        spawn_download(
+            backend.background.clone(),
+            model,
+            ModelSource::Download(Downloader::direct().with_mirror(&url)),
+            dir.clone(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(
+            backend.model().download,
+            DownloadTask::Running {
+                progress: Some(DownloadProgress {
+                    done_bytes: 1..,
+                    ..
+                }),
+                ..
+            }
+        ) {
+            assert!(Instant::now() < deadline, "no progress");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let background = backend.background.clone();
+        let alive = background.lock().download_alive.clone();
+        assert!(alive.upgrade().is_some(), "the download thread runs");
+        // What a host does when it destroys the instance (and its editor) mid-download.
+        drop(backend);
+        assert!(
+            alive.upgrade().is_none(),
+            "the download thread ended before the backend was gone"
+        );
+        assert!(background.lock().download_thread.is_none());
+        // Nothing under the model's name, no claim, no temporary file: only the part a
+        // cancelled download keeps for the next attempt (and the terms acceptance).
+        let files = files_under(&dir);
+        assert!(
+            files.iter().all(|name| name == ".terms-accepted.json"
+                || name.starts_with(".downloads/test-model.onnx.part")),
+            "{files:?}"
+        );
+        assert!(files.contains(&".downloads/test-model.onnx.part".to_owned()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
