@@ -56,8 +56,14 @@ mod tests {
             cancel.store(true, Ordering::Relaxed);
             assert_eq!(check(), Err(ConvertError::Cancelled));
             let other = AtomicBool::new(false);
-            cancellable(&other, || assert_eq!(check(), Ok(()), "the inner run's flag"));
-            assert_eq!(check(), Err(ConvertError::Cancelled), "the outer one's again");
+            cancellable(&other, || {
+                assert_eq!(check(), Ok(()), "the inner run's flag")
+            });
+            assert_eq!(
+                check(),
+                Err(ConvertError::Cancelled),
+                "the outer one's again"
+            );
             std::thread::scope(|s| {
                 s.spawn(|| assert_eq!(check(), Ok(()), "another thread"));
             });

@@ -294,8 +294,7 @@ impl Get<'_> {
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: FetchError| conversion_failed(self.model, error, kept.as_deref());
         // Cancelled between the conversion's steps too.
-        let (onnx, stems) =
-            cancellable(self.cancel, || convert(&checkpoints)).map_err(failed)?;
+        let (onnx, stems) = cancellable(self.cancel, || convert(&checkpoints)).map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
             return Err(failed(FetchError::layout(format!(

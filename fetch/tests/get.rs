@@ -701,7 +701,10 @@ fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
     assert!(!first.was_installed);
     assert!(second.was_installed, "the second found the first's model");
     assert_eq!(second_stages.first(), Some(&Stage::Waiting));
-    assert!(!second_stages.contains(&Stage::Downloading), "{second_stages:?}");
+    assert!(
+        !second_stages.contains(&Stage::Downloading),
+        "{second_stages:?}"
+    );
     assert_eq!(first.model_sha256, second.model_sha256);
     let downloads = server
         .requests
