@@ -531,19 +531,7 @@ fn a_full_disk_stops_the_download_and_installs_nothing() {
 
 #[test]
 fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
-    // A small HTDemucs with random weights, saved by demucs itself (fixtures/htdemucs/README.md).
-    let bytes = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
-    )
-    .unwrap();
-    let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-x.th", &bytes)]));
-    let small = model(
-        "test-htdemucs",
-        Delivery::DemucsCheckpoints(DemucsBag {
-            files,
-            weights: None,
-        }),
-    );
+    let (small, bytes) = small_htdemucs("test-htdemucs", "5ma11000-x.th");
     let server = mirror(HashMap::from([("5ma11000-x.th".into(), bytes)]), false);
     let dir = scratch("htdemucs");
     let installed = install(&small, download(&server), &dir, accept()).unwrap();
@@ -723,20 +711,24 @@ fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_conversion_cancelled_midway_installs_nothing_and_keeps_the_checked_checkpoint() {
+/// A small HTDemucs with random weights, saved by demucs itself
+/// (convert/tests/fixtures/htdemucs/README.md), as the catalogue model `name` of one file.
+fn small_htdemucs(name: &'static str, file_name: &str) -> (CatalogueModel, Vec<u8>) {
     let bytes = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
     )
     .unwrap();
-    let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-c.th", &bytes)]));
-    let small = model(
-        "test-htdemucs-cancelled",
-        Delivery::DemucsCheckpoints(DemucsBag {
-            files,
-            weights: None,
-        }),
-    );
+    let files: &'static [RemoteFile] = Box::leak(Box::new([remote(file_name, &bytes)]));
+    let delivery = Delivery::DemucsCheckpoints(DemucsBag {
+        files,
+        weights: None,
+    });
+    (model(name, delivery), bytes)
+}
+
+#[test]
+fn a_conversion_cancelled_midway_installs_nothing_and_keeps_the_checked_checkpoint() {
+    let (small, bytes) = small_htdemucs("test-htdemucs-cancelled", "5ma11000-c.th");
     let server = mirror(HashMap::from([("5ma11000-c.th".into(), bytes)]), false);
     let dir = scratch("conversion-cancelled");
     let cancel = AtomicBool::new(false);

@@ -147,16 +147,11 @@ pub(super) fn stems_written_since(
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("stemflow-claim-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
     #[test]
     fn a_claim_excludes_a_second_one_and_goes_with_its_folder() {
-        let folder = scratch("exclusive");
+        let folder =
+            std::env::temp_dir().join(format!("stemflow-folder-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
         let FolderOutcome::Taken(claim) = Claim::take(&folder).unwrap() else {
             panic!("the first claim was refused");
         };
