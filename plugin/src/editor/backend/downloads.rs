@@ -282,20 +282,33 @@ mod tests {
         )
     }
 
+    /// A backend that downloaded the test model of `bytes` into `dir` from a mirror serving
+    /// `served`, once its download thread reported its end.
+    fn downloaded(bytes: &[u8], served: Vec<u8>, dir: &Path) -> PluginBackend {
+        let backend = downloading(bytes, served, false, dir);
+        wait_for_download(&backend);
+        backend
+    }
+
+    /// A backend that started downloading the test model of `bytes` into `dir` from a mirror
+    /// serving `served` (in small pieces when `trickle`).
+    fn downloading(bytes: &[u8], served: Vec<u8>, trickle: bool, dir: &Path) -> PluginBackend {
+        let url = mirror(served, trickle);
+        let backend = backend();
+        spawn_download(
+            backend.background.clone(),
+            test_model(bytes),
+            ModelSource::Download(Downloader::direct().with_mirror(&url)),
+            dir.to_path_buf(),
+        );
+        backend
+    }
+
     #[test]
     fn a_downloaded_model_is_installed_then_scanned_and_chosen() {
         let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
-        let model = test_model(&bytes);
-        let url = mirror(bytes.clone(), false);
         let dir = scratch("installed");
-        let mut backend = backend();
-        spawn_download(
-            backend.background.clone(),
-            model,
-            ModelSource::Download(Downloader::direct().with_mirror(&url)),
-            dir.clone(),
-        );
-        wait_for_download(&backend);
+        let mut backend = downloaded(&bytes, bytes.clone(), &dir);
         let installed = dir.join("test-model.onnx");
         assert_eq!(std::fs::read(&installed).unwrap(), bytes);
         assert_eq!(backend.model().download, DownloadTask::Idle);
@@ -313,19 +326,10 @@ mod tests {
     #[test]
     fn a_download_that_fails_its_check_says_why_and_installs_nothing() {
         let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
-        let model = test_model(&bytes);
         let mut wrong = bytes.clone();
         wrong[10] ^= 1;
-        let url = mirror(wrong, false);
         let dir = scratch("wrong");
-        let mut backend = backend();
-        spawn_download(
-            backend.background.clone(),
-            model,
-            ModelSource::Download(Downloader::direct().with_mirror(&url)),
-            dir.clone(),
-        );
-        wait_for_download(&backend);
+        let mut backend = downloaded(&bytes, wrong, &dir);
         match backend.model().download {
             DownloadTask::Failed { name, error } => {
                 assert_eq!(name, "test-model");
@@ -342,15 +346,7 @@ mod tests {
     /// first bytes arrived.
     fn backend_mid_download(dir: &Path) -> PluginBackend {
         let bytes: Vec<u8> = (0..400_000u32).map(|i| (i % 241) as u8).collect();
-        let model = test_model(&bytes);
-        let url = mirror(bytes, true);
-        let mut backend = backend();
-        spawn_download(
-            backend.background.clone(),
-            model,
-            ModelSource::Download(Downloader::direct().with_mirror(&url)),
-            dir.to_path_buf(),
-        );
+        let mut backend = downloading(&bytes, bytes.clone(), true, dir);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !matches!(
             backend.model().download,
