@@ -17,10 +17,13 @@
 //!   [`htdemucs`]: demucs v4 checkpoints; [`roformer`]: MSST's BS- and Mel-RoFormer checkpoints
 //!   with their YAML configs. They share the graph builder (`ops`) and the checkpoint-state
 //!   reader (`state`); [`yaml`] reads the YAML Python tools write (MSST configs, demucs bags).
+//! - [`cancel`]: a conversion stopped from another thread between its steps.
 //!
 //! Where the checkpoints come from (the catalogue, downloads, imports, installing into the
 //! models folder) is the `stemflow-fetch` crate.
 
+pub mod budget;
+pub mod cancel;
 pub mod error;
 pub mod float16;
 pub mod htdemucs;

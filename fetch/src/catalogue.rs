@@ -23,6 +23,13 @@ pub struct FileCheck {
 }
 
 impl FileCheck {
+    /// Whether nothing checks the whole file: no SHA-256 and no owner's prefix of one, only
+    /// the size and UVR's MD5 of the last 10,240,000 bytes (`mel_roformer_viperx_1143`). Such
+    /// a file is offered as *weakly verified*. Realtime-safe.
+    pub const fn is_weak(&self) -> bool {
+        self.sha256.is_none() && self.sha256_prefix.is_none()
+    }
+
     /// A check of the SHA-256 alone (a pinned wheel's or checkpoint's).
     pub const fn of_sha256(sha256: &'static str) -> Self {
         Self {
@@ -118,6 +125,12 @@ impl CatalogueModel {
                 .map(|f| f.check.size_bytes)
                 .sum::<Option<u64>>(),
         }
+    }
+
+    /// Whether one of its files is checked only weakly ([`FileCheck::is_weak`]): say so
+    /// wherever it is offered. Realtime-safe.
+    pub fn is_weakly_verified(&self) -> bool {
+        self.remote_files().iter().any(|file| file.check.is_weak())
     }
 
     /// The files it is made of at their owners' URLs (none for a PyPI wheel, whose URL the
@@ -539,6 +552,16 @@ mod tests {
                 .unwrap()
                 .download_bytes(),
             None
+        );
+        let weak: Vec<&str> = CATALOGUE
+            .iter()
+            .filter(|model| model.is_weakly_verified())
+            .map(|model| model.name)
+            .collect();
+        assert_eq!(
+            weak,
+            ["mel_roformer_viperx_1143"],
+            "offered as weakly verified"
         );
         let spleeter = catalogue_model("spleeter-2stems").unwrap();
         assert_eq!(spleeter.download_bytes(), None);

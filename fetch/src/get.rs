@@ -18,10 +18,17 @@
 //!   checksums, not their names.
 //! - A model is written to a temporary file in the models folder, synced and renamed to its
 //!   name; a different file of that name is never replaced without [`GetOptions::force`].
+//! - One fetcher at a time per model and models folder: each claims `.NAME.fetching` there
+//!   ([`stemflow_paths::claim`]; a killed fetcher's claim is taken over). Another fetcher of the
+//!   same model — a second plugin instance in the same DAW, the CLI — waits
+//!   ([`Stage::Waiting`]) and then finds the model installed, so it is downloaded once and
+//!   written once.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
+use stemflow_convert::cancel::cancellable;
 use stemflow_convert::htdemucs::demucs_to_onnx;
 use stemflow_convert::roformer::roformer_to_onnx;
 
@@ -36,11 +43,14 @@ use crate::progress::{Progress, Reporter, Stage};
 use crate::pypi::find_wheel;
 use crate::spleeter_wheel::{install_spleeter, SpleeterRelease};
 use crate::terms::{record_terms_accepted, terms_accepted, terms_file, TERMS_RECORD_FILE};
+use stemflow_paths::claim::{Claim, ClaimOutcome};
 
 /// The folder inside the models folder that downloads and cached checkpoints go to.
 pub const DOWNLOADS_DIR: &str = ".downloads";
 /// The largest file accepted by hand (no checkpoint or wheel Stemflow converts is larger).
 const MAX_GIVEN_FILE_BYTES: u64 = 2 << 30;
+/// How often a fetcher waiting for another one looks at its claim (and at the cancel flag).
+const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// Where a catalogue model's files come from.
 pub enum ModelSource {
@@ -75,6 +85,11 @@ pub struct Installed {
     pub model_sha256: String,
     /// Bytes downloaded in this run (not those resumed or cached).
     pub downloaded_bytes: u64,
+}
+
+/// The claim a fetcher of `model` holds in `models_dir` while it works (`.NAME.fetching`).
+pub fn fetch_claim_file(model: &CatalogueModel, models_dir: &Path) -> PathBuf {
+    models_dir.join(format!(".{}.fetching", model.name))
 }
 
 /// The folder downloads go to inside `models_dir`.
@@ -146,6 +161,8 @@ pub fn install_catalogue_model(
         cancel,
         reporter: Reporter::new(model.download_bytes(), progress),
     };
+    // Held until the model is installed (or this run failed), then removed.
+    let _claim = get.claim()?;
     let result = match model.delivery {
         Delivery::Onnx(file) => get.onnx(&file, &source),
         Delivery::DemucsCheckpoints(bag) => get.demucs(&bag, &source),
@@ -276,7 +293,8 @@ impl Get<'_> {
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: FetchError| conversion_failed(self.model, error, kept.as_deref());
-        let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
+        // Cancelled between the conversion's steps too.
+        let (onnx, stems) = cancellable(self.cancel, || convert(&checkpoints)).map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
             return Err(failed(FetchError::layout(format!(
@@ -329,7 +347,9 @@ impl Get<'_> {
         };
         self.check_cancel()?;
         self.reporter.stage(Stage::Converting);
-        let installed = install_spleeter(release, &wheel, self.models_dir, self.options.force)?;
+        let installed = cancellable(self.cancel, || {
+            install_spleeter(release, &wheel, self.models_dir, self.options.force)
+        })?;
         // The model is in place: the wheel is not needed any more.
         if let Some(cached) = cached {
             let _ = std::fs::remove_file(cached);
@@ -350,6 +370,32 @@ impl Get<'_> {
             record_terms_accepted(self.model, self.models_dir)?;
         }
         Ok(())
+    }
+
+    /// Claims the model in its models folder ([`fetch_claim_file`]); while another fetcher
+    /// holds it, waits (saying [`Stage::Waiting`] once), stopping when `cancel` is set. `None`
+    /// where no claim can be made (a read-only folder): the run goes on unclaimed, as its
+    /// writes never replace a file anyway. Not realtime-safe: file I/O and waits.
+    fn claim(&mut self) -> Result<Option<Claim>, FetchError> {
+        if std::fs::create_dir_all(self.models_dir).is_err() {
+            return Ok(None);
+        }
+        let file = fetch_claim_file(self.model, self.models_dir);
+        let mut is_waiting = false;
+        loop {
+            match Claim::take(&file) {
+                Ok(ClaimOutcome::Taken(claim)) => return Ok(Some(claim)),
+                Ok(ClaimOutcome::Held(_)) if !is_waiting => {
+                    is_waiting = true;
+                    self.reporter.stage(Stage::Waiting);
+                }
+                Ok(ClaimOutcome::Held(_)) => {}
+                Err(_) => return Ok(None),
+            }
+            self.check_cancel()?;
+            std::thread::sleep(CLAIM_POLL);
+            self.check_cancel()?;
+        }
     }
 
     fn check_cancel(&self) -> Result<(), FetchError> {

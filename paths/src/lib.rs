@@ -1,7 +1,9 @@
 //! Where Stemflow keeps its files: the user data folder with the ONNX Runtime library, models and
-//! settings.
+//! settings; and [`claim`]: one worker at a time on a stem folder or a model being fetched.
 
 use std::path::PathBuf;
+
+pub mod claim;
 
 /// Overrides the user data folder (used by tests and portable installs).
 pub const DATA_DIR_ENV: &str = "STEMFLOW_DATA_DIR";
