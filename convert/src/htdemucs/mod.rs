@@ -21,15 +21,14 @@
 //!   its shape checked, leftovers refused) and the graph built with [`crate::ops::Builder`].
 
 pub mod config;
+mod io;
 mod network;
 mod transformer;
-
-use stemflow_onnx::Dim;
 
 use self::config::HtDemucsConfig;
 use self::network::{build_network, normalise, Inputs};
 use crate::error::ConvertError;
-use crate::ops::{Builder, T};
+use crate::ops::{Builder, Target, T};
 use crate::state::ModelState;
 use crate::torch::load_torch_checkpoint;
 
@@ -63,6 +62,16 @@ pub struct ConvertedDemucs {
 pub fn demucs_to_onnx(
     checkpoints: &[&[u8]],
     weights: Option<&[&[f32]]>,
+) -> Result<ConvertedDemucs, ConvertError> {
+    demucs_to_onnx_for(checkpoints, weights, Target::Cpu)
+}
+
+/// [`demucs_to_onnx`] for `target`: the CPU graph (the STFT outside it), or a GPU graph (a
+/// batch of waveforms in, their stems out). Not realtime-safe.
+pub fn demucs_to_onnx_for(
+    checkpoints: &[&[u8]],
+    weights: Option<&[&[f32]]>,
+    target: Target,
 ) -> Result<ConvertedDemucs, ConvertError> {
     if checkpoints.is_empty() || checkpoints.len() > 16 {
         return Err(ConvertError::Layout(format!(
@@ -110,30 +119,8 @@ pub fn demucs_to_onnx(
     let num_sources = first.sources.len();
     let coefficients = bag_coefficients(weights, num_models, num_sources)?;
 
-    let mut b = Builder::new("htdemucs");
-    let (length, bins, frames) = (first.segment_frames, first.spec_bins(), first.spec_frames());
-    let channels = first.audio_channels;
-    b.graph.add_input(
-        "mix",
-        vec![Dim::Fixed(1), Dim::Fixed(channels), Dim::Fixed(length)],
-    );
-    b.graph.add_input(
-        "spec",
-        vec![
-            Dim::Fixed(1),
-            Dim::Fixed(2 * channels),
-            Dim::Fixed(bins),
-            Dim::Fixed(frames),
-        ],
-    );
-    let mix = T {
-        name: "mix".into(),
-        shape: vec![1, channels, length],
-    };
-    let spec = T {
-        name: "spec".into(),
-        shape: vec![1, 2 * channels, bins, frames],
-    };
+    let mut b = Builder::for_target("htdemucs", target);
+    let (mix, spec) = io::inputs(&mut b, first)?;
     let (spec, spec_mean, spec_std) = normalise(&mut b, &spec)?;
     let (mix, mix_mean, mix_std) = normalise(&mut b, &mix)?;
     let inputs = Inputs {
@@ -163,8 +150,8 @@ pub fn demucs_to_onnx(
             None => (spec_m, wave_m),
             Some(rows) => {
                 let row = rows[m].clone();
-                let c5 = b.constant("bag_weight", &[1, num_sources, 1, 1, 1], row.clone())?;
-                let c4 = b.constant("bag_weight", &[1, num_sources, 1, 1], row)?;
+                let c5 = b.constant_f32("bag_weight", &[1, num_sources, 1, 1, 1], row.clone())?;
+                let c4 = b.constant_f32("bag_weight", &[1, num_sources, 1, 1], row)?;
                 (b.binary("Mul", &spec_m, &c5), b.binary("Mul", &wave_m, &c4))
             }
         };
@@ -177,12 +164,8 @@ pub fn demucs_to_onnx(
         });
     }
     let (spec_out, wave_out) = outputs.expect("at least one model");
-    for (value, name) in [(&spec_out, "spec_stems"), (&wave_out, "wave_stems")] {
-        b.graph
-            .add_node("Identity", name, &[&value.name], &[name], Vec::new());
-        b.graph
-            .add_output(name, value.shape.iter().map(|&d| Dim::Fixed(d)).collect());
-    }
+    io::outputs(&mut b, first, &spec_out, &wave_out)?;
+    target.write_metadata(&mut b.graph);
     b.graph.set_metadata(FAMILY_METADATA_KEY, FAMILY_NAME);
     b.graph
         .set_metadata(STEMS_METADATA_KEY, &first.sources.join(","));
@@ -192,7 +175,7 @@ pub fn demucs_to_onnx(
     Ok(ConvertedDemucs {
         onnx: b.graph.to_model_bytes(),
         sources: first.sources.clone(),
-        segment_frames: length,
+        segment_frames: first.segment_frames,
     })
 }
 

@@ -42,7 +42,8 @@ impl Builder<'_> {
                 (cut(self, k_t)?, cut(self, v)?)
             };
             let scores = self.matmul(&q_block, &k_block)?;
-            let weights = self.op(
+            let weights = self.op_like(
+                &scores,
                 "Softmax",
                 &[&scores.name],
                 vec![("axis", Attribute::Int(-1))],

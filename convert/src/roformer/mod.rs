@@ -81,10 +81,7 @@ pub fn roformer_to_onnx(
     let spec_shape = vec![1, 2 * num_bins, frames, 2];
     b.graph
         .add_input("spec", spec_shape.iter().map(|&d| Dim::Fixed(d)).collect());
-    let spec = T {
-        name: "spec".into(),
-        shape: spec_shape,
-    };
+    let spec = T::new("spec", &spec_shape);
     // Each band's rows of `spec`: bin-major, both channels of a bin together.
     let rows: Vec<usize> = bands
         .iter()

@@ -174,7 +174,6 @@ impl<'a> Weights<'_, 'a> {
     }
 }
 
-
 impl<'a> CheckpointTensor<'a> for Tensor<'a> {
     fn shape(&self) -> &[usize] {
         self.shape

@@ -100,10 +100,7 @@ pub fn spleeter_graph<'a>(
     );
     b.graph
         .add_initializer_i64(STEM_AXIS_INITIALIZER, &[1], vec![1])?;
-    let magnitude = T {
-        name: MAGNITUDE_INPUT.to_owned(),
-        shape: input_shape.to_vec(),
-    };
+    let magnitude = T::new(MAGNITUDE_INPUT, &input_shape);
     let mut stacked = Vec::with_capacity(stems.len());
     for (stem, tensors) in stems {
         stacked.push(add_unet(&mut b, stem, tensors, &magnitude)?);
@@ -168,11 +165,18 @@ fn add_unet<'a>(
     };
     for (i, &out) in channels.encoder.iter().enumerate() {
         let stage = i + 1;
-        let conv = unet.conv(&h, &format!("down{stage}_conv.1"), out, STRIDED_KERNEL, &same)?;
+        let conv = unet.conv(
+            &h,
+            &format!("down{stage}_conv.1"),
+            out,
+            STRIDED_KERNEL,
+            &same,
+        )?;
         if stage < NUM_STAGES {
             let normalised = unet.batch_norm(&conv, &format!("down{stage}_act.0"))?;
             let name = unet.name(&format!("down{stage}_leaky_relu"));
-            h = unet.b.named(&name).op(
+            h = unet.b.named(&name).op_like(
+                &normalised,
                 "LeakyRelu",
                 &[&normalised.name],
                 vec![("alpha", Attribute::Float(LEAKY_RELU_SLOPE))],
@@ -187,7 +191,10 @@ fn add_unet<'a>(
         let stage = i + 1;
         if stage > 1 {
             let name = unet.name(&format!("up{stage}_concat"));
-            h = unet.b.named(&name).concat(&[skips[NUM_STAGES - stage].clone(), h], 1);
+            h = unet
+                .b
+                .named(&name)
+                .concat(&[skips[NUM_STAGES - stage].clone(), h], 1);
         }
         let transposed = unet.conv_transpose(&h, &format!("up{stage}.0"), out)?;
         let name = unet.name(&format!("up{stage}_relu"));
@@ -207,7 +214,8 @@ fn add_unet<'a>(
     let name = unet.name("estimate_unsqueezed");
     let mut shape = estimate.shape.clone();
     shape.insert(1, 1);
-    Ok(unet.b.named(&name).op(
+    Ok(unet.b.named(&name).op_like(
+        &estimate,
         "Unsqueeze",
         &[&estimate.name, STEM_AXIS_INITIALIZER],
         vec![],
@@ -243,7 +251,10 @@ impl<'a> Unet<'_, 'a, '_> {
         kernel: usize,
         spec: &ConvSpec,
     ) -> Result<T, ConvertError> {
-        let weight = self.weight(&format!("{layer}.weight"), &[out, x.shape[1], kernel, kernel])?;
+        let weight = self.weight(
+            &format!("{layer}.weight"),
+            &[out, x.shape[1], kernel, kernel],
+        )?;
         let bias = self.weight(&format!("{layer}.bias"), &[out])?;
         let name = self.name(layer);
         self.b.named(&name).conv_with(x, &weight, &bias, spec)

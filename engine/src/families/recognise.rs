@@ -6,7 +6,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
-use super::{htdemucs, htdemucs_stft_outside, mdx_net, params, roformer, spleeter};
+use super::{htdemucs_stft_outside, mdx_net, params, roformer, spleeter, waveform};
 use crate::model_error::ModelError;
 use crate::runtime::model_file::ModelBytes;
 use crate::runtime::session::with_spare_cpu_session;
@@ -108,7 +108,7 @@ pub fn describe_signature(
     } else {
         &[
             spleeter::recognise,
-            htdemucs::recognise,
+            waveform::recognise,
             mdx_net::recognise,
             roformer::recognise,
         ]

@@ -22,6 +22,7 @@ pub mod device_switch;
 pub mod devices;
 pub mod fold_plan;
 pub mod graph_cache;
+pub mod graph_files;
 pub mod model_file;
 pub mod runner;
 pub mod session;

@@ -54,17 +54,7 @@ impl ModelRunner {
         device: DeviceChoice,
         io: GraphIo,
     ) -> Result<Self, ModelError> {
-        let warm_up: WarmUp = {
-            let io = io.clone();
-            Arc::new(move |session: &mut Session| {
-                let zeros: Vec<Vec<f32>> = io
-                    .inputs
-                    .iter()
-                    .map(|(_, shape)| vec![0.0; shape.iter().product()])
-                    .collect();
-                run_graph_io(session, &io, &zeros).map(|_| ())
-            })
-        };
+        let warm_up = warm_up_for(&io);
         let session = acquire_session(&model, device, warm_up.as_ref())?;
         // The session holds what it needs: the bytes (the whole file) are not kept.
         let model = ModelSource::of(&model);
@@ -119,21 +109,35 @@ impl ModelRunner {
         fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
         read: impl FnOnce(&[&[f32]]) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut inputs: Vec<Vec<f32>> = self
+        self.run_batch(1, fill, read)
+    }
+
+    /// [`ModelRunner::run_all`] on a batch of `batch` items in one model run, for a graph whose
+    /// inputs' first dimension is its batch ([`GraphIo`] holds one item's shapes, first
+    /// dimension 1): `fill` writes item after item, `read` gets the outputs of all of them, item
+    /// after item. Not realtime-safe.
+    pub fn run_batch(
+        &mut self,
+        batch: usize,
+        fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
+        read: impl FnOnce(&[&[f32]]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let shapes: Vec<Vec<usize>> = self
             .io
             .inputs
             .iter()
-            .map(|(_, shape)| vec![0.0f32; shape.iter().product()])
+            .map(|(_, shape)| batch_shape(shape, batch))
+            .collect::<Result<_, _>>()?;
+        let mut inputs: Vec<Vec<f32>> = shapes
+            .iter()
+            .map(|shape| vec![0.0f32; shape.iter().product()])
             .collect();
         fill(&mut inputs)?;
-        let tensors = self
-            .io
-            .inputs
-            .iter()
+        let tensors = shapes
+            .into_iter()
             .zip(inputs)
-            .map(|((_, shape), values)| {
-                Tensor::from_array((shape.clone(), values.into_boxed_slice()))
-                    .map_err(|e| e.to_string())
+            .map(|(shape, values)| {
+                Tensor::from_array((shape, values.into_boxed_slice())).map_err(|e| e.to_string())
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut read = Some(read);
@@ -171,11 +175,64 @@ impl ModelRunner {
         result?
     }
 
+    /// Runs another graph from now on: `session` (acquired with [`ModelRunner::acquire`]) for
+    /// `model` with `io`. A graph switch made on a helper thread is installed this way (the same
+    /// graph on another device: [`ModelRunner::request_device`]). Returns the device it runs
+    /// on, reported as switched. Not realtime-safe: drops the old session.
+    pub fn replace_graph(
+        &mut self,
+        session: AcquiredSession,
+        model: ModelSource,
+        io: GraphIo,
+    ) -> ActiveDevice {
+        self.active = ActiveDevice {
+            requested: session.requested,
+            actual: session.device(),
+            fallback_reason: session.fallback_reason(),
+        };
+        self.warm_up = warm_up_for(&io);
+        self.session = session;
+        self.model = model;
+        self.io = io;
+        self.reported = self.active.clone();
+        self.active.clone()
+    }
+
+    /// Records that `requested` ended up where this runner runs, for `reason` (a GPU graph given
+    /// up for the CPU graph when the GPU failed). Not realtime-safe.
+    pub fn record_fallback(&mut self, requested: DeviceChoice, reason: Option<String>) {
+        self.active.requested = requested;
+        if reason.is_some() {
+            self.active.fallback_reason = reason;
+        }
+        self.reported = self.active.clone();
+    }
+
+    /// A warm session of `model` on `choice` for a graph of `io`, as [`ModelRunner::new`]
+    /// builds one, for [`ModelRunner::replace_graph`]. Not realtime-safe.
+    pub fn acquire(
+        model: &ModelBytes,
+        choice: DeviceChoice,
+        io: &GraphIo,
+    ) -> Result<AcquiredSession, ModelError> {
+        acquire_session(model, choice, warm_up_for(io).as_ref())
+    }
+
+    /// The graph's inputs and outputs.
+    pub fn io(&self) -> &GraphIo {
+        &self.io
+    }
+
     /// Starts moving the model to `choice`: the session is built and warmed up on a helper
     /// thread while this one keeps running; [`ModelRunner::poll_events`] swaps it in.
     pub fn request_device(&mut self, choice: DeviceChoice) {
         self.switch
             .start(self.model.clone(), choice, self.warm_up.clone());
+    }
+
+    /// Drops a device switch under way (another graph takes over instead).
+    pub fn cancel_device_switch(&mut self) {
+        self.switch = DeviceSwitch::default();
     }
 
     /// Installs a session that became ready and reports device changes: a finished switch, a
@@ -204,6 +261,30 @@ impl ModelRunner {
     /// The device running the model.
     pub fn active_device(&self) -> ActiveDevice {
         self.active.clone()
+    }
+}
+
+/// A run on silence of a graph of `io`, which makes a new session warm.
+fn warm_up_for(io: &GraphIo) -> WarmUp {
+    let io = io.clone();
+    Arc::new(move |session: &mut Session| {
+        let zeros: Vec<Vec<f32>> = io
+            .inputs
+            .iter()
+            .map(|(_, shape)| vec![0.0; shape.iter().product()])
+            .collect();
+        run_graph_io(session, &io, &zeros).map(|_| ())
+    })
+}
+
+/// `shape` (one item's, first dimension 1) for `batch` items.
+fn batch_shape(shape: &[usize], batch: usize) -> Result<Vec<usize>, String> {
+    match shape.split_first() {
+        Some((1, rest)) if batch >= 1 => Ok(std::iter::once(batch).chain(rest.iter().copied()).collect()),
+        _ if batch == 1 => Ok(shape.to_vec()),
+        _ => Err(format!(
+            "a batch of {batch} needs a graph whose inputs take a batch first; this one takes {shape:?}"
+        )),
     }
 }
 
