@@ -15,13 +15,11 @@ use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
 use crate::runtime::device_id::DeviceId;
 use crate::runtime::device_switch::DeviceSwitch;
-use crate::runtime::devices::{ActiveDevice, DeviceChoice};
+use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceEvent};
 use crate::runtime::graph_files::{graph_for, GraphChoice};
 use crate::runtime::runner::ModelRunner;
 use crate::runtime::session::{AcquiredSession, Precision, DEFAULT_GPU_PRECISION};
-use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
-};
+use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest};
 use crate::stem::Stem;
 use crate::stream::SCHEDULING_MARGIN_MS;
 
@@ -254,14 +252,14 @@ impl ModelSeparator {
     /// Installs a graph made ready by a switch, with its codec, when it chunks as the running
     /// one does; reports the switch (or why it failed). A GPU graph that fell back to the CPU
     /// mid-run gives way to the CPU graph. Not realtime-safe: drops the old session.
-    fn poll_graph_switch(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_graph_switch(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         match self.graph_switch.poll() {
             Some(Ok(ready)) => {
                 let same = ready.description.layout == self.reference_layout
                     && ready.description.stems == self.description.stems
                     && ready.description.sample_rate_hz == self.description.sample_rate_hz;
                 if !same {
-                    events(SeparatorEvent::DeviceSwitchFailed(format!(
+                    events(DeviceEvent::DeviceSwitchFailed(format!(
                         "{} chunks or names its stems differently from {}: it is not the same \
                          model's graph",
                         ready.graph.path.display(),
@@ -280,9 +278,9 @@ impl ModelSeparator {
                 }
                 self.description = description;
                 self.graph = ready.graph;
-                events(SeparatorEvent::DeviceSwitched(active));
+                events(DeviceEvent::DeviceSwitched(active));
             }
-            Some(Err(error)) => events(SeparatorEvent::DeviceSwitchFailed(error.to_string())),
+            Some(Err(error)) => events(DeviceEvent::DeviceSwitchFailed(error.to_string())),
             None => {}
         }
         let fell_back = self.graph.gpu_precision.is_some()
@@ -375,7 +373,7 @@ impl Separator for ModelSeparator {
         }
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         self.runner.poll_events(events);
         self.poll_graph_switch(events);
     }

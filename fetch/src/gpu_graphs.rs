@@ -6,14 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::ConvertError;
-use crate::ops::{Precision, Target};
+use stemflow_convert::{Precision, Target};
+
+use crate::error::FetchError;
+use crate::files::write_error;
 
 /// The precisions GPU graphs are written in.
 pub const GPU_PRECISIONS: [Precision; 2] = [Precision::Float32, Precision::Float16];
 
 /// A conversion of the model for a target (`None`: the model has no graph for it).
-pub type ConvertFor<'a> = dyn Fn(Target) -> Result<Option<Vec<u8>>, ConvertError> + 'a;
+pub type ConvertFor<'a> = dyn Fn(Target) -> Result<Option<Vec<u8>>, FetchError> + 'a;
 
 /// GPU graphs converted and written next to where they go, not yet in place. Dropped without
 /// [`PendingGpuGraphs::install`], they are removed.
@@ -27,12 +29,11 @@ impl PendingGpuGraphs {
     /// Converts the GPU graphs of the model that goes to `model` with `convert`, each written
     /// to a temporary file beside its destination. Fails with the conversion's error (the files
     /// written so far removed). Not realtime-safe.
-    pub fn convert(model: &Path, convert: &ConvertFor<'_>) -> Result<Self, ConvertError> {
+    pub fn convert(model: &Path, convert: &ConvertFor<'_>) -> Result<Self, FetchError> {
         let mut pending = PendingGpuGraphs { files: Vec::new() };
         for precision in GPU_PRECISIONS {
-            let bytes = convert(Target::Gpu(precision)).map_err(|error| {
-                error.with_context("its graph for GPUs: ", " Nothing was installed.")
-            })?;
+            let bytes = convert(Target::Gpu(precision))
+                .map_err(|error| error.with_context("its graph for GPUs: ", ""))?;
             let Some(bytes) = bytes else {
                 continue;
             };
@@ -45,7 +46,7 @@ impl PendingGpuGraphs {
             let temporary =
                 destination.with_file_name(format!(".{name}.{}.gpu-partial", std::process::id()));
             if let Some(dir) = temporary.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| io_error(dir, &e))?;
+                std::fs::create_dir_all(dir).map_err(|e| write_error(dir, &e))?;
             }
             pending.files.push((temporary.clone(), destination));
             write_synced(&temporary, &bytes)?;
@@ -55,12 +56,12 @@ impl PendingGpuGraphs {
 
     /// Renames the graphs into place (replacing older ones: they are derived from the model
     /// just installed); returns where they are.
-    pub fn install(mut self) -> Result<Vec<PathBuf>, ConvertError> {
+    pub fn install(mut self) -> Result<Vec<PathBuf>, FetchError> {
         let mut installed = Vec::new();
         for (temporary, destination) in std::mem::take(&mut self.files) {
             if let Err(error) = std::fs::rename(&temporary, &destination) {
                 let _ = std::fs::remove_file(&temporary);
-                return Err(io_error(&destination, &error));
+                return Err(write_error(&destination, &error));
             }
             installed.push(destination);
         }
@@ -76,16 +77,12 @@ impl Drop for PendingGpuGraphs {
     }
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
     use std::io::Write;
-    let mut file = std::fs::File::create(path).map_err(|e| io_error(path, &e))?;
+    let mut file = std::fs::File::create(path).map_err(|e| write_error(path, &e))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| io_error(path, &e))
-}
-
-fn io_error(path: &Path, error: &std::io::Error) -> ConvertError {
-    ConvertError::Io(format!("{}: {error}", path.display()))
+        .map_err(|e| write_error(path, &e))
 }
 
 #[cfg(test)]
@@ -106,7 +103,7 @@ mod tests {
             names
         };
         let failing = PendingGpuGraphs::convert(&model, &|target| match target {
-            Target::Gpu(Precision::Float16) => Err(ConvertError::Layout("no".into())),
+            Target::Gpu(Precision::Float16) => Err(FetchError::layout("no".into())),
             _ => Ok(Some(vec![1])),
         });
         assert!(failing.unwrap_err().to_string().contains("graph for GPUs"));
