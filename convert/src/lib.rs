@@ -26,6 +26,7 @@
 pub mod error;
 pub mod float16;
 pub mod htdemucs;
+pub mod mdx;
 mod ops;
 pub mod quantize;
 pub mod roformer;

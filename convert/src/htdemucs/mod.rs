@@ -225,3 +225,56 @@ fn prefix_error(what: &str, error: ConvertError) -> ConvertError {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use stemflow_onnx::kernels::{check_gpu_graph, inspect, Provider};
+
+    use super::*;
+    use crate::ops::Precision;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/tests/fixtures/htdemucs/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// (nodes, casts) of a graph.
+    fn counts(onnx: &[u8]) -> (usize, usize) {
+        let report = inspect(onnx, Provider::Cuda).unwrap();
+        (
+            report.node_count,
+            report.ops.get("Cast").copied().unwrap_or(0),
+        )
+    }
+
+    #[test]
+    fn gpu_graphs_run_wholly_on_cuda_and_directml_without_float64_and_with_few_nodes() {
+        for name in ["small.th", "small6.th"] {
+            let bytes = fixture(name);
+            let cpu = demucs_to_onnx(&[&bytes], None).unwrap();
+            let (cpu_nodes, cpu_casts) = counts(&cpu.onnx);
+            for precision in [Precision::Float32, Precision::Float16] {
+                let gpu = demucs_to_onnx_for(&[&bytes], None, Target::Gpu(precision)).unwrap();
+                if let Err(problems) = check_gpu_graph(&gpu.onnx) {
+                    panic!("{name} {precision:?}:\n{problems}");
+                }
+                let (nodes, casts) = counts(&gpu.onnx);
+                println!(
+                    "{name} {precision:?}: {nodes} nodes ({cpu_nodes} on the CPU), {casts} Casts \
+                     ({cpu_casts})"
+                );
+                assert!(nodes * 3 < cpu_nodes, "{nodes} nodes against {cpu_nodes}");
+                let norms =
+                    inspect(&gpu.onnx, Provider::Cuda).unwrap().ops["InstanceNormalization"];
+                match precision {
+                    Precision::Float32 => assert_eq!(casts, 0),
+                    // Around each norm, and the network's input and outputs.
+                    Precision::Float16 => assert!(casts <= 2 * norms + 4, "{casts} Casts"),
+                }
+            }
+        }
+    }
+}

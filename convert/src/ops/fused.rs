@@ -1,5 +1,5 @@
 //! The operators of GPU graphs that the CPU graphs spell out: group norms as
-//! `InstanceNormalization`, attention as ONNX
+//! `InstanceNormalization`, RMSNorm as `SimplifiedLayerNormalization`, attention as ONNX
 //! Runtime's `MultiHeadAttention`, mean and standard deviation in two float32 stages. Their
 //! statistics are float32 in a float16 graph too: `InstanceNormalization` gets its input cast,
 //! the layer norms compute in float32 themselves (`stash_type` 1).
@@ -44,7 +44,37 @@ impl Builder<'_> {
         let channelled = self.reshape(&normalised, &[items, channels, size])?;
         let scaled = self.binary("Mul", &channelled, weight);
         let shifted = self.binary("Add", &scaled, bias);
+        if shifted.shape == x.shape {
+            return Ok(shifted);
+        }
         self.reshape(&shifted, &x.shape)
+    }
+
+    /// RMSNorm over the last axis, `x / max(‖x‖, 1e-12) · √dim · scale`, as ONNX Runtime's
+    /// `SimplifiedLayerNormalization` (`x / √(mean(x²) + ε) · scale`, its statistics in
+    /// float32): the same for every `‖x‖` above 1e-12 to float32 precision (ε = 1e-24 / dim),
+    /// and 0, like it, for a silent token. `scale` is `[dim]`; `None`: ones.
+    pub fn rms_norm(&mut self, x: &T, scale: Option<&T>) -> Result<T, ConvertError> {
+        let dim = x.shape[x.shape.len() - 1];
+        let ones;
+        let scale = match scale {
+            Some(scale) => scale,
+            None => {
+                ones = self.constant("ones", &[dim], vec![1.0; dim])?;
+                &ones
+            }
+        };
+        Ok(self.op_like(
+            x,
+            "SimplifiedLayerNormalization",
+            &[&x.name, &scale.name],
+            vec![
+                ("axis", Attribute::Int(-1)),
+                ("epsilon", Attribute::Float(1e-24 / dim as f32)),
+                ("stash_type", Attribute::Int(1)),
+            ],
+            x.shape.clone(),
+        ))
     }
 
     /// The mean of `x` over every axis but the first (the batch's), in float32, summed in two

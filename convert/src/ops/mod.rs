@@ -21,7 +21,7 @@ use stemflow_onnx::{Attribute, OnnxGraph};
 pub use self::conv::ConvSpec;
 pub use self::spectral::{periodic_hann, window_envelope, SpectralFrames};
 use self::tensor::{broadcast_batch_axis, broadcast_shape, reshaped_batch_axis};
-pub use self::tensor::{DataType, Precision, Target, T};
+pub use self::tensor::{DataType, Precision, Target, GPU_GRAPH_METADATA_KEY, T};
 use crate::error::ConvertError;
 use crate::float16::values::to_half;
 
@@ -39,6 +39,8 @@ pub struct Builder<'a> {
     /// What the graph is built for.
     pub target: Target,
     next_id: usize,
+    /// What fresh names start with (to keep clear of another graph's names).
+    name_prefix: String,
     /// The name of the next node and its output, when the caller chose one ([`Builder::named`]).
     next_name: Option<String>,
 }
@@ -48,17 +50,13 @@ fn ints(values: &[usize]) -> Attribute {
 }
 
 impl<'a> Builder<'a> {
-    /// A builder of the graph `name` for the CPU.
-    pub fn new(name: &str) -> Self {
-        Self::for_target(name, Target::Cpu)
-    }
-
     /// A builder of the graph `name` for `target`.
     pub fn for_target(name: &str, target: Target) -> Self {
         Builder {
             graph: OnnxGraph::new(name),
             target,
             next_id: 0,
+            name_prefix: String::new(),
             next_name: None,
         }
     }
@@ -85,7 +83,12 @@ impl<'a> Builder<'a> {
 
     fn fresh(&mut self, hint: &str) -> String {
         self.next_id += 1;
-        format!("{hint}_{}", self.next_id)
+        format!("{}{hint}_{}", self.name_prefix, self.next_id)
+    }
+
+    /// Starts every fresh name with `prefix` from now on: for nodes joined to another graph's.
+    pub fn prefix_names(&mut self, prefix: &str) {
+        self.name_prefix = prefix.to_owned();
     }
 
     /// Adds a node of `domain` with one output; returns the output's name.
@@ -258,6 +261,14 @@ impl<'a> Builder<'a> {
 
     /// `x` with its axes permuted.
     pub fn transpose(&mut self, x: &T, perm: &[usize]) -> T {
+        if let Some(axis) = x.batch.filter(|&axis| perm[0] != axis) {
+            // Each item's axes are permuted: the batch stays the first axis' outer factor.
+            let apart = self.batch_apart(x);
+            let mut moved = vec![axis];
+            moved.extend(perm.iter().map(|&p| if p >= axis { p + 1 } else { p }));
+            let transposed = self.transpose(&apart, &moved);
+            return self.batch_together(&transposed);
+        }
         let shape = perm.iter().map(|&p| x.shape[p]).collect();
         let mut out = self.op_like(
             x,
@@ -268,6 +279,39 @@ impl<'a> Builder<'a> {
         );
         out.batch = x.batch.and_then(|b| perm.iter().position(|&p| p == b));
         out
+    }
+
+    /// `x` with its batch as an axis of its own: `[…, B·s, …]` seen as `[…, B, s, …]`, the
+    /// batch on the inserted axis (one per item), the axes after it one further.
+    fn batch_apart(&mut self, x: &T) -> T {
+        let axis = x.batch.expect("a batched tensor");
+        let mut shape = x.shape.clone();
+        shape.insert(axis, 1);
+        self.reshape(x, &shape)
+            .expect("a batch comes apart from its axis")
+    }
+
+    /// Undoes [`Builder::batch_apart`]: the batch axis merged into the axis after it.
+    fn batch_together(&mut self, x: &T) -> T {
+        let axis = x.batch.expect("a batched tensor");
+        let mut shape = x.shape.clone();
+        shape.remove(axis);
+        self.reshape(x, &shape)
+            .expect("a batch merges into the axis after it")
+    }
+
+    /// `op` along `axis` of `x`, with the batch apart (`op` gets the axis after it) when
+    /// `axis` carries it; `together` merges the batch back into the result.
+    fn along_batch<R>(
+        &mut self,
+        x: &T,
+        axis: usize,
+        op: impl FnOnce(&mut Self, &T, usize) -> Result<R, ConvertError>,
+        together: impl FnOnce(&mut Self, R) -> R,
+    ) -> Result<R, ConvertError> {
+        let apart = self.batch_apart(x);
+        let result = op(self, &apart, axis + 1)?;
+        Ok(together(self, result))
     }
 
     /// An elementwise binary operator with broadcasting. A batched tensor meeting a per-item
@@ -283,36 +327,24 @@ impl<'a> Builder<'a> {
         // A constant of the other element type (a float32 statistic's scalar in a float16
         // graph) is cast, which ONNX Runtime folds when it loads the graph.
         let b = &self.as_type(b, a.dtype);
-        let axis = match broadcast_batch_axis(a, b)? {
-            Ok(axis) => {
-                let shape = broadcast_shape(&a.shape, &b.shape);
-                let name = self.emit("", op_type, &[&a.name, &b.name], vec![]);
-                return Ok(T {
-                    name,
-                    shape,
-                    batch: axis,
-                    dtype: a.dtype,
-                });
-            }
-            Err(axis) => axis,
+        if let Ok(axis) = broadcast_batch_axis(a, b)? {
+            let shape = broadcast_shape(&a.shape, &b.shape);
+            let name = self.emit("", op_type, &[&a.name, &b.name], vec![]);
+            return Ok(T {
+                name,
+                shape,
+                batch: axis,
+                dtype: a.dtype,
+            });
+        }
+        // Split the batch off as an axis of its own (in each batched operand), then merge it
+        // back.
+        let apart = |b: &mut Self, t: &T| match t.batch {
+            Some(_) => b.batch_apart(t),
+            None => t.clone(),
         };
-        // Split the batch off as an axis of its own, then merge it back.
-        let (batched, other, batched_first) = if a.batch.is_some() {
-            (a, b, true)
-        } else {
-            (b, a, false)
-        };
-        let rank = a.shape.len().max(b.shape.len());
-        let local = axis - (rank - batched.shape.len());
-        let mut apart = batched.shape.clone();
-        apart.insert(local, 1);
-        let apart = self.reshape(batched, &apart)?;
-        let (x, y) = if batched_first {
-            (&apart, other)
-        } else {
-            (other, &apart)
-        };
-        let merged = self.try_binary(op_type, x, y)?;
+        let (x, y) = (apart(self, a), apart(self, b));
+        let merged = self.try_binary(op_type, &x, &y)?;
         let Some(batch_axis) = merged.batch else {
             return Err(ConvertError::Layout(format!(
                 "internal: {op_type} of {} and {} lost the batch",
@@ -332,7 +364,14 @@ impl<'a> Builder<'a> {
         start: usize,
         end: usize,
     ) -> Result<T, ConvertError> {
-        x.check_not_batch(axis, "a slice")?;
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.slice(x, axis, start, end),
+                |b, t| b.batch_together(&t),
+            );
+        }
         let starts = self.i64s(&[start as i64])?;
         let ends = self.i64s(&[end as i64])?;
         let axes = self.i64s(&[axis as i64])?;
@@ -433,6 +472,12 @@ impl<'a> Builder<'a> {
             (Some(x), Some(y)) if x == y => Some(x),
             (Some(x), None) if x >= lead || dim_at(b, lead_b, x) == 1 => Some(x),
             (None, Some(y)) if dim_at(a, lead_a, y) == 1 => Some(y),
+            // `a`'s batch meets `b`'s per-item matrices along a leading axis: apart.
+            (Some(_), None) => {
+                let apart = self.batch_apart(a);
+                let product = self.matmul(&apart, b)?;
+                return Ok(self.batch_together(&product));
+            }
             _ => return Err(error()),
         };
         let name = self.emit("", "MatMul", &[&a.name, &b.name], vec![]);
@@ -446,7 +491,14 @@ impl<'a> Builder<'a> {
 
     /// `x` cut along `axis` into consecutive parts of `sizes`.
     pub fn split(&mut self, x: &T, axis: usize, sizes: &[usize]) -> Result<Vec<T>, ConvertError> {
-        x.check_not_batch(axis, "a split")?;
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.split(x, axis, sizes),
+                |b, parts| parts.iter().map(|p| b.batch_together(p)).collect(),
+            );
+        }
         if sizes.iter().sum::<usize>() != x.shape[axis] {
             return Err(ConvertError::Layout(format!(
                 "internal: split of {:?} axis {axis} into {sizes:?}",
@@ -481,9 +533,14 @@ impl<'a> Builder<'a> {
         if let ([one], None) = (xs, &self.next_name) {
             return one.clone();
         }
-        debug_assert!(xs
-            .iter()
-            .all(|x| x.batch == xs[0].batch && x.batch != Some(axis)));
+        debug_assert!(xs.iter().all(|x| x.batch == xs[0].batch));
+        if xs[0].batch == Some(axis) {
+            let name = self.next_name.take();
+            let apart: Vec<T> = xs.iter().map(|x| self.batch_apart(x)).collect();
+            self.next_name = name;
+            let joined = self.concat(&apart, axis + 1);
+            return self.batch_together(&joined);
+        }
         let mut shape = xs[0].shape.clone();
         shape[axis] = xs.iter().map(|t| t.shape[axis]).sum();
         let names: Vec<&str> = xs.iter().map(|t| t.name.as_str()).collect();
@@ -503,7 +560,14 @@ impl<'a> Builder<'a> {
 
     /// The rows of `x` along `axis` at `indices` (ONNX `Gather`).
     pub fn gather(&mut self, x: &T, axis: usize, indices: &[usize]) -> Result<T, ConvertError> {
-        x.check_not_batch(axis, "a gather")?;
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.gather(x, axis, indices),
+                |b, t| b.batch_together(&t),
+            );
+        }
         if let Some(&bad) = indices.iter().find(|&&i| i >= x.shape[axis]) {
             return Err(ConvertError::Layout(format!(
                 "internal: gather of row {bad} of {:?} axis {axis}",
@@ -535,6 +599,18 @@ impl<'a> Builder<'a> {
         let mut shape = x.shape.clone();
         for &axis in axes {
             shape[axis] = 1;
+        }
+        if op_type == "ReduceSum" {
+            // Opset 13 moved ReduceSum's axes (alone of the reductions here) into an input.
+            let values: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+            let axes = self.i64s(&values).expect("axes fit their shape");
+            return self.op_like(
+                x,
+                op_type,
+                &[&x.name, &axes],
+                vec![("keepdims", Attribute::Int(1))],
+                shape,
+            );
         }
         self.op_like(
             x,

@@ -183,10 +183,11 @@ impl Builder<'_> {
     /// `torch.nn.functional.normalize(x, dim=-1)`.
     pub fn l2_norm_divisor(&mut self, x: &T) -> Result<T, ConvertError> {
         let last = x.shape.len() - 1;
-        let mut shape = x.shape.clone();
-        shape[last] = 1;
-        let norm = self.reduce("ReduceL2", x, &[last]);
-        let floor = self.scalar(NORMALIZE_EPSILON)?;
-        Ok(self.binary("Max", &norm, &floor))
+        // A float16 sum of squares overflows: float32 in a float16 graph.
+        let wide = self.as_type(x, DataType::Float32);
+        let norm = self.reduce("ReduceL2", &wide, &[last]);
+        let floor = self.scalar_f32(NORMALIZE_EPSILON)?;
+        let divisor = self.binary("Max", &norm, &floor);
+        Ok(self.as_type(&divisor, x.dtype))
     }
 }

@@ -220,7 +220,14 @@ impl Builder<'_> {
         (before, after): (usize, usize),
         mode: Option<&str>,
     ) -> Result<T, ConvertError> {
-        x.check_not_batch(axis, "padding")?;
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.pad(x, axis, (before, after), mode),
+                |b, t| b.batch_together(&t),
+            );
+        }
         let rank = x.shape.len();
         let mut pads = vec![0i64; 2 * rank];
         pads[axis] = before as i64;

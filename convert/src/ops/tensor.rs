@@ -52,17 +52,6 @@ impl T {
             shape,
         }
     }
-
-    /// Fails when `axis` is the batch axis: an operation along it would mix the items.
-    pub(super) fn check_not_batch(&self, axis: usize, what: &str) -> Result<(), ConvertError> {
-        if self.batch == Some(axis) {
-            return Err(ConvertError::Layout(format!(
-                "internal: {what} along the batch axis {axis} of {}",
-                self.name
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// Element types of tensors and of [`super::Builder::cast`].
@@ -172,9 +161,10 @@ pub(super) fn reshaped_batch_axis(
 }
 
 /// Where the batch of an elementwise result over `a` and `b` lies, on the broadcast shape; an
-/// error when the two are batched on different axes. A tensor without a batch that is not 1
-/// along the other's batch axis needs the batch apart first (`Ok(Err(axis))`: the other's batch
-/// axis, on the broadcast shape).
+/// error when the two are batched on different axes. Where the items would not line up (a
+/// tensor without a batch that is not 1 along the other's batch axis, or two batched tensors of
+/// other sizes there), the batch must come apart first (`Ok(Err(axis))`: that axis, on the
+/// broadcast shape).
 pub(super) fn broadcast_batch_axis(
     a: &T,
     b: &T,
@@ -191,7 +181,9 @@ pub(super) fn broadcast_batch_axis(
     };
     match (aligned(a), aligned(b)) {
         (None, None) => Ok(Ok(None)),
-        (Some(p), Some(q)) if p == q => Ok(Ok(Some(p))),
+        // Batched alike: the items line up only where each item's dimensions are equal.
+        (Some(p), Some(q)) if p == q && dim_at(a, p) == dim_at(b, p) => Ok(Ok(Some(p))),
+        (Some(p), Some(q)) if p == q => Ok(Err(p)),
         (Some(p), Some(q)) => Err(ConvertError::Layout(format!(
             "internal: {} and {} are batched on different axes ({p}, {q})",
             a.name, b.name

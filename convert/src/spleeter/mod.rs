@@ -22,13 +22,14 @@
 //! a mismatch is a [`ConvertError::Layout`] naming the stem and the key.
 
 mod checkpoint;
+mod io;
 pub mod testing;
 
 use stemflow_onnx::{Attribute, Dim, OnnxGraph};
 
 pub use self::checkpoint::{unet_channels, Tensor, TensorMap, UnetChannels};
 use crate::error::ConvertError;
-use crate::ops::{Builder, ConvSpec, T};
+use crate::ops::{Builder, ConvSpec, Target, T};
 use crate::state::ModelState;
 
 /// Name of the graph input: the mixture's magnitude spectrogram `[1, 2, T, 1024]`.
@@ -85,27 +86,53 @@ pub fn spleeter_graph<'a>(
     frames: usize,
     metadata: &[(&str, &str)],
 ) -> Result<OnnxGraph<'a>, ConvertError> {
+    spleeter_graph_for(stems, frames, metadata, Target::Cpu)
+}
+
+/// [`spleeter_graph`] for `target`: on a GPU the graph takes a batch of chunks `mix`
+/// `[B, 2, (frames − 1)·1024 + 4096]` and gives their stems `stems` `[B, S, 2, chunk]`, the STFT,
+/// the soft masks and the inverse STFT inside it (the model's weights are then copied).
+pub fn spleeter_graph_for<'a>(
+    stems: &[(&str, TensorMap<'a>)],
+    frames: usize,
+    metadata: &[(&str, &str)],
+    target: Target,
+) -> Result<OnnxGraph<'a>, ConvertError> {
     if frames == 0 || !frames.is_multiple_of(FRAMES_MULTIPLE) {
         return Err(ConvertError::Layout(format!(
             "Spleeter's U-Net needs a positive multiple of {FRAMES_MULTIPLE} frames, not {frames}"
         )));
     }
     check_stem_names(stems)?;
-    let mut b = Builder::new("spleeter");
+    let mut b = Builder::for_target("spleeter", target);
     let input_shape = [1, INPUT_CHANNELS, frames, SPLEETER_BINS];
-    b.graph.add_input(MAGNITUDE_INPUT, fixed_dims(&input_shape));
-    b.graph.add_output(
-        ESTIMATES_OUTPUT,
-        fixed_dims(&[1, stems.len(), INPUT_CHANNELS, frames, SPLEETER_BINS]),
-    );
+    let (magnitude, spectrum) = if b.is_gpu() {
+        let (magnitude, spectrum) = io::input(&mut b, frames)?;
+        (magnitude, Some(spectrum))
+    } else {
+        b.graph.add_input(MAGNITUDE_INPUT, fixed_dims(&input_shape));
+        b.graph.add_output(
+            ESTIMATES_OUTPUT,
+            fixed_dims(&[1, stems.len(), INPUT_CHANNELS, frames, SPLEETER_BINS]),
+        );
+        (T::new(MAGNITUDE_INPUT, &input_shape), None)
+    };
     b.graph
         .add_initializer_i64(STEM_AXIS_INITIALIZER, &[1], vec![1])?;
-    let magnitude = T::new(MAGNITUDE_INPUT, &input_shape);
     let mut stacked = Vec::with_capacity(stems.len());
     for (stem, tensors) in stems {
         stacked.push(add_unet(&mut b, stem, tensors, &magnitude)?);
     }
-    b.named(ESTIMATES_OUTPUT).concat(&stacked, 1);
+    match &spectrum {
+        Some(spectrum) => {
+            let estimates = b.concat(&stacked, 1);
+            io::output(&mut b, &estimates, spectrum)?;
+        }
+        None => {
+            b.named(ESTIMATES_OUTPUT).concat(&stacked, 1);
+        }
+    }
+    target.write_metadata(&mut b.graph);
     let mut graph = b.graph;
     for (key, value) in metadata {
         graph.set_metadata(key, value);
@@ -214,13 +241,16 @@ fn add_unet<'a>(
     let name = unet.name("estimate_unsqueezed");
     let mut shape = estimate.shape.clone();
     shape.insert(1, 1);
-    Ok(unet.b.named(&name).op_like(
+    // The stems go on the new axis 1; a batch stays on axis 0.
+    let mut unsqueezed = unet.b.named(&name).op_like(
         &estimate,
         "Unsqueeze",
         &[&estimate.name, STEM_AXIS_INITIALIZER],
         vec![],
         shape,
-    ))
+    );
+    unsqueezed.batch = estimate.batch;
+    Ok(unsqueezed)
 }
 
 /// One stem's layers: the graph, the stem's name and its arrays, each taken once.
