@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for};
+use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for, ConvertedDemucs};
 use stemflow_convert::{Precision, Target};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use stemflow_kit::metrics::sdr_db;
@@ -42,16 +42,8 @@ type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 /// Converts `checkpoint` for `target`, runs the graph on the CPU and checks every stem against
 /// demucs' `apply_model` output; returns the largest difference and the stems.
 fn check_parity(checkpoint: &str, reference: &str, target: Target) -> (f32, Stems) {
-    let bytes = std::fs::read(fixture(checkpoint)).unwrap();
-    let converted = demucs_to_onnx_for(&[&bytes], None, target).unwrap();
-    let dir = scratch_dir(&format!("htdemucs-{checkpoint}-{target:?}"));
-    let model = dir.join("small.onnx");
-    std::fs::write(&model, &converted.onnx).unwrap();
-
-    let (shape, input) = read_npy(&fixture("input.npy"));
-    assert_eq!(shape[0], 2);
-    let frames = shape[1];
-    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    let (converted, input, got) = separate_converted(checkpoint, target);
+    let frames = input[0].len();
     let (shape, expected) = read_npy(&fixture(reference));
     assert_eq!(shape, [converted.sources.len(), 2, frames]);
     let valid = frames_before_last_chunk(frames, converted.segment_frames);
@@ -59,9 +51,6 @@ fn check_parity(checkpoint: &str, reference: &str, target: Target) -> (f32, Stem
         valid > converted.segment_frames,
         "the fixture covers too few chunks: {valid} frames"
     );
-
-    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
-    let got = separate(&model, &input, ExtraStems::Separate);
     let source = |name: &str, channel: usize| {
         let s = converted.sources.iter().position(|n| n == name).unwrap();
         &expected[(s * 2 + channel) * frames..][..frames]
@@ -141,7 +130,7 @@ fn the_gpu_graphs_of_a_converted_htdemucs_match_pytorch_demucs() {
             // One float16 check is enough: each graph's first session computes its STFT bases.
             continue;
         }
-        let float16 = separate_converted(checkpoint, Target::Gpu(Precision::Float16));
+        let (_, _, float16) = separate_converted(checkpoint, Target::Gpu(Precision::Float16));
         for stem in [Stem::Drums, Stem::Bass, Stem::Vocals] {
             let sdr = sdr_db(&float32[stem.index()], &float16[stem.index()]);
             println!("{checkpoint} {stem:?}: float16 is {sdr:.1} dB from float32");
@@ -157,20 +146,20 @@ fn the_gpu_graphs_of_a_converted_htdemucs_match_pytorch_demucs() {
 /// 64 dB measured on the fixtures.
 const MIN_FLOAT16_SDR_DB: f64 = 45.0;
 
-/// `checkpoint` converted for `target`, separating the fixture's input on the CPU.
-fn separate_converted(checkpoint: &str, target: Target) -> Stems {
+/// `checkpoint` converted for `target` and separating the fixture's input on the CPU: the
+/// converted model, the input and the stems.
+fn separate_converted(checkpoint: &str, target: Target) -> (ConvertedDemucs, [Vec<f32>; 2], Stems) {
     let bytes = std::fs::read(fixture(checkpoint)).unwrap();
     let converted = demucs_to_onnx_for(&[&bytes], None, target).unwrap();
-    let dir = scratch_dir(&format!("htdemucs-run-{checkpoint}-{target:?}"));
-    let model = dir.join("model.onnx");
+    let model = scratch_dir(&format!("htdemucs-{checkpoint}-{target:?}")).join("small.onnx");
     std::fs::write(&model, &converted.onnx).unwrap();
     let (shape, input) = read_npy(&fixture("input.npy"));
+    assert_eq!(shape[0], 2);
     let frames = shape[1];
-    separate(
-        &model,
-        &[input[..frames].to_vec(), input[frames..].to_vec()],
-        ExtraStems::Separate,
-    )
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    (converted, input, got)
 }
 
 #[test]

@@ -23,10 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use stemflow_convert::htdemucs::demucs_to_onnx_for;
-use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_convert::mdx::mdx_gpu_graph;
+use stemflow_convert::roformer::roformer_to_onnx_for;
 use stemflow_convert::Target;
 
-use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, MsstFiles, RemoteFile};
+use crate::catalogue::{
+    mdx_stft, CatalogueModel, Delivery, DemucsBag, FileCheck, MsstFiles, RemoteFile,
+};
 use crate::download::{part_path, verify, verify_bytes, Downloader};
 use crate::error::FetchError;
 use crate::files::{
@@ -192,27 +195,48 @@ impl Get<'_> {
             }
         }
         self.record_acceptance()?;
-        let obtained_from = match source {
+        let (obtained_from, gpu_graphs) = match source {
             ModelSource::Download(downloader) => {
                 let cached = self.fetch_cached(downloader, file)?;
                 self.check_cancel()?;
+                let bytes = std::fs::read(&cached).map_err(|e| read_error(&cached, &e))?;
+                let gpu_graphs = self.gpu_graphs_of_published(&dest, &bytes)?;
                 self.reporter.stage(Stage::Installing);
                 move_into_place(&cached, &dest, self.options.force)?;
-                downloader.url_for(file)
+                (downloader.url_for(file), gpu_graphs)
             }
             ModelSource::Files(paths) => {
                 let (mut found, given) = self.read_matching(std::slice::from_ref(file), paths)?;
                 self.check_cancel()?;
+                let gpu_graphs = self.gpu_graphs_of_published(&dest, &found[0])?;
                 self.reporter.stage(Stage::Installing);
                 write_model(&dest, &found.remove(0), self.options.force)?;
-                given
+                (given, gpu_graphs)
             }
         };
+        let gpu_graphs = gpu_graphs.install()?;
         let sha256 = match file.check.sha256 {
             Some(sha256) => sha256.to_owned(),
             None => sha256_hex(&std::fs::read(&dest).map_err(|e| read_error(&dest, &e))?),
         };
-        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+        self.finish(dest, &obtained_from, gpu_graphs, false, Some(sha256))
+    }
+
+    /// The graphs for GPUs of a published MDX-Net model about to go to `dest` (none for a model
+    /// whose STFT the catalogue does not give).
+    fn gpu_graphs_of_published(
+        &mut self,
+        dest: &Path,
+        published: &[u8],
+    ) -> Result<PendingGpuGraphs, FetchError> {
+        let Some(stft) = mdx_stft(self.model) else {
+            return PendingGpuGraphs::convert(dest, &|_| Ok(None));
+        };
+        self.reporter.stage(Stage::Converting);
+        PendingGpuGraphs::convert(dest, &|target| match target {
+            Target::Gpu(precision) => Ok(Some(mdx_gpu_graph(published, stft, precision)?)),
+            Target::Cpu => Ok(None),
+        })
     }
 
     /// A demucs bag: its checkpoints converted into one ONNX model by [`demucs_to_onnx`].
@@ -224,15 +248,12 @@ impl Get<'_> {
         })
     }
 
-    /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx`].
+    /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx_for`].
     fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, FetchError> {
         self.checkpoints(msst.files, source, &|files, target| {
-            if target != Target::Cpu {
-                return Ok(None);
-            }
             let yaml = std::str::from_utf8(&files[1])
                 .map_err(|_| FetchError::layout("the MSST config is not UTF-8 text".into()))?;
-            let converted = roformer_to_onnx(&files[0], yaml)?;
+            let converted = roformer_to_onnx_for(&files[0], yaml, target)?;
             Ok(Some((converted.onnx, converted.stems)))
         })
     }
@@ -352,7 +373,10 @@ impl Get<'_> {
         self.finish(
             installed.model,
             &obtained_from,
-            vec![installed.licence, installed.route],
+            [installed.licence, installed.route]
+                .into_iter()
+                .chain(installed.gpu_graphs)
+                .collect(),
             was_installed,
             Some(installed.model_sha256),
         )

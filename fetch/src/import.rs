@@ -23,9 +23,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for};
-use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_convert::mdx::{mdx_gpu_graph, MdxStft};
+use stemflow_convert::roformer::{roformer_to_onnx, roformer_to_onnx_for};
 use stemflow_convert::torch::load_torch_checkpoint;
 use stemflow_convert::yaml::read_yaml;
+use stemflow_convert::Target;
 
 use crate::error::FetchError;
 use crate::files::{read_limited, sha256_hex, write_atomically, write_new_file};
@@ -77,12 +79,13 @@ pub struct Imported {
 
 /// Imports `file` into `models_dir` (see the module documentation for each kind of file).
 /// `validate_onnx` checks an ONNX model where it lies (with its sidecars), returning why the
-/// engine cannot run it. Not realtime-safe: reads, converts and writes files.
+/// engine cannot run it, or, for an MDX-Net model, the STFT its graph for GPUs wraps it in
+/// (written beside it). Not realtime-safe: reads, converts and writes files.
 pub fn import_model(
     file: &Path,
     models_dir: &Path,
     options: &ImportOptions,
-    validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<Option<MdxStft>, String>,
 ) -> Result<Imported, FetchError> {
     let extension = file
         .extension()
@@ -97,12 +100,24 @@ pub fn import_model(
     let mut gpu_graphs: Option<PendingGpuGraphs> = None;
     let (kind, model_bytes, mut files) = match extension.as_str() {
         "onnx" => {
-            validate_onnx(file).map_err(|reason| {
+            let stft = validate_onnx(file).map_err(|reason| {
                 FetchError::layout(format!(
                     "{} is not a model Stemflow can run: {reason}",
                     file.display()
                 ))
             })?;
+            if let Some(stft) = stft {
+                let published = read_limited(file, MAX_IMPORT_BYTES)?;
+                gpu_graphs = Some(PendingGpuGraphs::convert(
+                    &model_path,
+                    &|target| match target {
+                        Target::Gpu(precision) => {
+                            Ok(Some(mdx_gpu_graph(&published, stft, precision)?))
+                        }
+                        Target::Cpu => Ok(None),
+                    },
+                )?);
+            }
             let mut sidecars = Vec::new();
             for sidecar_extension in ["json", "yaml", "yml"] {
                 let sidecar = file.with_extension(sidecar_extension);
@@ -190,12 +205,15 @@ pub fn import_model(
             let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
                 .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
             let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-            let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
-                e.with_context(
-                    &format!("{} with {}: ", file.display(), config.display()),
-                    "",
-                )
-            })?;
+            let context = format!("{} with {}: ", file.display(), config.display());
+            gpu_graphs = Some(
+                PendingGpuGraphs::convert(&model_path, &|target| {
+                    Ok(Some(roformer_to_onnx_for(&bytes, &yaml, target)?.onnx))
+                })
+                .map_err(|e| e.with_context(&context, ""))?,
+            );
+            let converted =
+                roformer_to_onnx(&bytes, &yaml).map_err(|e| e.with_context(&context, ""))?;
             (ImportKind::MsstCheckpoint, converted.onnx, Vec::new())
         }
         _ => {

@@ -106,9 +106,10 @@ pub fn describe_signature(
     let recognisers: &[Recogniser] = if signature.inputs.len() == 2 {
         &[htdemucs_stft_outside::recognise]
     } else {
+        // Waveform graphs first: a GPU graph carries its family's tag (Spleeter's too).
         &[
-            spleeter::recognise,
             waveform::recognise,
+            spleeter::recognise,
             mdx_net::recognise,
             roformer::recognise,
         ]

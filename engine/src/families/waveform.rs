@@ -78,6 +78,9 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         .map(|f| f.to_ascii_lowercase());
     let family = match family.as_deref() {
         None | Some("htdemucs") => htdemucs_family(recognition, chunk_frames, num_stems)?,
+        Some("roformer") => super::roformer::waveform_family(recognition, chunk_frames, num_stems)?,
+        Some("spleeter") => super::spleeter::waveform_family(recognition, chunk_frames, num_stems)?,
+        Some("mdx_net") => super::mdx_net::waveform_family(recognition, chunk_frames, num_stems)?,
         Some(other) => {
             return Err(recognition.params_error(format!(
                 "a waveform graph of the {other} family, which this version of Stemflow does \
