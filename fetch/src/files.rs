@@ -3,7 +3,7 @@
 //! Not realtime-safe: file I/O.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -42,6 +42,40 @@ pub fn read_limited(path: &Path, limit_bytes: u64) -> Result<Vec<u8>, FetchError
         )));
     }
     std::fs::read(path).map_err(|e| read_error(path, &e))
+}
+
+/// Writes every `(path, bytes)` of `files` into `dir` (created if needed), in order, or none of
+/// them: every target is checked before any is written. A file already there with the same
+/// bytes is left as it is and returned; one that differs is refused with `differs(path)` unless
+/// `force`, which replaces it atomically. New files never replace one created meanwhile. Not
+/// realtime-safe: file I/O.
+pub fn write_all_or_none(
+    files: &[(PathBuf, Vec<u8>)],
+    dir: &Path,
+    force: bool,
+    differs: impl Fn(&Path) -> String,
+) -> Result<Vec<PathBuf>, FetchError> {
+    let mut unchanged = Vec::new();
+    for (path, bytes) in files {
+        match std::fs::read(path) {
+            Ok(existing) if existing == *bytes => unchanged.push(path.clone()),
+            Ok(_) if !force => return Err(FetchError::Io(differs(path))),
+            _ => {}
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    for (path, bytes) in files {
+        if unchanged.contains(path) {
+            continue;
+        }
+        if force {
+            write_atomically(path, bytes)?;
+        } else {
+            write_new_file(path, bytes)?;
+        }
+    }
+    Ok(unchanged)
 }
 
 /// A failed read of `path`.

@@ -30,7 +30,7 @@ use stemflow_convert::yaml::read_yaml;
 use stemflow_convert::Target;
 
 use crate::error::FetchError;
-use crate::files::{read_limited, sha256_hex, write_atomically, write_new_file};
+use crate::files::{read_limited, sha256_hex, write_all_or_none};
 use crate::gpu_graphs::PendingGpuGraphs;
 
 /// No checkpoint or model imported is larger.
@@ -96,126 +96,35 @@ pub fn import_model(
     }
     let name = model_name(file, options.name.as_deref())?;
     let model_path = models_dir.join(format!("{name}.onnx"));
-    // A converted model's graphs for GPUs, converted before anything is written.
-    let mut gpu_graphs: Option<PendingGpuGraphs> = None;
-    let (kind, model_bytes, mut files) = match extension.as_str() {
+    // Each kind's graphs for GPUs are converted before anything is written.
+    let (
+        kind,
+        Model {
+            bytes: model_bytes,
+            gpu_graphs,
+        },
+        mut files,
+    ) = match extension.as_str() {
         "onnx" => {
-            let stft = validate_onnx(file).map_err(|reason| {
-                FetchError::layout(format!(
-                    "{} is not a model Stemflow can run: {reason}",
-                    file.display()
-                ))
-            })?;
-            if let Some(stft) = stft {
-                let published = read_limited(file, MAX_IMPORT_BYTES)?;
-                gpu_graphs = Some(PendingGpuGraphs::convert(
-                    &model_path,
-                    &|target| match target {
-                        Target::Gpu(precision) => {
-                            Ok(Some(mdx_gpu_graph(&published, stft, precision)?))
-                        }
-                        Target::Cpu => Ok(None),
-                    },
-                )?);
-            }
-            let mut sidecars = Vec::new();
-            for sidecar_extension in ["json", "yaml", "yml"] {
-                let sidecar = file.with_extension(sidecar_extension);
-                if sidecar.is_file() {
-                    sidecars.push((
-                        models_dir.join(format!("{name}.{sidecar_extension}")),
-                        read_limited(&sidecar, MAX_BAG_YAML_BYTES)?,
-                    ));
-                }
-            }
-            (
-                ImportKind::Onnx,
-                read_limited(file, MAX_IMPORT_BYTES)?,
-                sidecars,
-            )
+            let (model, sidecars) =
+                onnx_model(file, &name, models_dir, &model_path, validate_onnx)?;
+            (ImportKind::Onnx, model, sidecars)
         }
-        "th" | "pt" | "pth" => {
-            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-            check_demucs_package(file, &bytes)?;
-            let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
-            gpu_graphs = Some(
-                PendingGpuGraphs::convert(&model_path, &|target| {
-                    Ok(Some(demucs_to_onnx_for(&[&bytes], None, target)?.onnx))
-                })
-                .map_err(in_file)?,
-            );
-            let converted =
-                demucs_to_onnx(&[&bytes], None).map_err(|e| in_file(FetchError::from(e)))?;
-            (ImportKind::DemucsCheckpoint, converted.onnx, Vec::new())
-        }
-        "yaml" | "yml" => {
-            let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
-            let bag = parse_bag_yaml(&text).map_err(|e| {
-                FetchError::layout(format!(
-                    "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to \
-                     its .ckpt)",
-                    file.display()
-                ))
-            })?;
-            let folder = file.parent().unwrap_or(Path::new("."));
-            let mut checkpoints = Vec::new();
-            for signature in &bag.models {
-                let path = bag_checkpoint(folder, signature)?;
-                let bytes = read_limited(&path, MAX_IMPORT_BYTES)?;
-                check_signature_hash(&path, &bytes)?;
-                check_demucs_package(&path, &bytes)?;
-                checkpoints.push(bytes);
-            }
-            let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
-            let weights: Option<Vec<&[f32]>> = bag
-                .weights
-                .as_ref()
-                .map(|rows| rows.iter().map(Vec::as_slice).collect());
-            let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
-            gpu_graphs = Some(
-                PendingGpuGraphs::convert(&model_path, &|target| {
-                    Ok(Some(
-                        demucs_to_onnx_for(&refs, weights.as_deref(), target)?.onnx,
-                    ))
-                })
-                .map_err(in_file)?,
-            );
-            let converted = demucs_to_onnx(&refs, weights.as_deref())
-                .map_err(|e| in_file(FetchError::from(e)))?;
-            (ImportKind::DemucsBag, converted.onnx, Vec::new())
-        }
-        "ckpt" => {
-            let config = match &options.config {
-                Some(config) => config.clone(),
-                None => file.with_extension("yaml"),
-            };
-            if !config.is_file() {
-                return Err(FetchError::layout(format!(
-                    "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: \
-                     pass it with --config MODEL.yaml{}",
-                    file.display(),
-                    if options.config.is_some() {
-                        format!(" ({} is not a file)", config.display())
-                    } else {
-                        String::new()
-                    }
-                )));
-            }
-            let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
-            let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-            let context = format!("{} with {}: ", file.display(), config.display());
-            gpu_graphs = Some(
-                PendingGpuGraphs::convert(&model_path, &|target| {
-                    Ok(Some(roformer_to_onnx_for(&bytes, &yaml, target)?.onnx))
-                })
-                .map_err(|e| e.with_context(&context, ""))?,
-            );
-            let converted =
-                roformer_to_onnx(&bytes, &yaml).map_err(|e| e.with_context(&context, ""))?;
-            (ImportKind::MsstCheckpoint, converted.onnx, Vec::new())
-        }
+        "th" | "pt" | "pth" => (
+            ImportKind::DemucsCheckpoint,
+            demucs_checkpoint(file, &model_path)?,
+            Vec::new(),
+        ),
+        "yaml" | "yml" => (
+            ImportKind::DemucsBag,
+            demucs_bag(file, &model_path)?,
+            Vec::new(),
+        ),
+        "ckpt" => (
+            ImportKind::MsstCheckpoint,
+            msst_checkpoint(file, options, &model_path)?,
+            Vec::new(),
+        ),
         _ => {
             return Err(FetchError::layout(format!(
                 "{}: not a file `stemflow models import` knows: it takes an .onnx model, a demucs \
@@ -224,39 +133,19 @@ pub fn import_model(
             )))
         }
     };
+    let model_sha256 = sha256_hex(&model_bytes);
+    // The model goes last, so it never appears without its sidecars.
     files.push((model_path.clone(), model_bytes));
-    // Every target is checked before any is written; the model goes last, so it never appears
-    // without its sidecars.
-    let mut unchanged = Vec::new();
-    for (path, bytes) in &files {
-        match std::fs::read(path) {
-            Ok(existing) if existing == *bytes => unchanged.push(path.clone()),
-            Ok(_) if !options.force => {
-                return Err(FetchError::Io(format!(
-                    "{} exists and differs; choose another name with --name, or pass --force to \
-                     replace it (nothing was written)",
-                    path.display()
-                )))
-            }
-            _ => {}
-        }
-    }
-    std::fs::create_dir_all(models_dir)
-        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
-    for (path, bytes) in &files {
-        if unchanged.contains(path) {
-            continue;
-        }
-        if options.force {
-            write_atomically(path, bytes)?;
-        } else {
-            write_new_file(path, bytes)?;
-        }
-    }
-    let model_sha256 = sha256_hex(&files.last().expect("the model").1);
+    let unchanged = write_all_or_none(&files, models_dir, options.force, |path| {
+        format!(
+            "{} exists and differs; choose another name with --name, or pass --force to \
+             replace it (nothing was written)",
+            path.display()
+        )
+    })?;
     let mut also: Vec<PathBuf> = files
-        .iter()
-        .map(|(path, _)| path.clone())
+        .into_iter()
+        .map(|(path, _)| path)
         .filter(|path| *path != model_path)
         .collect();
     if let Some(gpu_graphs) = gpu_graphs {
@@ -268,6 +157,149 @@ pub fn import_model(
         also,
         unchanged,
         model_sha256,
+    })
+}
+
+/// A file to write: where, and its bytes.
+type NamedFile = (PathBuf, Vec<u8>);
+
+/// A model to import: its bytes, and its graphs for GPUs waiting to be written beside it.
+struct Model {
+    bytes: Vec<u8>,
+    gpu_graphs: Option<PendingGpuGraphs>,
+}
+
+/// An ONNX model the engine can run, as it is, with its sidecars (`.json`, `.yaml`, `.yml`:
+/// MDX-Net parameters, an MSST config) renamed after `name` in `models_dir`.
+fn onnx_model(
+    file: &Path,
+    name: &str,
+    models_dir: &Path,
+    model_path: &Path,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<Option<MdxStft>, String>,
+) -> Result<(Model, Vec<NamedFile>), FetchError> {
+    let stft = validate_onnx(file).map_err(|reason| {
+        FetchError::layout(format!(
+            "{} is not a model Stemflow can run: {reason}",
+            file.display()
+        ))
+    })?;
+    let mut sidecars = Vec::new();
+    for sidecar_extension in ["json", "yaml", "yml"] {
+        let sidecar = file.with_extension(sidecar_extension);
+        if sidecar.is_file() {
+            sidecars.push((
+                models_dir.join(format!("{name}.{sidecar_extension}")),
+                read_limited(&sidecar, MAX_BAG_YAML_BYTES)?,
+            ));
+        }
+    }
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    // A published MDX-Net graph gets its graphs for GPUs, the STFT around it.
+    let gpu_graphs = match stft {
+        Some(stft) => Some(PendingGpuGraphs::convert(
+            model_path,
+            &|target| match target {
+                Target::Gpu(precision) => Ok(Some(mdx_gpu_graph(&bytes, stft, precision)?)),
+                Target::Cpu => Ok(None),
+            },
+        )?),
+        None => None,
+    };
+    Ok((Model { bytes, gpu_graphs }, sidecars))
+}
+
+/// One demucs checkpoint, converted (its graphs for GPUs too).
+fn demucs_checkpoint(file: &Path, model_path: &Path) -> Result<Model, FetchError> {
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    check_demucs_package(file, &bytes)?;
+    let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(demucs_to_onnx_for(&[&bytes], None, target)?.onnx))
+    })
+    .map_err(in_file)?;
+    let converted = demucs_to_onnx(&[&bytes], None).map_err(|e| in_file(e.into()))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
+    })
+}
+
+/// A demucs bag and its checkpoints beside it, converted into one model (its graphs for GPUs
+/// too).
+fn demucs_bag(file: &Path, model_path: &Path) -> Result<Model, FetchError> {
+    let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
+        .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
+    let bag = parse_bag_yaml(&text).map_err(|e| {
+        FetchError::layout(format!(
+            "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to its \
+             .ckpt)",
+            file.display()
+        ))
+    })?;
+    let folder = file.parent().unwrap_or(Path::new("."));
+    let mut checkpoints = Vec::new();
+    for signature in &bag.models {
+        let path = bag_checkpoint(folder, signature)?;
+        let bytes = read_limited(&path, MAX_IMPORT_BYTES)?;
+        check_signature_hash(&path, &bytes)?;
+        check_demucs_package(&path, &bytes)?;
+        checkpoints.push(bytes);
+    }
+    let refs: Vec<&[u8]> = checkpoints.iter().map(Vec::as_slice).collect();
+    let weights: Option<Vec<&[f32]>> = bag
+        .weights
+        .as_ref()
+        .map(|rows| rows.iter().map(Vec::as_slice).collect());
+    let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(
+            demucs_to_onnx_for(&refs, weights.as_deref(), target)?.onnx,
+        ))
+    })
+    .map_err(in_file)?;
+    let converted = demucs_to_onnx(&refs, weights.as_deref()).map_err(|e| in_file(e.into()))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
+    })
+}
+
+/// An MSST RoFormer checkpoint with its config (`--config`, else `<model>.yaml` beside it),
+/// converted (its graphs for GPUs too).
+fn msst_checkpoint(
+    file: &Path,
+    options: &ImportOptions,
+    model_path: &Path,
+) -> Result<Model, FetchError> {
+    let config = match &options.config {
+        Some(config) => config.clone(),
+        None => file.with_extension("yaml"),
+    };
+    if !config.is_file() {
+        return Err(FetchError::layout(format!(
+            "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: pass it \
+             with --config MODEL.yaml{}",
+            file.display(),
+            if options.config.is_some() {
+                format!(" ({} is not a file)", config.display())
+            } else {
+                String::new()
+            }
+        )));
+    }
+    let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
+        .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    let context = format!("{} with {}: ", file.display(), config.display());
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(roformer_to_onnx_for(&bytes, &yaml, target)?.onnx))
+    })
+    .map_err(|e| e.with_context(&context, ""))?;
+    let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| e.with_context(&context, ""))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
     })
 }
 

