@@ -14,6 +14,9 @@ use stemflow_convert::{Precision, Target};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use stemflow_kit::npy::read_npy;
 
+/// Every stem's two channels.
+type Stems = [[Vec<f32>; 2]; NUM_STEMS];
+
 /// The largest difference from MSST accepted (issue 36: 1e-4).
 const MAX_ABS_ERROR: f32 = 1e-4;
 
@@ -26,7 +29,7 @@ fn fixture(name: &str) -> PathBuf {
 /// Converts `name`.ckpt with `name`.yaml for `target` and checks Vocals (the model's vocals)
 /// and Other (the mix minus them: Stemflow's residual) against MSST's `demix`, away from the
 /// file's end; returns the largest difference and the stems.
-fn check_parity(name: &str, target: Target) -> (f32, [[Vec<f32>; 2]; NUM_STEMS]) {
+fn check_parity(name: &str, target: Target) -> (f32, Stems) {
     let (converted, input, got) = separate_converted(name, target);
     let frames = input[0].len();
     let (shape, expected) = read_npy(&fixture(&format!("{name}_reference.npy")));
@@ -107,10 +110,7 @@ const MIN_FLOAT16_SDR_DB: f64 = 45.0;
 
 /// `name` converted for `target` and separating the fixture's input on the CPU: the converted
 /// model, the input and the stems.
-fn separate_converted(
-    name: &str,
-    target: Target,
-) -> (ConvertedRoFormer, [Vec<f32>; 2], [[Vec<f32>; 2]; NUM_STEMS]) {
+fn separate_converted(name: &str, target: Target) -> (ConvertedRoFormer, [Vec<f32>; 2], Stems) {
     let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
     let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
     let converted = roformer_to_onnx_for(&checkpoint, &yaml, target).unwrap();

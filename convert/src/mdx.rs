@@ -11,10 +11,7 @@ use stemflow_onnx::view::{raw_fields, GraphPart, ValueInfoView};
 use stemflow_onnx::{Dim, DimView, ModelView};
 
 use crate::error::ConvertError;
-use crate::ops::{
-    periodic_hann, window_envelope, Builder, Precision, SpectralFrames, Target,
-    GPU_GRAPH_METADATA_KEY, T,
-};
+use crate::ops::{Builder, Precision, SpectralFrames, Target, GPU_GRAPH_METADATA_KEY, T};
 
 /// The family name written into the graph.
 pub const FAMILY_NAME: &str = "mdx_net";
@@ -177,13 +174,7 @@ fn wrapper(
     let z = b.reshape(&estimate, &[2, 2 * dim_f, dim_t])?;
     let added = b.istft_overlap_add(&z, &framing)?;
     let kept = b.slice(&added, 1, half, half + chunk)?;
-    let envelope = window_envelope(&periodic_hann(stft.n_fft), stft.hop, dim_t);
-    let reciprocal: Vec<f32> = envelope[half..half + chunk]
-        .iter()
-        .map(|&e| (1.0 / e) as f32)
-        .collect();
-    let reciprocal = b.constant_f32("istft_envelope", &[chunk], reciprocal)?;
-    let waveform = b.binary("Mul", &kept, &reciprocal);
+    let waveform = b.divide_by_envelope(&kept, &framing, dim_t, half)?;
     let stems = b.reshape(&waveform, &[1, 1, 2, chunk])?;
     b.graph
         .add_node("Identity", "stems", &[&stems.name], &["stems"], Vec::new());

@@ -7,7 +7,7 @@ use stemflow_onnx::Dim;
 
 use super::config::HtDemucsConfig;
 use crate::error::ConvertError;
-use crate::ops::{periodic_hann, window_envelope, Builder, SpectralFrames, T};
+use crate::ops::{Builder, SpectralFrames, T};
 
 /// Name of a GPU graph's input and output.
 const MIX: &str = "mix";
@@ -110,15 +110,8 @@ pub(super) fn outputs(
     // the segment from 3·hop/2 on; the overlap-add here starts at frame 2.
     let (pad, _) = spec_padding(config);
     let kept = b.slice(&added, 1, pad, pad + length)?;
-    let window = periodic_hann(config.nfft);
-    let envelope = window_envelope(&window, framing.hop, frames_count + 4);
     let start = 2 * framing.hop + pad;
-    let reciprocal: Vec<f32> = envelope[start..start + length]
-        .iter()
-        .map(|&e| (1.0 / e) as f32)
-        .collect();
-    let reciprocal = b.constant_f32("istft_envelope", &[length], reciprocal)?;
-    let waveform = b.binary("Mul", &kept, &reciprocal);
+    let waveform = b.divide_by_envelope(&kept, &framing, frames_count + 4, start)?;
     let waveform = b.reshape(&waveform, &[1, sources, channels, length])?;
     let stems = b.named(STEMS).binary("Add", wave_out, &waveform);
     b.graph.add_output(

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use stemflow_onnx::{Attribute, OnnxGraph};
 
 pub use self::conv::ConvSpec;
-pub use self::spectral::{periodic_hann, window_envelope, SpectralFrames};
+pub use self::spectral::SpectralFrames;
 use self::tensor::{broadcast_batch_axis, broadcast_shape, reshaped_batch_axis};
 pub use self::tensor::{DataType, Precision, Target, GPU_GRAPH_METADATA_KEY, T};
 use crate::error::ConvertError;

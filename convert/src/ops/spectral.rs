@@ -210,6 +210,26 @@ impl Builder<'_> {
         self.reshape(&added, &[rows, span])
     }
 
+    /// `added` (an [`Builder::istft_overlap_add`] of `num_frames` frames, cut to the samples
+    /// from `start` on) divided by the periodic Hann window's envelope over those samples, as
+    /// `torch.istft` divides it (0 where the envelope is).
+    pub fn divide_by_envelope(
+        &mut self,
+        added: &T,
+        frames: &SpectralFrames,
+        num_frames: usize,
+        start: usize,
+    ) -> Result<T, ConvertError> {
+        let length = added.shape[added.shape.len() - 1];
+        let envelope = window_envelope(&periodic_hann(frames.n_fft), frames.hop, num_frames);
+        let reciprocal: Vec<f32> = envelope[start..start + length]
+            .iter()
+            .map(|&e| if e > 0.0 { (1.0 / e) as f32 } else { 0.0 })
+            .collect();
+        let reciprocal = self.constant_f32("istft_envelope", &[length], reciprocal)?;
+        Ok(self.binary("Mul", added, &reciprocal))
+    }
+
     /// `x` padded along `axis` by `before` and `after` values: ONNX `Pad` with `mode`
     /// `reflect` (mirrored without the edge value, as `F.pad(mode="reflect")`), or zeros
     /// (`None`: the attribute left out).

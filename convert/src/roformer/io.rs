@@ -8,7 +8,7 @@ use stemflow_onnx::Dim;
 
 use super::config::RoFormerConfig;
 use crate::error::ConvertError;
-use crate::ops::{periodic_hann, window_envelope, Builder, DataType, SpectralFrames, T};
+use crate::ops::{Builder, DataType, SpectralFrames, T};
 
 /// The symbolic batch dimension.
 const BATCH_DIM: &str = "batch";
@@ -103,17 +103,7 @@ pub(super) fn output(
     // `torch.istft(center=True, length=chunk)`: from n_fft/2 on, divided by the envelope.
     let (chunk, half) = (config.chunk_frames, config.n_fft / 2);
     let kept = b.slice(&added, 1, half, half + chunk)?;
-    let envelope = window_envelope(
-        &periodic_hann(config.n_fft),
-        config.hop_frames,
-        frames_count,
-    );
-    let reciprocal: Vec<f32> = envelope[half..half + chunk]
-        .iter()
-        .map(|&e| (1.0 / e) as f32)
-        .collect();
-    let reciprocal = b.constant_f32("istft_envelope", &[chunk], reciprocal)?;
-    let waveform = b.binary("Mul", &kept, &reciprocal);
+    let waveform = b.divide_by_envelope(&kept, &framing, frames_count, half)?;
     let stems_out = b.reshape(&waveform, &[1, stems, 2, chunk])?;
     b.graph.add_node(
         "Identity",

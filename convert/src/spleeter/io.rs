@@ -8,7 +8,7 @@ use stemflow_onnx::Dim;
 
 use super::{INPUT_CHANNELS, SPLEETER_BINS};
 use crate::error::ConvertError;
-use crate::ops::{periodic_hann, window_envelope, Builder, DataType, SpectralFrames, T};
+use crate::ops::{Builder, DataType, SpectralFrames, T};
 
 /// Spleeter's FFT size and hop.
 const N_FFT: usize = 4096;
@@ -87,14 +87,8 @@ pub(super) fn output(b: &mut Builder<'_>, estimates: &T, spectrum: &T) -> Result
         &[stems * INPUT_CHANNELS, 2 * SPLEETER_BINS, frames],
     )?;
     let added = b.istft_overlap_add(&z, &framing())?;
-    let envelope = window_envelope(&periodic_hann(N_FFT), HOP, frames);
-    let reciprocal: Vec<f32> = envelope
-        .iter()
-        .map(|&e| if e > 0.0 { (1.0 / e) as f32 } else { 0.0 })
-        .collect();
-    let chunk = reciprocal.len();
-    let reciprocal = b.constant_f32("istft_envelope", &[chunk], reciprocal)?;
-    let waveform = b.binary("Mul", &added, &reciprocal);
+    let chunk = chunk_frames(frames);
+    let waveform = b.divide_by_envelope(&added, &framing(), frames, 0)?;
     let out = b.reshape(&waveform, &[1, stems, INPUT_CHANNELS, chunk])?;
     b.graph
         .add_node("Identity", "stems", &[&out.name], &["stems"], Vec::new());
