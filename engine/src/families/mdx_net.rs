@@ -15,7 +15,7 @@ use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{read_sidecar, uvr_table_entry, ModelParams};
 use super::stem_sources::{stem_for_name, StemSource};
 use super::stft::{Complex64, Stft};
-use super::waveform::WaveformFamily;
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::graph_files::model_of_gpu_graph;
 use crate::runtime::runner::ModelRunner;

@@ -39,6 +39,7 @@ pub mod spleeter;
 pub mod stem_sources;
 pub mod stft;
 pub mod waveform;
+mod waveform_family;
 
 pub use description::{ModelDescription, ModelFamily, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ};
 pub use model_separator::ModelSeparator;

@@ -16,7 +16,7 @@ use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
-use super::waveform::WaveformFamily;
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 

@@ -30,7 +30,7 @@ use super::description::{
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64};
-use super::waveform::WaveformFamily;
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 

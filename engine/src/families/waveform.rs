@@ -14,12 +14,11 @@ use super::description::{
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MODEL_SAMPLE_RATE_HZ,
 };
 use super::htdemucs::{demucs_layout, demucs_stems};
-use super::overlap_add::ChunkLayout;
-use super::stem_sources::{stem_sources_by_name, StemSource};
+use super::stem_sources::stem_sources_by_name;
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::device_id::DeviceId;
 use crate::runtime::runner::ModelRunner;
-use crate::stem::NUM_SEPARATED_STEMS;
 
 /// The graph's input and output names.
 const MIX: &str = "mix";
@@ -31,17 +30,6 @@ pub const GPU_GRAPH_METADATA_KEY: &str = "stemflow.gpu";
 /// The most chunks one run of a graph that takes a batch is given on a GPU (what MSST runs at
 /// once): memory grows with it, the speed-up flattens.
 pub const MAX_BATCH_CHUNKS: usize = 4;
-
-/// What a family says about a waveform graph of `T`-frame chunks and `S` stems.
-pub(super) struct WaveformFamily {
-    pub family: ModelFamily,
-    pub stems: Vec<String>,
-    pub stem_sources: [StemSource; NUM_SEPARATED_STEMS],
-    pub layout: ChunkLayout,
-    pub windows: fn(usize) -> (Vec<f64>, Vec<f64>),
-    pub sample_rate_hz: u32,
-    pub params_source: String,
-}
 
 /// Recognises a waveform graph by its ranks (`[B, 2, T]` → `[B, S, 2, T]`); `None` for any
 /// other graph.
