@@ -11,7 +11,8 @@ use stemflow_onnx::view::{raw_fields, GraphPart, ValueInfoView};
 use stemflow_onnx::{Dim, DimView, ModelView};
 
 use crate::error::ConvertError;
-use crate::ops::{Builder, Precision, SpectralFrames, Target, GPU_GRAPH_METADATA_KEY, T};
+use crate::ops::spectral::SpectralFrames;
+use crate::ops::{Builder, Precision, Target, GPU_GRAPH_METADATA_KEY, T};
 
 /// The family name written into the graph.
 pub const FAMILY_NAME: &str = "mdx_net";

@@ -7,7 +7,8 @@ use stemflow_onnx::Dim;
 
 use super::config::HtDemucsConfig;
 use crate::error::ConvertError;
-use crate::ops::{Builder, SpectralFrames, T};
+use crate::ops::spectral::SpectralFrames;
+use crate::ops::{Builder, T};
 
 /// Name of a GPU graph's input and output.
 const MIX: &str = "mix";

@@ -8,18 +8,16 @@
 //! axis and float16 activations are tracked on each tensor ([`T`]).
 
 mod attention;
-mod conv;
+pub mod conv;
 mod fused;
 mod norms;
-mod spectral;
+pub mod spectral;
 mod tensor;
 
 use std::borrow::Cow;
 
 use stemflow_onnx::{Attribute, OnnxGraph};
 
-pub use self::conv::ConvSpec;
-pub use self::spectral::SpectralFrames;
 use self::tensor::{broadcast_batch_axis, broadcast_shape, reshaped_batch_axis};
 pub use self::tensor::{DataType, Precision, Target, GPU_GRAPH_METADATA_KEY, T};
 use crate::error::ConvertError;

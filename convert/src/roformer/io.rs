@@ -8,7 +8,8 @@ use stemflow_onnx::Dim;
 
 use super::config::RoFormerConfig;
 use crate::error::ConvertError;
-use crate::ops::{Builder, DataType, SpectralFrames, T};
+use crate::ops::spectral::SpectralFrames;
+use crate::ops::{Builder, DataType, T};
 
 /// The symbolic batch dimension.
 const BATCH_DIM: &str = "batch";

@@ -6,9 +6,10 @@
 
 use stemflow_onnx::Dim;
 
-use super::{INPUT_CHANNELS, SPLEETER_BINS};
+use super::layout::{INPUT_CHANNELS, SPLEETER_BINS};
 use crate::error::ConvertError;
-use crate::ops::{Builder, DataType, SpectralFrames, T};
+use crate::ops::spectral::SpectralFrames;
+use crate::ops::{Builder, DataType, T};
 
 /// Spleeter's FFT size and hop.
 const N_FFT: usize = 4096;

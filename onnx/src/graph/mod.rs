@@ -19,9 +19,7 @@ mod write;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::io::Write;
 
-use self::write::ModelParts;
 use crate::encode::{Attribute, Dim};
 use crate::field::data_type;
 
@@ -352,29 +350,6 @@ impl<'a> OnnxGraph<'a> {
             }
         }
         Ok(())
-    }
-
-    /// The model's size in bytes once written.
-    pub fn model_len_bytes(&self) -> usize {
-        ModelParts::new(self, PRODUCER_VERSION).model_len_bytes()
-    }
-
-    /// The whole model as bytes (one allocation of [`OnnxGraph::model_len_bytes`]).
-    pub fn to_model_bytes(&self) -> Vec<u8> {
-        let parts = ModelParts::new(self, PRODUCER_VERSION);
-        let mut bytes = Vec::with_capacity(parts.model_len_bytes());
-        parts
-            .write(self, &mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
-    }
-
-    /// Writes the model (`ModelProto`: IR [`IR_VERSION`], opset [`OPSET_VERSION`], the
-    /// producer, this graph and the metadata) to `writer`. Initializer data is streamed in
-    /// chunks of 16 Ki values; nothing else large is allocated. The writes are many and small:
-    /// give a file behind a [`std::io::BufWriter`]. Does not call [`OnnxGraph::validate`].
-    pub fn write_model(&self, writer: &mut impl Write) -> std::io::Result<()> {
-        ModelParts::new(self, PRODUCER_VERSION).write(self, writer)
     }
 }
 

@@ -6,13 +6,38 @@ use std::io::Write;
 
 use super::{
     Initializer, InitializerData, Node, OnnxGraph, IR_VERSION, OPSET_VERSION, PRODUCER_NAME,
-    STREAM_CHUNK_VALUES,
+    PRODUCER_VERSION, STREAM_CHUNK_VALUES,
 };
 use crate::encode::{
     encode_attribute, encode_node, encode_string_entry, encode_tensor_head, encode_value_info,
 };
 use crate::field::{graph as graph_field, model as model_field, opset_id};
 use crate::wire::{key_len, put_bytes, put_int64, put_key, put_varint, varint_len, WIRE_LEN};
+
+impl OnnxGraph<'_> {
+    /// The model's size in bytes once written.
+    pub fn model_len_bytes(&self) -> usize {
+        ModelParts::new(self, PRODUCER_VERSION).model_len_bytes()
+    }
+
+    /// The whole model as bytes (one allocation of [`OnnxGraph::model_len_bytes`]).
+    pub fn to_model_bytes(&self) -> Vec<u8> {
+        let parts = ModelParts::new(self, PRODUCER_VERSION);
+        let mut bytes = Vec::with_capacity(parts.model_len_bytes());
+        parts
+            .write(self, &mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Writes the model (`ModelProto`: IR [`IR_VERSION`], opset [`OPSET_VERSION`], the
+    /// producer, this graph and the metadata) to `writer`. Initializer data is streamed in
+    /// chunks of 16 Ki values; nothing else large is allocated. The writes are many and small:
+    /// give a file behind a [`std::io::BufWriter`]. Does not call [`OnnxGraph::validate`].
+    pub fn write_model(&self, writer: &mut impl Write) -> std::io::Result<()> {
+        ModelParts::new(self, PRODUCER_VERSION).write(self, writer)
+    }
+}
 
 /// The small, pre-encoded pieces of a model and the lengths that frame its initializers.
 pub(super) struct ModelParts {
