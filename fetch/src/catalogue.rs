@@ -4,6 +4,8 @@
 //! URLs on the user's request. The facts and their sources (repository, commit, path) are in
 //! `models/catalogue-sources.md`.
 
+use stemflow_convert::mdx::MdxStft;
+
 use crate::spleeter_wheel::SpleeterRelease;
 
 /// How a downloaded file is checked before it is kept.
@@ -180,6 +182,23 @@ macro_rules! uvr_file {
             },
         }
     };
+}
+
+/// The STFT of the catalogue's MDX-Net models (UVR's `mdx_n_fft_scale_set`, hop 1024), which
+/// their graphs for GPUs wrap them in; from UVR's model table, entries keyed by the files' UVR
+/// hashes above.
+const MDX_STFT: [(&str, usize); 3] = [
+    ("UVR-MDX-NET-Inst_HQ_3", 6144),
+    ("Kim_Vocal_2", 7680),
+    ("UVR_MDXNET_KARA_2", 5120),
+];
+
+/// The STFT a catalogue MDX-Net model's graph for GPUs wraps it in; `None` for other models.
+pub fn mdx_stft(model: &CatalogueModel) -> Option<MdxStft> {
+    MDX_STFT
+        .iter()
+        .find(|(name, _)| *name == model.name)
+        .map(|&(_, n_fft)| MdxStft { n_fft, hop: 1024 })
 }
 
 /// MSST's configs, at the commit whose files were checked (sha256 in
@@ -458,6 +477,14 @@ pub const CATALOGUE: &[CatalogueModel] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_mdx_net_model_has_the_stft_of_its_gpu_graph() {
+        for model in CATALOGUE {
+            let is_mdx = model.family == "mdx-net";
+            assert_eq!(mdx_stft(model).is_some(), is_mdx, "{}", model.name);
+        }
+    }
 
     fn is_hex(text: &str, len: usize) -> bool {
         text.len() == len

@@ -546,9 +546,11 @@ fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
         [
             TERMS_RECORD_FILE,
             "test-htdemucs.TERMS.txt",
+            "test-htdemucs.gpu-f16.onnx",
+            "test-htdemucs.gpu.onnx",
             "test-htdemucs.onnx"
         ],
-        "the cached checkpoint is gone once the model is installed"
+        "the cached checkpoint is gone once the model and its graphs for GPUs are installed"
     );
     // Installed before: nothing downloaded or converted again.
     let again = install(&small, download(&server), &dir, GetOptions::default()).unwrap();
