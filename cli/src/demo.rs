@@ -134,8 +134,8 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     crate::output::say!(
         "The demo song is synthetic and flatters the built-in DSP separator: on a recorded song \
          it scores about 1.3 dB mean SDR (bass below zero), a fallback that works with no model. \
-         For real stems get HTDemucs (four stems, 84 MB): `stemflow models get htdemucs \
-         --accept-terms`."
+         For real stems get HTDemucs (four stems, 84 MB; Meta's weights are for research use \
+         only): `stemflow models get htdemucs --accept-terms`."
     );
     Ok(())
 }

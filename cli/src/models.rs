@@ -12,7 +12,7 @@ Examples:
   stemflow models
   stemflow models --models-dir ~/uvr-models --json
   stemflow models available
-  stemflow models get htdemucs --accept-terms
+  stemflow models get htdemucs --accept-terms      (Meta's weights: research use only)
   stemflow models get htdemucs_ft --accept-terms --from-file f7e0c4bc-ba3fe64a.th --from-file …
   stemflow models import my_finetuned.th --name my-htdemucs
   stemflow models import model_bs_roformer_ep_317_sdr_12.9755.ckpt --config model_bs_roformer_ep_317_sdr_12.9755.yaml

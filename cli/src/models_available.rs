@@ -61,6 +61,7 @@ pub fn catalogue_json(models_dir: Option<&Path>) -> serde_json::Value {
                 "urls": url_list(model),
                 "terms": model.terms,
                 "quality": model.quality,
+                "weakly_verified": model.is_weakly_verified(),
                 "installed": is_installed(model, models_dir),
                 "terms_accepted": models_dir.is_some_and(|dir| terms_accepted(model, dir)),
             })
@@ -90,10 +91,13 @@ pub fn run(args: &AvailableArgs) -> Result<(), CliError> {
         "STATE"
     );
     for model in CATALOGUE {
-        let state = if is_installed(model, models_dir.as_deref()) {
-            "installed"
-        } else {
-            "available"
+        let state = match (
+            is_installed(model, models_dir.as_deref()),
+            model.is_weakly_verified(),
+        ) {
+            (true, _) => "installed",
+            (false, false) => "available",
+            (false, true) => "available, weakly verified",
         };
         crate::output::say!(
             "{:<24} {:<9} {:>9}  {:<13} {}",
@@ -109,6 +113,12 @@ pub fn run(args: &AvailableArgs) -> Result<(), CliError> {
         crate::output::say!("{}: {}", model.name, model.source);
         crate::output::say!("  quality: {}", model.quality);
         crate::output::say!("  terms: {}", model.terms);
+        if model.is_weakly_verified() {
+            crate::output::say!(
+                "  weakly verified: no SHA-256 of the whole file is published; only UVR's MD5 of \
+                 its last 10,240,000 bytes (and its size) is checked"
+            );
+        }
     }
     crate::output::say!(
         "\nGet one with `stemflow models get NAME`: it shows the terms and asks you to accept them \

@@ -323,6 +323,10 @@ impl ProgressDisplay {
                     self.finish();
                     crate::output::say_err!("Converting {} …", self.name);
                 }
+                Stage::Waiting => crate::output::say_err!(
+                    "Another Stemflow is fetching {} into this models folder; waiting for it …",
+                    self.name
+                ),
                 Stage::Checking | Stage::Installing => {}
             }
         }

@@ -5,6 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use stemflow_convert::mdx::MdxStft;
+use stemflow_engine::families::mdx_net::stft_of_model;
+use stemflow_engine::models::ModelFamily;
 use stemflow_fetch::import::{import_model, ImportKind, ImportOptions};
 
 use crate::error::CliError;
@@ -55,7 +58,12 @@ pub fn run(args: &ImportArgs) -> Result<(), CliError> {
             (None, None) => Err("no model family recognises its graph".into()),
             (None, Some(family)) => {
                 description = Some(format!("{family}: {}", info.stems.join(", ")));
-                Ok(())
+                // A published MDX-Net graph gets its graph for GPUs, the STFT around it.
+                let stft = match family {
+                    ModelFamily::MdxNet => stft_of_model(path),
+                    _ => None,
+                };
+                Ok(stft.map(|(n_fft, hop)| MdxStft { n_fft, hop }))
             }
         }
     })

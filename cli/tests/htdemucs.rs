@@ -9,8 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use stemflow_convert::htdemucs::demucs_to_onnx;
-use stemflow_engine::{ExtraStems, Stem};
+use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for, ConvertedDemucs};
+use stemflow_convert::{Precision, Target};
+use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_kit::metrics::sdr_db;
 use stemflow_kit::npy::read_npy;
 
 /// The largest difference from PyTorch demucs accepted (issue 34: 1e-4).
@@ -34,18 +36,14 @@ fn frames_before_last_chunk(frames: usize, segment_frames: usize) -> usize {
     }
 }
 
-/// Converts `checkpoint` and checks every stem against demucs' `apply_model` output.
-fn check_parity(checkpoint: &str, reference: &str) -> f32 {
-    let bytes = std::fs::read(fixture(checkpoint)).unwrap();
-    let converted = demucs_to_onnx(&[&bytes], None).unwrap();
-    let dir = scratch_dir(&format!("htdemucs-{checkpoint}"));
-    let model = dir.join("small.onnx");
-    std::fs::write(&model, &converted.onnx).unwrap();
+/// Stems of a separation: `[stem][channel][frame]`.
+type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 
-    let (shape, input) = read_npy(&fixture("input.npy"));
-    assert_eq!(shape[0], 2);
-    let frames = shape[1];
-    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+/// Converts `checkpoint` for `target`, runs the graph on the CPU and checks every stem against
+/// demucs' `apply_model` output; returns the largest difference and the stems.
+fn check_parity(checkpoint: &str, reference: &str, target: Target) -> (f32, Stems) {
+    let (converted, input, got) = separate_converted(checkpoint, target);
+    let frames = input[0].len();
     let (shape, expected) = read_npy(&fixture(reference));
     assert_eq!(shape, [converted.sources.len(), 2, frames]);
     let valid = frames_before_last_chunk(frames, converted.segment_frames);
@@ -53,9 +51,6 @@ fn check_parity(checkpoint: &str, reference: &str) -> f32 {
         valid > converted.segment_frames,
         "the fixture covers too few chunks: {valid} frames"
     );
-
-    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
-    let got = separate(&model, &input, ExtraStems::Separate);
     let source = |name: &str, channel: usize| {
         let s = converted.sources.iter().position(|n| n == name).unwrap();
         &expected[(s * 2 + channel) * frames..][..frames]
@@ -105,19 +100,66 @@ fn check_parity(checkpoint: &str, reference: &str) -> f32 {
         .sum();
     assert!(energy > 1.0, "drums are nearly silent ({energy})");
     println!(
-        "{checkpoint}: largest difference from PyTorch demucs {worst:.2e} over {valid} frames"
+        "{checkpoint} ({target:?}): largest difference from PyTorch demucs {worst:.2e} over \
+         {valid} frames"
     );
-    worst
+    (worst, got)
 }
 
 #[test]
 fn a_converted_htdemucs_matches_pytorch_demucs() {
-    check_parity("small.th", "small_reference.npy");
+    check_parity("small.th", "small_reference.npy", Target::Cpu);
 }
 
 #[test]
 fn a_converted_six_stem_htdemucs_matches_pytorch_demucs() {
-    check_parity("small6.th", "small6_reference.npy");
+    check_parity("small6.th", "small6_reference.npy", Target::Cpu);
+}
+
+/// The graph made for GPUs (the STFT inside, a batch dimension), run by the engine on the CPU,
+/// matches demucs as the CPU graph does; its float16 version stays within
+/// [`MIN_FLOAT16_SDR_DB`] of it.
+#[test]
+fn the_gpu_graphs_of_a_converted_htdemucs_match_pytorch_demucs() {
+    for (checkpoint, reference) in [
+        ("small.th", "small_reference.npy"),
+        ("small6.th", "small6_reference.npy"),
+    ] {
+        let (_, float32) = check_parity(checkpoint, reference, Target::Gpu(Precision::Float32));
+        if checkpoint != "small.th" {
+            // One float16 check is enough: each graph's first session computes its STFT bases.
+            continue;
+        }
+        let (_, _, float16) = separate_converted(checkpoint, Target::Gpu(Precision::Float16));
+        for stem in [Stem::Drums, Stem::Bass, Stem::Vocals] {
+            let sdr = sdr_db(&float32[stem.index()], &float16[stem.index()]);
+            println!("{checkpoint} {stem:?}: float16 is {sdr:.1} dB from float32");
+            assert!(
+                sdr >= MIN_FLOAT16_SDR_DB,
+                "{checkpoint} {stem:?}: {sdr:.1} dB"
+            );
+        }
+    }
+}
+
+/// How close the float16 GPU graph's stems stay to the float32 graph's (SDR, dB): 60 dB and
+/// 64 dB measured on the fixtures.
+const MIN_FLOAT16_SDR_DB: f64 = 45.0;
+
+/// `checkpoint` converted for `target` and separating the fixture's input on the CPU: the
+/// converted model, the input and the stems.
+fn separate_converted(checkpoint: &str, target: Target) -> (ConvertedDemucs, [Vec<f32>; 2], Stems) {
+    let bytes = std::fs::read(fixture(checkpoint)).unwrap();
+    let converted = demucs_to_onnx_for(&[&bytes], None, target).unwrap();
+    let model = scratch_dir(&format!("htdemucs-{checkpoint}-{target:?}")).join("small.onnx");
+    std::fs::write(&model, &converted.onnx).unwrap();
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    assert_eq!(shape[0], 2);
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    (converted, input, got)
 }
 
 #[test]
@@ -163,4 +205,166 @@ fn a_bag_of_models_is_one_graph_taking_each_stem_from_its_models() {
         .unwrap_err()
         .to_string();
     assert!(message.contains("model 2 of the bag"), "{message}");
+}
+
+/// A graph made for GPUs runs a batch of chunks in one model run, and each chunk's stems are
+/// what that chunk gives alone (within float32 rounding: ONNX Runtime picks other kernels for
+/// another batch size).
+#[test]
+fn a_batch_of_chunks_gives_each_chunk_its_own_stems() {
+    use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+    use stemflow_engine::runtime::model_file::read_model_file;
+    use stemflow_engine::runtime::runner::{GraphIo, ModelRunner};
+
+    let bytes = std::fs::read(fixture("small.th")).unwrap();
+    let converted = demucs_to_onnx_for(&[&bytes], None, Target::Gpu(Precision::Float32)).unwrap();
+    let dir = scratch_dir("htdemucs-batch");
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, &converted.onnx).unwrap();
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let chunk = converted.segment_frames;
+    let io = GraphIo::single("mix", "stems", vec![1, 2, chunk]);
+    let model = std::sync::Arc::new(read_model_file(&path).unwrap());
+    let mut runner = ModelRunner::new(model, DeviceChoice::Device(DeviceId::CPU), io).unwrap();
+    let (_, input) = read_npy(&fixture("input.npy"));
+    // Three different chunks (both channels) of the fixture's input.
+    let chunks: Vec<Vec<f32>> = (0..3)
+        .map(|i| input[i * 4000..][..2 * chunk].to_vec())
+        .collect();
+    let mut batched = Vec::new();
+    runner
+        .run_batch(
+            chunks.len(),
+            |inputs| {
+                inputs[0].copy_from_slice(&chunks.concat());
+                Ok(())
+            },
+            |outputs| {
+                batched = outputs[0].to_vec();
+                Ok(())
+            },
+        )
+        .unwrap();
+    let per_item = batched.len() / chunks.len();
+    assert_eq!(per_item, converted.sources.len() * 2 * chunk);
+    for (item, values) in chunks.iter().enumerate() {
+        let mut single = Vec::new();
+        runner
+            .run_all(
+                |inputs| {
+                    inputs[0].copy_from_slice(values);
+                    Ok(())
+                },
+                |outputs| {
+                    single = outputs[0].to_vec();
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let worst = single
+            .iter()
+            .zip(&batched[item * per_item..][..per_item])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= 1e-5, "chunk {item}: {worst}");
+    }
+}
+
+/// A device switch moves a model between its graphs, each with its own codec, at a hop
+/// boundary: from the graph made for GPUs (run on the CPU here) to the CPU graph, without a
+/// gap. What was out before the switch is the GPU graph's; frames whose chunks all needed input
+/// past the switch are the CPU graph's, exactly.
+#[test]
+fn a_device_switch_moves_a_model_between_its_graphs_without_a_gap() {
+    use std::time::{Duration, Instant};
+    use stemflow_engine::families::ModelSeparator;
+    use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+    use stemflow_engine::runtime::graph_files::{gpu_graph_path, GraphChoice};
+    use stemflow_engine::runtime::session::Precision as GraphPrecision;
+    use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+
+    let bytes = std::fs::read(fixture("small.th")).unwrap();
+    let dir = scratch_dir("htdemucs-switch");
+    let model = dir.join("small.onnx");
+    let gpu = gpu_graph_path(&model, GraphPrecision::F32);
+    std::fs::write(&model, demucs_to_onnx(&[&bytes], None).unwrap().onnx).unwrap();
+    let converted = demucs_to_onnx_for(&[&bytes], None, Target::Gpu(Precision::Float32)).unwrap();
+    std::fs::write(&gpu, &converted.onnx).unwrap();
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    let on_cpu_graph = separate(&model, &input, ExtraStems::Separate);
+    // Alone (no CPU graph beside it), the GPU graph is what runs on the CPU.
+    let alone = scratch_dir("htdemucs-switch-alone").join("small.gpu.onnx");
+    std::fs::copy(&gpu, &alone).unwrap();
+    let on_gpu_graph = separate(&alone, &input, ExtraStems::Separate);
+
+    let separator = ModelSeparator::load_exactly(
+        &model,
+        GraphChoice {
+            path: gpu.clone(),
+            gpu_precision: Some(GraphPrecision::F32),
+        },
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap();
+    let config = StreamConfig {
+        host_sample_rate_hz: 44_100.0,
+        max_block_frames: 1024,
+        mode: ProcessingMode::Offline,
+        is_offline_only: false,
+    };
+    let (mut handle, controller) = spawn_stream(Box::new(separator), &config).unwrap();
+    handle.set_extra_stems(ExtraStems::Separate);
+    let latency = handle.latency_samples();
+    let total = frames + latency;
+    let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
+        let mut v = input[c].clone();
+        v.resize(total, 0.0);
+        v
+    });
+    let mut out: Stems = Default::default();
+    let mut switched_at = None;
+    let mut position = 0;
+    while position < total {
+        let end = (position + 1024).min(total);
+        if switched_at.is_none() && position >= latency + 1000 {
+            switched_at = Some(position);
+            controller.set_device(DeviceChoice::Device(DeviceId::CPU));
+            let start = Instant::now();
+            while controller.stats().device_switches() == 0 {
+                assert!(start.elapsed() < Duration::from_secs(60), "no switch");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        handle.process(&padded[0][position..end], &padded[1][position..end]);
+        for stem in Stem::ALL {
+            for channel in 0..2 {
+                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
+            }
+        }
+        position = end;
+    }
+    assert_eq!(handle.stats().underrun_frames(), 0);
+    let out = out.map(|stem| stem.map(|channel| channel[latency..].to_vec()));
+    // Out before the switch: frames up to its input position less the latency. Every chunk
+    // covering a frame past its input position needed input the stream had not yet seen.
+    let switched_at = switched_at.expect("the switch happened");
+    let (before, after) = (switched_at - latency, switched_at);
+    assert!(
+        before >= 1000 && after < frames,
+        "{before} {after} {frames}"
+    );
+    for stem in Stem::ALL {
+        for channel in 0..2 {
+            let (got, gpu, cpu) = (
+                &out[stem.index()][channel],
+                &on_gpu_graph[stem.index()][channel],
+                &on_cpu_graph[stem.index()][channel],
+            );
+            assert_eq!(got[..before], gpu[..before], "{stem:?}: before the switch");
+            assert_eq!(got[after..], cpu[after..], "{stem:?}: after the switch");
+        }
+    }
 }

@@ -536,6 +536,14 @@ fn a_demucs_checkpoint_of_ones_own_is_imported_converted() {
     );
     let onnx = std::fs::read(models.join("my-htdemucs.onnx")).unwrap();
     assert!(onnx.len() > 100_000, "a model, not a stub");
-    assert_eq!(names_in(&models), ["my-htdemucs.onnx"]);
+    // The model and its graphs for GPUs (float32 and float16) beside it.
+    assert_eq!(
+        names_in(&models),
+        [
+            "my-htdemucs.gpu-f16.onnx",
+            "my-htdemucs.gpu.onnx",
+            "my-htdemucs.onnx"
+        ]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

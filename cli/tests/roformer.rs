@@ -9,9 +9,13 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use stemflow_convert::roformer::roformer_to_onnx;
-use stemflow_engine::{ExtraStems, Stem};
+use stemflow_convert::roformer::{roformer_to_onnx, roformer_to_onnx_for, ConvertedRoFormer};
+use stemflow_convert::{Precision, Target};
+use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use stemflow_kit::npy::read_npy;
+
+/// Every stem's two channels.
+type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 
 /// The largest difference from MSST accepted (issue 36: 1e-4).
 const MAX_ABS_ERROR: f32 = 1e-4;
@@ -22,23 +26,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Converts `name`.ckpt with `name`.yaml and checks Vocals (the model's vocals) and Other (the
-/// mix minus them: Stemflow's residual) against MSST's `demix`, away from the file's end.
-fn check_parity(name: &str) -> f32 {
-    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
-    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
-    let converted = roformer_to_onnx(&checkpoint, &yaml).unwrap();
-    let dir = scratch_dir(&format!("roformer-{name}"));
-    let model = dir.join(format!("{name}.onnx"));
-    std::fs::write(&model, &converted.onnx).unwrap();
-
-    let (shape, input) = read_npy(&fixture("input.npy"));
-    let frames = shape[1];
-    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+/// Converts `name`.ckpt with `name`.yaml for `target` and checks Vocals (the model's vocals)
+/// and Other (the mix minus them: Stemflow's residual) against MSST's `demix`, away from the
+/// file's end; returns the largest difference and the stems.
+fn check_parity(name: &str, target: Target) -> (f32, Stems) {
+    let (converted, input, got) = separate_converted(name, target);
+    let frames = input[0].len();
     let (shape, expected) = read_npy(&fixture(&format!("{name}_reference.npy")));
     assert_eq!(shape, [converted.stems.len(), 2, frames]);
-    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
-    let got = separate(&model, &input, ExtraStems::Separate);
     let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
     // Both fixtures: chunks of 8192 frames, 2 overlaps.
     let valid = stemflow_kit::metrics::frames_before_end_chunks(frames, converted.chunk_frames, 2);
@@ -71,18 +66,62 @@ fn check_parity(name: &str) -> f32 {
         .map(|v| v * v)
         .sum();
     assert!(energy > 0.1, "vocals are nearly silent ({energy})");
-    println!("{name}: largest difference from MSST {worst:.2e} over {valid} of {frames} frames");
-    worst
+    println!(
+        "{name} ({target:?}): largest difference from MSST {worst:.2e} over {valid} of {frames} \
+         frames"
+    );
+    (worst, got)
 }
 
 #[test]
 fn a_converted_bs_roformer_matches_msst() {
-    check_parity("bs_tiny");
+    check_parity("bs_tiny", Target::Cpu);
 }
 
 #[test]
 fn a_converted_mel_roformer_matches_msst() {
-    check_parity("mel_tiny");
+    check_parity("mel_tiny", Target::Cpu);
+}
+
+/// The graphs made for GPUs (the STFT, masking and inverse STFT inside, a batch dimension), run
+/// by the engine on the CPU, match MSST as the CPU graphs do; float16 stays within
+/// [`MIN_FLOAT16_SDR_DB`] of float32.
+#[test]
+fn the_gpu_graphs_of_converted_roformers_match_msst() {
+    use stemflow_kit::metrics::sdr_db;
+    for name in ["bs_tiny", "mel_tiny"] {
+        let (_, float32) = check_parity(name, Target::Gpu(Precision::Float32));
+        if name != "bs_tiny" {
+            continue;
+        }
+        let (_, _, float16) = separate_converted(name, Target::Gpu(Precision::Float16));
+        let sdr = sdr_db(
+            &float32[Stem::Vocals.index()],
+            &float16[Stem::Vocals.index()],
+        );
+        println!("{name}: float16 is {sdr:.1} dB from float32");
+        assert!(sdr >= MIN_FLOAT16_SDR_DB, "{name}: {sdr:.1} dB");
+    }
+}
+
+/// How close the float16 GPU graph's vocals stay to the float32 graph's (SDR, dB): 58.8 dB
+/// (BS-RoFormer) and 56.0 dB (Mel-RoFormer) measured per chunk against MSST in float32.
+const MIN_FLOAT16_SDR_DB: f64 = 45.0;
+
+/// `name` converted for `target` and separating the fixture's input on the CPU: the converted
+/// model, the input and the stems.
+fn separate_converted(name: &str, target: Target) -> (ConvertedRoFormer, [Vec<f32>; 2], Stems) {
+    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
+    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
+    let converted = roformer_to_onnx_for(&checkpoint, &yaml, target).unwrap();
+    let model = scratch_dir(&format!("roformer-{name}-{target:?}")).join(format!("{name}.onnx"));
+    std::fs::write(&model, &converted.onnx).unwrap();
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    (converted, input, got)
 }
 
 #[test]

@@ -15,6 +15,8 @@ pub enum ConvertError {
     Quantize(String),
     /// A model cannot be converted to float16 (not a model, already converted, sub-graphs).
     Float16(String),
+    /// The conversion was cancelled ([`crate::cancel::cancellable`]).
+    Cancelled,
 }
 
 impl std::fmt::Display for ConvertError {
@@ -25,6 +27,7 @@ impl std::fmt::Display for ConvertError {
             ConvertError::Layout(m) => write!(f, "unexpected checkpoint layout: {m}"),
             ConvertError::Quantize(m) => write!(f, "cannot quantize: {m}"),
             ConvertError::Float16(m) => write!(f, "cannot convert to float16: {m}"),
+            ConvertError::Cancelled => f.write_str("the conversion was cancelled"),
         }
     }
 }
@@ -39,6 +42,7 @@ impl ConvertError {
             ConvertError::Layout(m) => ConvertError::Layout(wrap(m)),
             ConvertError::Quantize(m) => ConvertError::Quantize(wrap(m)),
             ConvertError::Float16(m) => ConvertError::Float16(wrap(m)),
+            ConvertError::Cancelled => ConvertError::Cancelled,
         }
     }
 }

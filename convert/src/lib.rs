@@ -16,14 +16,20 @@
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays;
 //!   [`htdemucs`]: demucs v4 checkpoints; [`roformer`]: MSST's BS- and Mel-RoFormer checkpoints
 //!   with their YAML configs. They share the graph builder (`ops`) and the checkpoint-state
-//!   reader (`state`); [`yaml`] reads the YAML Python tools write (MSST configs, demucs bags).
+//!   reader (`state`), and build each model twice: for the CPU and, batched with the STFT
+//!   inside, for GPUs ([`Target`]). [`yaml`] reads the YAML Python tools write (MSST configs,
+//!   demucs bags).
+//! - [`cancel`]: a conversion stopped from another thread between its steps.
 //!
 //! Where the checkpoints come from (the catalogue, downloads, imports, installing into the
 //! models folder) is the `stemflow-fetch` crate.
 
+pub mod budget;
+pub mod cancel;
 pub mod error;
 pub mod float16;
 pub mod htdemucs;
+pub mod mdx;
 mod ops;
 pub mod quantize;
 pub mod roformer;
@@ -38,3 +44,4 @@ pub mod yaml;
 pub mod zip;
 
 pub use error::ConvertError;
+pub use ops::{Precision, Target};

@@ -65,6 +65,7 @@ impl<'c, 'a, X: CheckpointTensor<'a>> ModelState<'c, X> {
         key: &str,
         shape: &[usize],
     ) -> Result<Cow<'a, [f32]>, ConvertError> {
+        crate::cancel::check()?;
         let tensor = self.tensors.remove(key).ok_or_else(|| {
             ConvertError::Layout(format!(
                 "{}: the checkpoint has no tensor {key} (of shape {shape:?}) that its {} \

@@ -4,6 +4,8 @@
 
 use std::io::{Cursor, Write};
 
+pub mod crafted;
+
 use crate::torch::opcode;
 
 /// Signature of a local file header (`PK\x03\x04`).
@@ -64,6 +66,25 @@ pub fn write_zip(entries: &[(&str, &[u8], ZipMethod)]) -> Vec<u8> {
 /// (= `"3\n"`), as [`write_torch_zip`] writes them.
 pub fn write_torch_checkpoint(archive_name: &str, data_pkl: &[u8]) -> Vec<u8> {
     write_torch_zip(archive_name, &[("data.pkl", data_pkl), ("version", b"3\n")])
+}
+
+/// A checkpoint `<archive_name>/` in torch's layout of `data.pkl`, the storages `data/<key>`
+/// and `version`, as [`write_torch_zip`] writes them.
+pub fn write_torch_checkpoint_with_storages(
+    archive_name: &str,
+    data_pkl: &[u8],
+    storages: &[(&str, &[u8])],
+) -> Vec<u8> {
+    let names: Vec<String> = storages.iter().map(|(k, _)| format!("data/{k}")).collect();
+    let mut records: Vec<(&str, &[u8])> = vec![("data.pkl", data_pkl)];
+    records.extend(
+        names
+            .iter()
+            .zip(storages)
+            .map(|(n, (_, d))| (n.as_str(), *d)),
+    );
+    records.push(("version", b"3\n"));
+    write_torch_zip(archive_name, &records)
 }
 
 /// A zip laid out byte for byte like torch's zip writer: each `(name, data)` record as

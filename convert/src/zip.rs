@@ -17,8 +17,10 @@
 //! is a [`ConvertError::Zip`] that says what is wrong.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{Cursor, Read};
 
+use crate::budget::ReadBudget;
 use crate::error::ConvertError;
 
 /// Compression method 0: stored.
@@ -57,6 +59,8 @@ pub struct ZipArchive<'a> {
     archive: zip::ZipArchive<Cursor<&'a [u8]>>,
     /// Entries in central-directory order.
     entries: Vec<ZipEntry>,
+    /// Index into `entries` by name (the first entry of a name).
+    by_name: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for ZipArchive<'_> {
@@ -113,10 +117,15 @@ impl<'a> ZipArchive<'a> {
                 data_offset,
             });
         }
+        let mut by_name = HashMap::with_capacity(entries.len());
+        for (position, entry) in entries.iter().enumerate() {
+            by_name.entry(entry.name.clone()).or_insert(position);
+        }
         Ok(Self {
             bytes,
             archive,
             entries,
+            by_name,
         })
     }
 
@@ -125,9 +134,11 @@ impl<'a> ZipArchive<'a> {
         &self.entries
     }
 
-    /// The entry named exactly `name`. Realtime-safe.
+    /// The entry named exactly `name` (the first, if several are). Realtime-safe.
     pub fn find(&self, name: &str) -> Option<&ZipEntry> {
-        self.entries.iter().find(|entry| entry.name == name)
+        self.by_name
+            .get(name)
+            .map(|&position| &self.entries[position])
     }
 
     /// The only entry whose name ends with `suffix`, e.g. `"/data.pkl"`.
@@ -205,6 +216,27 @@ impl<'a> ZipArchive<'a> {
                 method_name(other)
             ))),
         }
+    }
+
+    /// [`read`](Self::read) within `budget`: a deflated entry's declared size is charged before
+    /// anything is inflated (refused with [`ConvertError::Zip`] naming `what` past the
+    /// budget); a stored entry is borrowed and costs nothing. Not realtime-safe: inflating
+    /// allocates.
+    pub fn read_within(
+        &self,
+        entry: &ZipEntry,
+        budget: &ReadBudget,
+        what: &str,
+    ) -> Result<Cow<'a, [u8]>, ConvertError> {
+        if entry.method != METHOD_STORED {
+            budget
+                .charge(
+                    entry.uncompressed_size,
+                    &format!("inflating {what} ({})", entry.name),
+                )
+                .map_err(zip_error)?;
+        }
+        self.read(entry, entry.uncompressed_size)
     }
 
     /// Inflates the deflated `entry` with the `zip` crate, which checks the CRC-32 when the

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::families::describe_model;
 use crate::families::stem_sources::StemSource;
 pub use crate::families::ModelFamily;
+use crate::runtime::graph_files::{is_gpu_graph_beside_model, model_of_gpu_graph};
 use crate::runtime::model_file::{read_model_file, ModelBytes};
 use crate::runtime::session::discard_spare_session;
 use crate::stem::Stem;
@@ -181,24 +182,27 @@ fn is_model_path(path: &Path) -> bool {
     })
 }
 
-/// Every `.onnx` file and route directly inside `dirs`, inspected, sorted by name. Missing
+/// Every `.onnx` file and route directly inside `dirs`, inspected, sorted by name; a model's
+/// GPU graphs (`NAME.gpu.onnx`, `NAME.gpu-f16.onnx`) are part of it, not listed apart. Missing
 /// folders are skipped. Not realtime-safe: may take seconds for large models.
 pub fn scan_models(dirs: &[PathBuf]) -> Vec<ModelInfo> {
     let mut paths: Vec<PathBuf> = dirs
         .iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
-        .filter(|p| is_model_path(p) && p.is_file())
+        .filter(|p| is_model_path(p) && p.is_file() && !is_gpu_graph_beside_model(p))
         .collect();
     paths.sort_by_key(|p| (p.file_name().map(|n| n.to_os_string()), p.clone()));
     paths.dedup();
     paths.iter().map(|p| inspect_model(p)).collect()
 }
 
-/// Finds a model by content hash in `dirs` (a saved model that was moved or renamed).
-/// Not realtime-safe: hashes every file.
+/// Finds a model by content hash in `dirs` (a saved model that was moved or renamed): the
+/// file with that hash, or the model whose GPU graph has it. Not realtime-safe: hashes every
+/// file.
 pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    dirs.iter()
+    let found = dirs
+        .iter()
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
         .filter(|p| is_model_path(p))
@@ -206,7 +210,8 @@ pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
             std::fs::read(p)
                 .map(|bytes| ModelBytes::new("", bytes).sha256 == sha256)
                 .unwrap_or(false)
-        })
+        })?;
+    Some(model_of_gpu_graph(&found).unwrap_or(found))
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! URLs on the user's request. The facts and their sources (repository, commit, path) are in
 //! `models/catalogue-sources.md`.
 
+use stemflow_convert::mdx::MdxStft;
+
 use crate::spleeter_wheel::SpleeterRelease;
 
 /// How a downloaded file is checked before it is kept.
@@ -23,6 +25,13 @@ pub struct FileCheck {
 }
 
 impl FileCheck {
+    /// Whether nothing checks the whole file: no SHA-256 and no owner's prefix of one, only
+    /// the size and UVR's MD5 of the last 10,240,000 bytes (`mel_roformer_viperx_1143`). Such
+    /// a file is offered as *weakly verified*. Realtime-safe.
+    pub const fn is_weak(&self) -> bool {
+        self.sha256.is_none() && self.sha256_prefix.is_none()
+    }
+
     /// A check of the SHA-256 alone (a pinned wheel's or checkpoint's).
     pub const fn of_sha256(sha256: &'static str) -> Self {
         Self {
@@ -120,6 +129,12 @@ impl CatalogueModel {
         }
     }
 
+    /// Whether one of its files is checked only weakly ([`FileCheck::is_weak`]): say so
+    /// wherever it is offered. Realtime-safe.
+    pub fn is_weakly_verified(&self) -> bool {
+        self.remote_files().iter().any(|file| file.check.is_weak())
+    }
+
     /// The files it is made of at their owners' URLs (none for a PyPI wheel, whose URL the
     /// index gives).
     pub fn remote_files(&self) -> &[RemoteFile] {
@@ -167,6 +182,23 @@ macro_rules! uvr_file {
             },
         }
     };
+}
+
+/// The STFT of the catalogue's MDX-Net models (UVR's `mdx_n_fft_scale_set`, hop 1024), which
+/// their graphs for GPUs wrap them in; from UVR's model table, entries keyed by the files' UVR
+/// hashes above.
+const MDX_STFT: [(&str, usize); 3] = [
+    ("UVR-MDX-NET-Inst_HQ_3", 6144),
+    ("Kim_Vocal_2", 7680),
+    ("UVR_MDXNET_KARA_2", 5120),
+];
+
+/// The STFT a catalogue MDX-Net model's graph for GPUs wraps it in; `None` for other models.
+pub fn mdx_stft(model: &CatalogueModel) -> Option<MdxStft> {
+    MDX_STFT
+        .iter()
+        .find(|(name, _)| *name == model.name)
+        .map(|&(_, n_fft)| MdxStft { n_fft, hop: 1024 })
 }
 
 /// MSST's configs, at the commit whose files were checked (sha256 in
@@ -446,6 +478,14 @@ pub const CATALOGUE: &[CatalogueModel] = &[
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_mdx_net_model_has_the_stft_of_its_gpu_graph() {
+        for model in CATALOGUE {
+            let is_mdx = model.family == "mdx-net";
+            assert_eq!(mdx_stft(model).is_some(), is_mdx, "{}", model.name);
+        }
+    }
+
     fn is_hex(text: &str, len: usize) -> bool {
         text.len() == len
             && text
@@ -539,6 +579,16 @@ mod tests {
                 .unwrap()
                 .download_bytes(),
             None
+        );
+        let weak: Vec<&str> = CATALOGUE
+            .iter()
+            .filter(|model| model.is_weakly_verified())
+            .map(|model| model.name)
+            .collect();
+        assert_eq!(
+            weak,
+            ["mel_roformer_viperx_1143"],
+            "offered as weakly verified"
         );
         let spleeter = catalogue_model("spleeter-2stems").unwrap();
         assert_eq!(spleeter.download_bytes(), None);

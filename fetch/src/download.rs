@@ -3,6 +3,12 @@
 //! checks it against the catalogue's [`FileCheck`] before anything is installed. A part that
 //! fails its check is deleted, never resumed.
 //!
+//! A resume asks for the rest only if the file is still the one the part began with
+//! (`If-Range` with the first answer's strong `ETag` or `Last-Modified`, kept beside the part as
+//! `<file>.part.validator`): a file changed upstream comes back whole and restarts the part,
+//! never spliced onto it. [`MAX_MODEL_DOWNLOAD_BYTES`] bounds what one file may bring over all
+//! its attempts together, not per answer.
+//!
 //! Transient failures (no answer, a dropped connection, a stall, HTTP 408, 429 and 5xx) are
 //! retried with a growing pause; an attempt that brought new bytes resets the count, so a line
 //! that drops every few minutes still finishes a large checkpoint. Permanent ones (404, 403, a
@@ -46,6 +52,8 @@ pub struct Downloader {
     retry_pause: Duration,
     /// A mirror of the catalogue's files (`MIRROR/<file name>`), when set.
     mirror: Option<String>,
+    /// Most bytes one file may bring over all its attempts ([`MAX_MODEL_DOWNLOAD_BYTES`]).
+    max_file_bytes: u64,
 }
 
 impl Default for Downloader {
@@ -81,12 +89,22 @@ impl Downloader {
         }
     }
 
+    /// The same downloader, letting one file bring at most `max_file_bytes` over all its
+    /// attempts (tests; [`MAX_MODEL_DOWNLOAD_BYTES`] otherwise).
+    pub fn with_max_file_bytes(self, max_file_bytes: u64) -> Self {
+        Self {
+            max_file_bytes,
+            ..self
+        }
+    }
+
     fn with_proxy(proxy: Option<ureq::Proxy>, retry_pause: Duration) -> Self {
         let agent = http_agent(proxy);
         Self {
             agent,
             retry_pause,
             mirror: None,
+            max_file_bytes: MAX_MODEL_DOWNLOAD_BYTES,
         }
     }
 
@@ -123,13 +141,16 @@ impl Downloader {
         let mut was_reached = false;
         let mut stalled = 0u32;
         let mut attempts = 0u32;
+        // Bytes this file brought over all attempts, bounded by `max_file_bytes`.
+        let mut received = 0u64;
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Err(FetchError::Cancelled);
             }
             let before = part_len();
-            match self.try_fetch(&file, part, progress, cancel) {
+            match self.try_fetch(&file, part, progress, cancel, &mut received) {
                 Ok(size) => {
+                    let _ = std::fs::remove_file(validator_path(part));
                     if let Err(error) = verify(part, file.check) {
                         let _ = std::fs::remove_file(part);
                         return Err(error);
@@ -227,12 +248,18 @@ impl Downloader {
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
         cancel: &AtomicBool,
+        received: &mut u64,
     ) -> Result<u64, Attempt> {
         let io = |e: std::io::Error| Attempt::Fail(write_error(part, &e));
         let have = std::fs::metadata(part).map(|m| m.len()).unwrap_or(0);
+        let validator = std::fs::read_to_string(validator_path(part)).ok();
         let mut request = self.agent.get(file.url);
         if have > 0 {
             request = request.header("Range", &format!("bytes={have}-"));
+            // Only if the file is still the one the part began with; else the whole file.
+            if let Some(validator) = &validator {
+                request = request.header("If-Range", validator.as_str());
+            }
         }
         // No answer at all (no name, no route, refused, a proxy or TLS failure, a connection
         // that broke before the headers): whatever the cause, what helps is the same.
@@ -248,6 +275,15 @@ impl Downloader {
                 .map(str::to_owned)
         };
         let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
+        let answer_validator = strong_validator(header("etag"), header("last-modified"));
+        if status == 206 && validator.is_some() && answer_validator != validator {
+            // A range of another version of the file (a server that ignored If-Range).
+            File::create(part).map_err(io)?;
+            let _ = std::fs::remove_file(validator_path(part));
+            return Err(Attempt::Retry(
+                "the file changed upstream since the part began: starting over".into(),
+            ));
+        }
         let (start, total) = match status {
             206 => {
                 let (start, total) = header("content-range")
@@ -304,7 +340,7 @@ impl Downloader {
             }
         };
         if let Some(total) = total {
-            if total > MAX_MODEL_DOWNLOAD_BYTES {
+            if total > self.max_file_bytes {
                 return Err(Attempt::Fail(FetchError::Download(format!(
                     "{} is {total} bytes, more than any model Stemflow downloads",
                     file.url
@@ -325,10 +361,21 @@ impl Downloader {
             .open(part)
             .map_err(io)?;
         out.seek(SeekFrom::Start(start)).map_err(io)?;
+        match &answer_validator {
+            Some(value) => std::fs::write(validator_path(part), value).map_err(io)?,
+            None => {
+                let _ = std::fs::remove_file(validator_path(part));
+            }
+        }
+        // What this file may still bring (over all attempts), and its end on disk.
+        let allowed = self
+            .max_file_bytes
+            .saturating_sub(*received)
+            .min(self.max_file_bytes.saturating_sub(start));
         let mut reader = response
             .body_mut()
             .with_config()
-            .limit(MAX_MODEL_DOWNLOAD_BYTES)
+            .limit(allowed.saturating_add(1))
             .reader();
         let mut done = start;
         let mut chunk = vec![0u8; 1 << 16];
@@ -347,6 +394,15 @@ impl Downloader {
                     )));
                 }
             };
+            *received += n as u64;
+            if done + n as u64 - start > allowed {
+                out.sync_all().map_err(io)?;
+                return Err(Attempt::Fail(FetchError::Download(format!(
+                    "{} sent more than {} bytes over all attempts, more than any model \
+                     Stemflow downloads",
+                    file.url, self.max_file_bytes
+                ))));
+            }
             out.write_all(&chunk[..n]).map_err(io)?;
             done += n as u64;
             progress(done, total);
@@ -488,6 +544,21 @@ pub fn verify_bytes(what: &str, bytes: &[u8], check: &FileCheck) -> Result<(), F
 /// instead of the owner's URL (for machines that reach only a local mirror); the checks stay.
 /// [`Downloader::new`] reads it.
 pub const MODELS_MIRROR_ENV: &str = "STEMFLOW_MODELS_MIRROR";
+
+/// Where the validator of `part`'s first answer is kept (for `If-Range`).
+fn validator_path(part: &Path) -> PathBuf {
+    let mut name = part.file_name().unwrap_or_default().to_os_string();
+    name.push(".validator");
+    part.with_file_name(name)
+}
+
+/// What `If-Range` may carry: a strong `ETag` (a weak one, `W/"…"`, may not be used), else the
+/// `Last-Modified` date.
+fn strong_validator(etag: Option<String>, last_modified: Option<String>) -> Option<String> {
+    etag.filter(|tag| tag.starts_with('"'))
+        .or(last_modified)
+        .filter(|value| !value.is_empty() && !value.contains(['\r', '\n']))
+}
 
 /// The `.part` file a download into `dest` goes to.
 pub fn part_path(dest: &Path) -> PathBuf {

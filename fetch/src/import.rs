@@ -22,13 +22,16 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stemflow_convert::htdemucs::demucs_to_onnx;
-use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for};
+use stemflow_convert::mdx::{mdx_gpu_graph, MdxStft};
+use stemflow_convert::roformer::{roformer_to_onnx, roformer_to_onnx_for};
 use stemflow_convert::torch::load_torch_checkpoint;
 use stemflow_convert::yaml::read_yaml;
+use stemflow_convert::Target;
 
 use crate::error::FetchError;
 use crate::files::{read_limited, sha256_hex, write_all_or_none};
+use crate::gpu_graphs::PendingGpuGraphs;
 
 /// No checkpoint or model imported is larger.
 const MAX_IMPORT_BYTES: u64 = 4 << 30;
@@ -66,7 +69,7 @@ pub struct Imported {
     pub kind: ImportKind,
     /// The model.
     pub model: PathBuf,
-    /// Sidecars copied with it.
+    /// Sidecars copied with it, and the graphs for GPUs written beside a converted model.
     pub also: Vec<PathBuf>,
     /// Files that were already there with the same content (nothing was rewritten).
     pub unchanged: Vec<PathBuf>,
@@ -76,12 +79,13 @@ pub struct Imported {
 
 /// Imports `file` into `models_dir` (see the module documentation for each kind of file).
 /// `validate_onnx` checks an ONNX model where it lies (with its sidecars), returning why the
-/// engine cannot run it. Not realtime-safe: reads, converts and writes files.
+/// engine cannot run it, or, for an MDX-Net model, the STFT its graph for GPUs wraps it in
+/// (written beside it). Not realtime-safe: reads, converts and writes files.
 pub fn import_model(
     file: &Path,
     models_dir: &Path,
     options: &ImportOptions,
-    validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<Option<MdxStft>, String>,
 ) -> Result<Imported, FetchError> {
     let extension = file
         .extension()
@@ -92,20 +96,33 @@ pub fn import_model(
     }
     let name = model_name(file, options.name.as_deref())?;
     let model_path = models_dir.join(format!("{name}.onnx"));
-    let (kind, model_bytes, mut files) = match extension.as_str() {
+    // Each kind's graphs for GPUs are converted before anything is written.
+    let (
+        kind,
+        Model {
+            bytes: model_bytes,
+            gpu_graphs,
+        },
+        mut files,
+    ) = match extension.as_str() {
         "onnx" => {
-            let (model, sidecars) = onnx_model(file, &name, models_dir, validate_onnx)?;
+            let (model, sidecars) =
+                onnx_model(file, &name, models_dir, &model_path, validate_onnx)?;
             (ImportKind::Onnx, model, sidecars)
         }
         "th" | "pt" | "pth" => (
             ImportKind::DemucsCheckpoint,
-            demucs_checkpoint(file)?,
+            demucs_checkpoint(file, &model_path)?,
             Vec::new(),
         ),
-        "yaml" | "yml" => (ImportKind::DemucsBag, demucs_bag(file)?, Vec::new()),
+        "yaml" | "yml" => (
+            ImportKind::DemucsBag,
+            demucs_bag(file, &model_path)?,
+            Vec::new(),
+        ),
         "ckpt" => (
             ImportKind::MsstCheckpoint,
-            msst_checkpoint(file, options)?,
+            msst_checkpoint(file, options, &model_path)?,
             Vec::new(),
         ),
         _ => {
@@ -126,14 +143,18 @@ pub fn import_model(
             path.display()
         )
     })?;
+    let mut also: Vec<PathBuf> = files
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| *path != model_path)
+        .collect();
+    if let Some(gpu_graphs) = gpu_graphs {
+        also.extend(gpu_graphs.install()?);
+    }
     Ok(Imported {
         kind,
         model: model_path.clone(),
-        also: files
-            .into_iter()
-            .map(|(path, _)| path)
-            .filter(|path| *path != model_path)
-            .collect(),
+        also,
         unchanged,
         model_sha256,
     })
@@ -142,15 +163,22 @@ pub fn import_model(
 /// A file to write: where, and its bytes.
 type NamedFile = (PathBuf, Vec<u8>);
 
+/// A model to import: its bytes, and its graphs for GPUs waiting to be written beside it.
+struct Model {
+    bytes: Vec<u8>,
+    gpu_graphs: Option<PendingGpuGraphs>,
+}
+
 /// An ONNX model the engine can run, as it is, with its sidecars (`.json`, `.yaml`, `.yml`:
 /// MDX-Net parameters, an MSST config) renamed after `name` in `models_dir`.
 fn onnx_model(
     file: &Path,
     name: &str,
     models_dir: &Path,
-    validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
-) -> Result<(Vec<u8>, Vec<NamedFile>), FetchError> {
-    validate_onnx(file).map_err(|reason| {
+    model_path: &Path,
+    validate_onnx: &mut dyn FnMut(&Path) -> Result<Option<MdxStft>, String>,
+) -> Result<(Model, Vec<NamedFile>), FetchError> {
+    let stft = validate_onnx(file).map_err(|reason| {
         FetchError::layout(format!(
             "{} is not a model Stemflow can run: {reason}",
             file.display()
@@ -166,20 +194,40 @@ fn onnx_model(
             ));
         }
     }
-    Ok((read_limited(file, MAX_IMPORT_BYTES)?, sidecars))
+    let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
+    // A published MDX-Net graph gets its graphs for GPUs, the STFT around it.
+    let gpu_graphs = match stft {
+        Some(stft) => Some(PendingGpuGraphs::convert(
+            model_path,
+            &|target| match target {
+                Target::Gpu(precision) => Ok(Some(mdx_gpu_graph(&bytes, stft, precision)?)),
+                Target::Cpu => Ok(None),
+            },
+        )?),
+        None => None,
+    };
+    Ok((Model { bytes, gpu_graphs }, sidecars))
 }
 
-/// One demucs checkpoint, converted.
-fn demucs_checkpoint(file: &Path) -> Result<Vec<u8>, FetchError> {
+/// One demucs checkpoint, converted (its graphs for GPUs too).
+fn demucs_checkpoint(file: &Path, model_path: &Path) -> Result<Model, FetchError> {
     let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
     check_demucs_package(file, &bytes)?;
-    let converted = demucs_to_onnx(&[&bytes], None)
-        .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
-    Ok(converted.onnx)
+    let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(demucs_to_onnx_for(&[&bytes], None, target)?.onnx))
+    })
+    .map_err(in_file)?;
+    let converted = demucs_to_onnx(&[&bytes], None).map_err(|e| in_file(e.into()))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
+    })
 }
 
-/// A demucs bag and its checkpoints beside it, converted into one model.
-fn demucs_bag(file: &Path) -> Result<Vec<u8>, FetchError> {
+/// A demucs bag and its checkpoints beside it, converted into one model (its graphs for GPUs
+/// too).
+fn demucs_bag(file: &Path, model_path: &Path) -> Result<Model, FetchError> {
     let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
         .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
     let bag = parse_bag_yaml(&text).map_err(|e| {
@@ -203,14 +251,27 @@ fn demucs_bag(file: &Path) -> Result<Vec<u8>, FetchError> {
         .weights
         .as_ref()
         .map(|rows| rows.iter().map(Vec::as_slice).collect());
-    let converted = demucs_to_onnx(&refs, weights.as_deref())
-        .map_err(|e| e.with_context(&format!("{}: ", file.display()), ""))?;
-    Ok(converted.onnx)
+    let in_file = |e: FetchError| e.with_context(&format!("{}: ", file.display()), "");
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(
+            demucs_to_onnx_for(&refs, weights.as_deref(), target)?.onnx,
+        ))
+    })
+    .map_err(in_file)?;
+    let converted = demucs_to_onnx(&refs, weights.as_deref()).map_err(|e| in_file(e.into()))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
+    })
 }
 
 /// An MSST RoFormer checkpoint with its config (`--config`, else `<model>.yaml` beside it),
-/// converted.
-fn msst_checkpoint(file: &Path, options: &ImportOptions) -> Result<Vec<u8>, FetchError> {
+/// converted (its graphs for GPUs too).
+fn msst_checkpoint(
+    file: &Path,
+    options: &ImportOptions,
+    model_path: &Path,
+) -> Result<Model, FetchError> {
     let config = match &options.config {
         Some(config) => config.clone(),
         None => file.with_extension("yaml"),
@@ -230,13 +291,16 @@ fn msst_checkpoint(file: &Path, options: &ImportOptions) -> Result<Vec<u8>, Fetc
     let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
         .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
     let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
-    let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
-        e.with_context(
-            &format!("{} with {}: ", file.display(), config.display()),
-            "",
-        )
-    })?;
-    Ok(converted.onnx)
+    let context = format!("{} with {}: ", file.display(), config.display());
+    let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
+        Ok(Some(roformer_to_onnx_for(&bytes, &yaml, target)?.onnx))
+    })
+    .map_err(|e| e.with_context(&context, ""))?;
+    let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| e.with_context(&context, ""))?;
+    Ok(Model {
+        bytes: converted.onnx,
+        gpu_graphs: Some(gpu_graphs),
+    })
 }
 
 /// The installed name: `name`, or the file's stem; a plain file name, not a path.

@@ -22,6 +22,7 @@ pub mod download;
 pub mod error;
 pub mod files;
 pub mod get;
+pub mod gpu_graphs;
 pub mod import;
 pub mod progress;
 pub mod pypi;

@@ -12,6 +12,9 @@ const SPEED_WINDOW: Duration = Duration::from_millis(500);
 /// What is being done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    /// Another Stemflow (a second plugin instance, the CLI) is fetching the same model into the
+    /// same models folder: this one waits for it, then finds the model installed.
+    Waiting,
     /// Bytes are arriving.
     Downloading,
     /// A file's checksum is being computed.

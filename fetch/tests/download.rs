@@ -30,19 +30,27 @@ struct Behaviour {
     fail_first: Option<(u16, u32)>,
     /// Send the body in pieces of this many bytes, pausing between them.
     trickle: Option<usize>,
+    /// Send this `ETag`, and answer an `If-Range` that names another with the whole file.
+    etag: Option<String>,
+    /// From this request on (counting from 0), serve these bytes under this `ETag`: the file
+    /// changed upstream.
+    changes_at: Option<(usize, Vec<u8>, String)>,
 }
 
 struct Server {
     url: String,
     /// The `Range` header of every request, in order ("" when none).
     ranges: Arc<Mutex<Vec<String>>>,
+    /// The `If-Range` header of every request, in order ("" when none).
+    if_ranges: Arc<Mutex<Vec<String>>>,
 }
 
 fn serve(file: Vec<u8>, behaviour: Behaviour) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/models/m.onnx", listener.local_addr().unwrap());
     let ranges = Arc::new(Mutex::new(Vec::new()));
-    let seen = ranges.clone();
+    let if_ranges = Arc::new(Mutex::new(Vec::new()));
+    let seen = (ranges.clone(), if_ranges.clone());
     let behaviour = Arc::new(Mutex::new(behaviour));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -50,17 +58,19 @@ fn serve(file: Vec<u8>, behaviour: Behaviour) -> Server {
             answer(stream, &file, &behaviour, &seen);
         }
     });
-    Server { url, ranges }
+    Server {
+        url,
+        ranges,
+        if_ranges,
+    }
 }
 
-fn answer(
-    mut stream: TcpStream,
-    file: &[u8],
-    behaviour: &Mutex<Behaviour>,
-    seen: &Mutex<Vec<String>>,
-) {
+type Seen = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
+
+fn answer(mut stream: TcpStream, file: &[u8], behaviour: &Mutex<Behaviour>, seen: &Seen) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut range = String::new();
+    let mut if_range = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -69,9 +79,31 @@ fn answer(
         if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
             range = value.trim().to_owned();
         }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("if-range") {
+                if_range = value.trim().to_owned();
+            }
+        }
     }
-    seen.lock().unwrap().push(range.clone());
+    let request_index = seen.0.lock().unwrap().len();
+    seen.0.lock().unwrap().push(range.clone());
+    seen.1.lock().unwrap().push(if_range.clone());
     let mut b = behaviour.lock().unwrap();
+    let mut file = file.to_vec();
+    let mut etag = b.etag.clone();
+    if let Some((from, changed, changed_tag)) = &b.changes_at {
+        if request_index >= *from {
+            file = changed.clone();
+            etag = Some(changed_tag.clone());
+        }
+    }
+    // `If-Range` naming another version: the whole (current) file.
+    if !if_range.is_empty() && etag.as_deref() != Some(if_range.as_str()) {
+        range.clear();
+    }
+    let etag_header = etag
+        .map(|tag| format!("ETag: {tag}\r\n"))
+        .unwrap_or_default();
     if let Some((status, times)) = b.fail_first.filter(|&(_, times)| times > 0) {
         b.fail_first = Some((status, times - 1));
         let _ = stream.write_all(
@@ -85,7 +117,7 @@ fn answer(
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     }
-    let body: Vec<u8> = b.damaged.clone().unwrap_or_else(|| file.to_vec());
+    let body: Vec<u8> = b.damaged.clone().unwrap_or(file);
     let total = body.len() as u64;
     let start = range
         .strip_prefix("bytes=")
@@ -101,11 +133,11 @@ fn answer(
             return;
         }
         Some(start) => format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {start}-{}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 206 Partial Content\r\n{etag_header}Content-Range: bytes {start}-{}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             total - 1,
             total - start
         ),
-        None => format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n"),
+        None => format!("HTTP/1.1 200 OK\r\n{etag_header}Content-Length: {total}\r\nConnection: close\r\n\r\n"),
     };
     let from = start.unwrap_or(0) as usize;
     let mut to = body.len();
@@ -572,4 +604,74 @@ fn a_full_disk_fails_at_once_and_says_so() {
         "{error:?}"
     );
     assert_eq!(server.ranges.lock().unwrap().len(), 1, "not retried");
+}
+
+#[test]
+fn a_file_changed_upstream_restarts_and_is_never_spliced() {
+    let old = fixture();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0x5a).collect();
+    // The first answer brings 100,000 bytes of the old file and drops; by the resume the
+    // owner has published a new file under the same URL.
+    let server = serve(
+        old.clone(),
+        Behaviour {
+            etag: Some("\"v1\"".into()),
+            drop_after: Some((100_000, 1)),
+            changes_at: Some((1, new.clone(), "\"v2\"".into())),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("changed-upstream");
+    Downloader::direct()
+        .fetch(
+            &server.url,
+            &checked(&new),
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap();
+    assert_eq!(std::fs::read(&part).unwrap(), new, "the new file, whole");
+    assert_eq!(*server.ranges.lock().unwrap(), ["", "bytes=100000-"]);
+    assert_eq!(
+        *server.if_ranges.lock().unwrap(),
+        ["", "\"v1\""],
+        "the resume asks for the rest of the first version only"
+    );
+}
+
+#[test]
+fn the_size_cap_holds_over_all_attempts_not_per_answer() {
+    let bytes = fixture();
+    // Every answer is the whole file from its start and drops at 120,000 bytes: each attempt
+    // is under the cap, the three together are not.
+    let server = serve(
+        bytes.clone(),
+        Behaviour {
+            ignore_ranges: true,
+            drop_after: Some((120_000, 100)),
+            ..Behaviour::default()
+        },
+    );
+    let part = scratch("capped");
+    let error = Downloader::direct()
+        .with_max_file_bytes(310_000)
+        .fetch(
+            &server.url,
+            &FileCheck {
+                size_bytes: None,
+                ..checked(&bytes)
+            },
+            &part,
+            &mut |_, _| {},
+            &no_cancel(),
+        )
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("more than 310000 bytes over all attempts"),
+        "{error}"
+    );
+    assert_eq!(server.ranges.lock().unwrap().len(), 3);
 }

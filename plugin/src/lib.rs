@@ -14,6 +14,7 @@ mod output_stage;
 mod params;
 pub mod port_set;
 mod render_speed;
+mod saved_state;
 pub mod shared;
 mod state;
 pub mod swap;
@@ -45,8 +46,8 @@ pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
     SWITCH_SMOOTHING_MS,
 };
+pub use saved_state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 use shared::PluginShared;
-pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
 
 /// The plugin, in one of its [`PortSet`]s: [`Stemflow`] (multi-output) or
 /// [`StemflowSingleBus`].

@@ -3,8 +3,8 @@
 //! next activation.
 
 use crate::params::StemflowParams;
+use crate::saved_state::StateNotice;
 use crate::shared::{PluginShared, PreparedSeparator, SwapRefused};
-use crate::state::StateNotice;
 use stemflow_engine::choice::SeparatorChoice;
 
 /// The plugin's background tasks.

@@ -1,7 +1,9 @@
 //! The project's tasks: `cargo xtask install`, `cargo xtask test`, `cargo xtask lint`,
-//! `cargo xtask soak`, `cargo xtask fuzz`, `cargo xtask vendor` (see `vendor.rs`), plus
-//! nice-plug's `bundle`.
+//! `cargo xtask soak`, `cargo xtask fuzz` (the hosted plugin), `cargo xtask fuzz-parsers` (the
+//! parsers, see `fuzz_parsers.rs`), `cargo xtask vendor` (see `vendor.rs`), plus nice-plug's
+//! `bundle`.
 
+mod fuzz_parsers;
 mod setup;
 mod tools;
 mod vendor;
@@ -27,6 +29,7 @@ fn main() -> Result<()> {
         Some("soak") => soak(&args[1..]),
         Some("vendor") => vendor::vendor(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("fuzz-parsers") => fuzz_parsers::fuzz_parsers(&args[1..]),
         Some("windows") => windows::windows(&args[1..]),
         Some("test-bundle") => test_build()
             .and_then(|built| test_bundles(&built.plugin_library))
@@ -266,7 +269,8 @@ fn test(extra_args: &[String]) -> Result<()> {
     if let Some(wine_tests) = &wine_tests {
         wine_tests.environment(&mut test);
     }
-    let result = run(&mut test);
+    // The parsers' fuzzers, a few seconds each, once the tests passed (issue 45).
+    let result = run(&mut test).and_then(|()| fuzz_parsers::short_run());
     // Said again at the end, where it is read.
     for warning in [snapshot_warning.map(String::from), wine_warning]
         .into_iter()

@@ -378,6 +378,15 @@ impl AudioDecoder {
         if !decoder.decode_next()? {
             return Err("the file contains no audio".into());
         }
+        // A first packet that is damaged becomes silence before any packet told the channel
+        // count (found by the audio fuzzer: an M4A whose header names none).
+        if decoder.info.num_channels == 0 || decoder.info.sample_rate_hz == 0 {
+            return Err(
+                "a damaged file: its first audio packet is corrupt and its header does not say \
+                 how many channels or what sample rate it has"
+                    .into(),
+            );
+        }
         decoder.has_pending_block = true;
         Ok(decoder)
     }

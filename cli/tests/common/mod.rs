@@ -224,6 +224,15 @@ pub fn separate(
     let separator = SeparatorChoice::Model(model.to_path_buf())
         .build(DeviceChoice::Device(DeviceId::CPU))
         .unwrap();
+    separate_with(separator, input, extra_stems)
+}
+
+/// Streams `input` through `separator` offline, stems aligned to the input.
+pub fn separate_with(
+    separator: Box<dyn stemflow_engine::separator::Separator>,
+    input: &[Vec<f32>; 2],
+    extra_stems: ExtraStems,
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
     let block_frames = 4096;
     let config = StreamConfig {
         host_sample_rate_hz: 44_100.0,

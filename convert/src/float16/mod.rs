@@ -34,8 +34,8 @@ use stemflow_onnx::{
     Attribute, AttributeView, GraphPart, ModelView, NodeView, RawField, TensorView,
 };
 
+use crate::error::ConvertError;
 use crate::quantize::QUANTIZATION_METADATA_KEY;
-use crate::ConvertError;
 use values::to_half;
 
 /// Metadata property a float16 model carries.

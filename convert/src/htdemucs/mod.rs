@@ -21,15 +21,14 @@
 //!   its shape checked, leftovers refused) and the graph built with [`crate::ops::Builder`].
 
 pub mod config;
+mod io;
 mod network;
 mod transformer;
-
-use stemflow_onnx::Dim;
 
 use self::config::HtDemucsConfig;
 use self::network::{build_network, normalise, Inputs};
 use crate::error::ConvertError;
-use crate::ops::{Builder, T};
+use crate::ops::{Builder, Target, T};
 use crate::state::ModelState;
 use crate::torch::load_torch_checkpoint;
 
@@ -63,6 +62,16 @@ pub struct ConvertedDemucs {
 pub fn demucs_to_onnx(
     checkpoints: &[&[u8]],
     weights: Option<&[&[f32]]>,
+) -> Result<ConvertedDemucs, ConvertError> {
+    demucs_to_onnx_for(checkpoints, weights, Target::Cpu)
+}
+
+/// [`demucs_to_onnx`] for `target`: the CPU graph (the STFT outside it), or a GPU graph (a
+/// batch of waveforms in, their stems out). Not realtime-safe.
+pub fn demucs_to_onnx_for(
+    checkpoints: &[&[u8]],
+    weights: Option<&[&[f32]]>,
+    target: Target,
 ) -> Result<ConvertedDemucs, ConvertError> {
     if checkpoints.is_empty() || checkpoints.len() > 16 {
         return Err(ConvertError::Layout(format!(
@@ -110,30 +119,8 @@ pub fn demucs_to_onnx(
     let num_sources = first.sources.len();
     let coefficients = bag_coefficients(weights, num_models, num_sources)?;
 
-    let mut b = Builder::new("htdemucs");
-    let (length, bins, frames) = (first.segment_frames, first.spec_bins(), first.spec_frames());
-    let channels = first.audio_channels;
-    b.graph.add_input(
-        "mix",
-        vec![Dim::Fixed(1), Dim::Fixed(channels), Dim::Fixed(length)],
-    );
-    b.graph.add_input(
-        "spec",
-        vec![
-            Dim::Fixed(1),
-            Dim::Fixed(2 * channels),
-            Dim::Fixed(bins),
-            Dim::Fixed(frames),
-        ],
-    );
-    let mix = T {
-        name: "mix".into(),
-        shape: vec![1, channels, length],
-    };
-    let spec = T {
-        name: "spec".into(),
-        shape: vec![1, 2 * channels, bins, frames],
-    };
+    let mut b = Builder::for_target("htdemucs", target);
+    let (mix, spec) = io::inputs(&mut b, first)?;
     let (spec, spec_mean, spec_std) = normalise(&mut b, &spec)?;
     let (mix, mix_mean, mix_std) = normalise(&mut b, &mix)?;
     let inputs = Inputs {
@@ -163,8 +150,8 @@ pub fn demucs_to_onnx(
             None => (spec_m, wave_m),
             Some(rows) => {
                 let row = rows[m].clone();
-                let c5 = b.constant("bag_weight", &[1, num_sources, 1, 1, 1], row.clone())?;
-                let c4 = b.constant("bag_weight", &[1, num_sources, 1, 1], row)?;
+                let c5 = b.constant_f32("bag_weight", &[1, num_sources, 1, 1, 1], row.clone())?;
+                let c4 = b.constant_f32("bag_weight", &[1, num_sources, 1, 1], row)?;
                 (b.binary("Mul", &spec_m, &c5), b.binary("Mul", &wave_m, &c4))
             }
         };
@@ -177,12 +164,8 @@ pub fn demucs_to_onnx(
         });
     }
     let (spec_out, wave_out) = outputs.expect("at least one model");
-    for (value, name) in [(&spec_out, "spec_stems"), (&wave_out, "wave_stems")] {
-        b.graph
-            .add_node("Identity", name, &[&value.name], &[name], Vec::new());
-        b.graph
-            .add_output(name, value.shape.iter().map(|&d| Dim::Fixed(d)).collect());
-    }
+    io::outputs(&mut b, first, &spec_out, &wave_out)?;
+    target.write_metadata(&mut b.graph);
     b.graph.set_metadata(FAMILY_METADATA_KEY, FAMILY_NAME);
     b.graph
         .set_metadata(STEMS_METADATA_KEY, &first.sources.join(","));
@@ -192,7 +175,7 @@ pub fn demucs_to_onnx(
     Ok(ConvertedDemucs {
         onnx: b.graph.to_model_bytes(),
         sources: first.sources.clone(),
-        segment_frames: length,
+        segment_frames: first.segment_frames,
     })
 }
 
@@ -240,5 +223,58 @@ fn prefix_error(what: &str, error: ConvertError) -> ConvertError {
         ConvertError::Pickle(m) => ConvertError::Pickle(format!("{what}: {m}")),
         ConvertError::Zip(m) => ConvertError::Zip(format!("{what}: {m}")),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stemflow_onnx::kernels::{check_gpu_graph, inspect, Provider};
+
+    use super::*;
+    use crate::ops::Precision;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/tests/fixtures/htdemucs/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// (nodes, casts) of a graph.
+    fn counts(onnx: &[u8]) -> (usize, usize) {
+        let report = inspect(onnx, Provider::Cuda).unwrap();
+        (
+            report.node_count,
+            report.ops.get("Cast").copied().unwrap_or(0),
+        )
+    }
+
+    #[test]
+    fn gpu_graphs_run_wholly_on_cuda_and_directml_without_float64_and_with_few_nodes() {
+        for name in ["small.th", "small6.th"] {
+            let bytes = fixture(name);
+            let cpu = demucs_to_onnx(&[&bytes], None).unwrap();
+            let (cpu_nodes, cpu_casts) = counts(&cpu.onnx);
+            for precision in [Precision::Float32, Precision::Float16] {
+                let gpu = demucs_to_onnx_for(&[&bytes], None, Target::Gpu(precision)).unwrap();
+                if let Err(problems) = check_gpu_graph(&gpu.onnx) {
+                    panic!("{name} {precision:?}:\n{problems}");
+                }
+                let (nodes, casts) = counts(&gpu.onnx);
+                println!(
+                    "{name} {precision:?}: {nodes} nodes ({cpu_nodes} on the CPU), {casts} Casts \
+                     ({cpu_casts})"
+                );
+                assert!(nodes * 3 < cpu_nodes, "{nodes} nodes against {cpu_nodes}");
+                let norms =
+                    inspect(&gpu.onnx, Provider::Cuda).unwrap().ops["InstanceNormalization"];
+                match precision {
+                    Precision::Float32 => assert_eq!(casts, 0),
+                    // Around each norm, and the network's input and outputs.
+                    Precision::Float16 => assert!(casts <= 2 * norms + 4, "{casts} Casts"),
+                }
+            }
+        }
     }
 }

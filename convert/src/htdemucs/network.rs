@@ -106,9 +106,27 @@ pub struct Inputs {
 /// returns the normalised tensor, the mean and the std. The statistics are summed in float64:
 /// a float32 sum of a segment's 2.75 million spectrogram values drifts by 1e-4 (PyTorch sums
 /// pairwise), which the network carries to its output.
+///
+/// A GPU graph has no float64: its sums are float32 in two stages ([`Builder::mean_per_item`]),
+/// and the statistics stay float32 in a float16 graph (the normalised tensor is cast).
 pub fn normalise(b: &mut Builder<'_>, x: &T) -> Result<(T, T, T), ConvertError> {
-    let axes: Vec<usize> = (1..x.shape.len()).collect();
     let count: usize = x.shape[1..].iter().product();
+    let bessel = (count as f64 / (count as f64 - 1.0)) as f32;
+    if b.is_gpu() {
+        let mean = b.mean_per_item(x);
+        let centred = b.binary("Sub", x, &mean);
+        let squared = b.binary("Mul", &centred, &centred);
+        let mean_square = b.mean_per_item(&squared);
+        let bessel = b.scalar_f32(bessel)?;
+        let variance = b.binary("Mul", &mean_square, &bessel);
+        let std = b.unary("Sqrt", &variance);
+        let epsilon = b.scalar_f32(1e-5)?;
+        let divisor = b.binary("Add", &std, &epsilon);
+        let normalised = b.binary("Div", &centred, &divisor);
+        let normalised = b.as_type(&normalised, b.compute_type());
+        return Ok((normalised, mean, std));
+    }
+    let axes: Vec<usize> = (1..x.shape.len()).collect();
     let wide = b.cast(x, DataType::Float64);
     let mean_wide = b.mean(&wide, &axes);
     let centred_wide = b.binary("Sub", &wide, &mean_wide);
@@ -116,9 +134,9 @@ pub fn normalise(b: &mut Builder<'_>, x: &T) -> Result<(T, T, T), ConvertError> 
     let mean_square = b.mean(&squared, &axes);
     let mean_square = b.cast(&mean_square, DataType::Float32);
     let mean = b.cast(&mean_wide, DataType::Float32);
-    let bessel = b.scalar((count as f64 / (count as f64 - 1.0)) as f32)?;
+    let bessel = b.scalar(bessel)?;
     let variance = b.binary("Mul", &mean_square, &bessel);
-    let std = b.op("Sqrt", &[&variance.name], vec![], variance.shape.clone());
+    let std = b.unary("Sqrt", &variance);
     let epsilon = b.scalar(1e-5)?;
     let divisor = b.binary("Add", &std, &epsilon);
     let centred = b.binary("Sub", x, &mean);
@@ -450,7 +468,13 @@ impl Network<'_, '_, '_, '_> {
             y = self.rewrite(&y, key, c.context, layer.norm.then_some("norm1"), freq)?;
         }
         if c.dconv_mode & 2 != 0 {
-            y = self.dconv(&y, &format!("{key}.dconv"), freq, DECODER_DCONV_ROW_BLOCKS)?;
+            // GPUs take the whole layer at once: the blocks are for the CPU's planner.
+            let blocks = if self.b.is_gpu() {
+                1
+            } else {
+                DECODER_DCONV_ROW_BLOCKS
+            };
+            y = self.dconv(&y, &format!("{key}.dconv"), freq, blocks)?;
         }
         let (shape, strides) = if freq {
             (vec![chin, out, kernel, 1], vec![stride, 1])
@@ -499,6 +523,16 @@ impl Network<'_, '_, '_, '_> {
         let name = format!("{}freq_emb", self.prefix);
         let emb = self.b.weight(&name, &[1, channels, freqs, 1], values)?;
         Ok(self.b.binary("Add", x, &emb))
+    }
+
+    /// An item's statistic (`[1, 1, …]`) with `rank` axes, so that a batch of them lines up
+    /// with the batch of the tensor it scales (with one item, as on the CPU, it broadcasts
+    /// as it is).
+    fn item_scalar(&mut self, statistic: &T, rank: usize) -> Result<T, ConvertError> {
+        if statistic.batch.is_none() || statistic.shape.len() == rank {
+            return Ok(statistic.clone());
+        }
+        self.b.reshape(statistic, &vec![1; rank])
     }
 
     fn forward(&mut self, inputs: &Inputs) -> Result<(T, T), ConvertError> {
@@ -551,12 +585,23 @@ impl Network<'_, '_, '_, '_> {
         let spec = self
             .b
             .reshape(&x, &[1, num_sources, 2 * channels, bins, frames])?;
-        let spec = self.b.binary("Mul", &spec, &inputs.spec_std);
-        let spec = self.b.binary("Add", &spec, &inputs.spec_mean);
+        // Denormalised in float32, the statistics' type.
+        let spec = self.b.as_type(&spec, DataType::Float32);
+        let (spec_std, spec_mean) = (
+            self.item_scalar(&inputs.spec_std, 5)?,
+            self.item_scalar(&inputs.spec_mean, 5)?,
+        );
+        let spec = self.b.binary("Mul", &spec, &spec_std);
+        let spec = self.b.binary("Add", &spec, &spec_mean);
         let length = xt.shape[2];
         let wave = self.b.reshape(&xt, &[1, num_sources, channels, length])?;
-        let wave = self.b.binary("Mul", &wave, &inputs.mix_std);
-        let wave = self.b.binary("Add", &wave, &inputs.mix_mean);
+        let wave = self.b.as_type(&wave, DataType::Float32);
+        let (mix_std, mix_mean) = (
+            self.item_scalar(&inputs.mix_std, 4)?,
+            self.item_scalar(&inputs.mix_mean, 4)?,
+        );
+        let wave = self.b.binary("Mul", &wave, &mix_std);
+        let wave = self.b.binary("Add", &wave, &mix_mean);
         Ok((spec, wave))
     }
 }

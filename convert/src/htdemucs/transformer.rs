@@ -163,6 +163,15 @@ impl Network<'_, '_, '_, '_> {
                 .weight(&format!("{}{key}.{name}_bias", self.prefix), &[dim], bias)?;
             projections.push(self.b.linear(input, &w, &bias));
         }
+        if self.b.is_gpu() {
+            // One fused kernel: `[1, tokens, dim]` per item, the scale already in q.
+            let q = self.b.reshape(&projections[0], &[1, nq, dim])?;
+            let k = self.b.reshape(&projections[1], &[1, nk, dim])?;
+            let v = self.b.reshape(&projections[2], &[1, nk, dim])?;
+            let attended = self.b.multi_head_attention([&q, &k, &v], heads, 1.0);
+            let merged = self.b.reshape(&attended, &[nq, dim])?;
+            return self.dense(&merged, &format!("{key}.out_proj"), dim);
+        }
         let q = self.b.reshape(&projections[0], &[nq, heads, head_dim])?;
         let q = self.b.transpose(&q, &[1, 0, 2]);
         let k = self.b.reshape(&projections[1], &[nk, heads, head_dim])?;
@@ -187,7 +196,7 @@ impl Network<'_, '_, '_, '_> {
         let h = if self.config.t_gelu {
             self.b.gelu(&h)?
         } else {
-            self.b.op("Relu", &[&h.name], vec![], h.shape.clone())
+            self.b.unary("Relu", &h)
         };
         self.dense(&h, &format!("{key}.linear2"), dim)
     }

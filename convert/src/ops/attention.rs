@@ -2,7 +2,7 @@
 
 use stemflow_onnx::Attribute;
 
-use super::{Builder, T};
+use super::{Builder, DataType, T};
 use crate::error::ConvertError;
 
 impl Builder<'_> {
@@ -10,7 +10,7 @@ impl Builder<'_> {
     /// `v` `[…, Lk, d]` (scaling is the caller's, folded into `q`), computed in blocks along
     /// `axis` so that no more than `max_scores` attention weights live at once. `axis` is the
     /// queries' axis (`rank − 2`: only `q` is cut) or a batch axis before it (`q`, `k_t` and `v`
-    /// are cut alike).
+    /// are cut alike). A GPU graph takes them at once, the softmax in float32.
     pub fn attention_in_blocks(
         &mut self,
         q: &T,
@@ -23,7 +23,10 @@ impl Builder<'_> {
         let lk = k_t.shape[rank - 1];
         let scores_per_row =
             q.shape.iter().product::<usize>() / q.shape[rank - 1] * lk / q.shape[axis];
-        let block = (max_scores / scores_per_row.max(1)).clamp(1, q.shape[axis]);
+        let block = match self.is_gpu() {
+            true => q.shape[axis],
+            false => (max_scores / scores_per_row.max(1)).clamp(1, q.shape[axis]),
+        };
         let is_query_axis = axis == rank - 2;
         let mut outputs = Vec::new();
         for start in (0..q.shape[axis]).step_by(block) {
@@ -42,12 +45,15 @@ impl Builder<'_> {
                 (cut(self, k_t)?, cut(self, v)?)
             };
             let scores = self.matmul(&q_block, &k_block)?;
-            let weights = self.op(
+            let scores = self.as_type(&scores, DataType::Float32);
+            let weights = self.op_like(
+                &scores,
                 "Softmax",
                 &[&scores.name],
                 vec![("axis", Attribute::Int(-1))],
                 scores.shape.clone(),
             );
+            let weights = self.as_type(&weights, v_block.dtype);
             outputs.push(self.matmul(&weights, &v_block)?);
         }
         Ok(self.concat(&outputs, axis))

@@ -1,96 +1,74 @@
-//! [`Builder`]: the ONNX operators the converted graphs (HTDemucs, BS- and Mel-RoFormer) are
-//! made of, on tensors whose shapes are tracked here (every shape is static: one segment per
-//! run), so each reshape is a constant and each layer's output shape is checked as it is built.
+//! [`Builder`]: the ONNX operators the converted graphs (HTDemucs, BS- and Mel-RoFormer,
+//! Spleeter) are made of, on tensors whose shapes are tracked here (every shape is static per
+//! segment), so each reshape is a constant and each layer's output shape is checked as it is
+//! built.
+//!
+//! The same network code builds a graph for the CPU and one for GPUs ([`Target`]): the
+//! operators that differ (norms, attention, GELU) choose by the target, and a GPU graph's batch
+//! axis and float16 activations are tracked on each tensor ([`T`]).
 
 mod attention;
+pub mod conv;
+mod fused;
 mod norms;
+pub mod spectral;
+mod tensor;
 
 use std::borrow::Cow;
 
 use stemflow_onnx::{Attribute, OnnxGraph};
 
+use self::tensor::{broadcast_batch_axis, broadcast_shape, reshaped_batch_axis};
+pub use self::tensor::{DataType, Precision, Target, GPU_GRAPH_METADATA_KEY, T};
 use crate::error::ConvertError;
-
-/// A tensor of the graph under construction: its name and static shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct T {
-    /// The value's name in the graph.
-    pub name: String,
-    /// Its shape.
-    pub shape: Vec<usize>,
-}
-
-/// Element types a [`Builder::cast`] converts to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataType {
-    /// float32.
-    Float32,
-    /// float64.
-    Float64,
-}
+use crate::float16::values::to_half;
 
 /// PyTorch's default `eps` of `GroupNorm` and `LayerNorm`.
 pub const NORM_EPSILON: f32 = 1e-5;
 /// `torch.nn.functional.normalize`'s floor of the norm (`eps`).
 pub const NORMALIZE_EPSILON: f32 = 1e-12;
+/// ONNX Runtime's own operators' domain.
+const MICROSOFT_DOMAIN: &str = "com.microsoft";
 
-/// The graph and a counter for fresh value names.
+/// The graph, what it is built for and a counter for fresh value names.
 pub struct Builder<'a> {
     /// The graph.
     pub graph: OnnxGraph<'a>,
+    /// What the graph is built for.
+    pub target: Target,
     next_id: usize,
+    /// What fresh names start with (to keep clear of another graph's names).
+    name_prefix: String,
     /// The name of the next node and its output, when the caller chose one ([`Builder::named`]).
     next_name: Option<String>,
-}
-
-/// Strides, padding (ONNX `pads`: the start of every spatial axis, then their ends) and
-/// dilations of a convolution.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvSpec {
-    /// Per spatial axis.
-    pub strides: Vec<usize>,
-    /// `[begin…, end…]`, two per spatial axis.
-    pub pads: Vec<usize>,
-    /// Per spatial axis.
-    pub dilations: Vec<usize>,
-}
-
-impl ConvSpec {
-    /// `pads` on both sides of each axis, no dilation.
-    pub fn symmetric(strides: &[usize], pads: &[usize]) -> Self {
-        ConvSpec {
-            strides: strides.to_vec(),
-            pads: pads.iter().chain(pads).copied().collect(),
-            dilations: vec![1; strides.len()],
-        }
-    }
 }
 
 fn ints(values: &[usize]) -> Attribute {
     Attribute::Ints(values.iter().map(|&v| v as i64).collect())
 }
 
-/// The shape `a` and `b` broadcast to (numpy's rule: aligned from the last axis).
-fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let rank = a.len().max(b.len());
-    let dim = |s: &[usize], i: usize| {
-        let offset = rank - s.len();
-        if i < offset {
-            1
-        } else {
-            s[i - offset]
-        }
-    };
-    (0..rank).map(|i| dim(a, i).max(dim(b, i))).collect()
-}
-
 impl<'a> Builder<'a> {
-    /// A builder of the graph `name`.
-    pub fn new(name: &str) -> Self {
+    /// A builder of the graph `name` for `target`.
+    pub fn for_target(name: &str, target: Target) -> Self {
         Builder {
             graph: OnnxGraph::new(name),
+            target,
             next_id: 0,
+            name_prefix: String::new(),
             next_name: None,
+        }
+    }
+
+    /// Whether the graph is built for GPUs.
+    pub fn is_gpu(&self) -> bool {
+        matches!(self.target, Target::Gpu(_))
+    }
+
+    /// The element type of weights and activations: float16 in a float16 GPU graph.
+    pub fn compute_type(&self) -> DataType {
+        match self.target {
+            Target::Gpu(Precision::Float16) => DataType::Float16,
+            _ => DataType::Float32,
         }
     }
 
@@ -103,27 +81,58 @@ impl<'a> Builder<'a> {
 
     fn fresh(&mut self, hint: &str) -> String {
         self.next_id += 1;
-        format!("{hint}_{}", self.next_id)
+        format!("{}{hint}_{}", self.name_prefix, self.next_id)
     }
 
-    /// A node with one output of `shape`.
-    pub fn op(
+    /// Starts every fresh name with `prefix` from now on: for nodes joined to another graph's.
+    pub fn prefix_names(&mut self, prefix: &str) {
+        self.name_prefix = prefix.to_owned();
+    }
+
+    /// Adds a node of `domain` with one output; returns the output's name.
+    fn emit(
         &mut self,
+        domain: &str,
         op_type: &str,
         inputs: &[&str],
         attributes: Vec<(&str, Attribute)>,
-        shape: Vec<usize>,
-    ) -> T {
+    ) -> String {
         let name = match self.next_name.take() {
             Some(name) => name,
             None => self.fresh(op_type),
         };
         self.graph
-            .add_node(op_type, &name, inputs, &[&name], attributes);
-        T { name, shape }
+            .add_node_in(domain, op_type, &name, inputs, &[&name], attributes);
+        name
     }
 
-    /// A float32 constant (weights are taken from the checkpoint with [`Builder::weight`]).
+    /// A node with one output of `shape` whose element type and batch are `like`'s.
+    pub fn op_like(
+        &mut self,
+        like: &T,
+        op_type: &str,
+        inputs: &[&str],
+        attributes: Vec<(&str, Attribute)>,
+        shape: Vec<usize>,
+    ) -> T {
+        let name = self.emit("", op_type, inputs, attributes);
+        like.like(name, shape)
+    }
+
+    /// An ONNX Runtime operator (`com.microsoft` domain) with one output shaped like `like`.
+    pub fn microsoft_op(
+        &mut self,
+        like: &T,
+        op_type: &str,
+        inputs: &[&str],
+        attributes: Vec<(&str, Attribute)>,
+    ) -> T {
+        let name = self.emit(MICROSOFT_DOMAIN, op_type, inputs, attributes);
+        like.like(name, like.shape.clone())
+    }
+
+    /// A constant in the compute type ([`Builder::compute_type`]) (weights are taken from the
+    /// checkpoint with [`Builder::weight`]).
     pub fn constant(
         &mut self,
         hint: &str,
@@ -131,31 +140,64 @@ impl<'a> Builder<'a> {
         values: Vec<f32>,
     ) -> Result<T, ConvertError> {
         let name = self.fresh(hint);
-        self.graph.add_initializer_f32(&name, shape, values)?;
-        Ok(T {
-            name,
-            shape: shape.to_vec(),
-        })
+        self.weight(&name, shape, values)
     }
 
-    /// A checkpoint tensor as the initializer `name`, reshaped to `shape`; `values` may be
-    /// borrowed from the checkpoint (kept as they are until the model is written).
+    /// A float32 constant, whatever the compute type.
+    pub fn constant_f32(
+        &mut self,
+        hint: &str,
+        shape: &[usize],
+        values: Vec<f32>,
+    ) -> Result<T, ConvertError> {
+        let name = self.fresh(hint);
+        self.weight_f32(&name, shape, values)
+    }
+
+    /// A checkpoint tensor as the initializer `name`, reshaped to `shape`, in the compute type;
+    /// float32 `values` may be borrowed from the checkpoint (kept as they are until the model
+    /// is written).
     pub fn weight(
         &mut self,
         name: &str,
         shape: &[usize],
         values: impl Into<Cow<'a, [f32]>>,
     ) -> Result<T, ConvertError> {
+        if self.compute_type() == DataType::Float16 {
+            let half = to_half(&values.into());
+            let bits = half
+                .bytes
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect();
+            self.graph.add_initializer_f16(name, shape, bits)?;
+            return Ok(T {
+                dtype: DataType::Float16,
+                ..T::new(name, shape)
+            });
+        }
+        self.weight_f32(name, shape, values)
+    }
+
+    /// A checkpoint tensor as the float32 initializer `name`, whatever the compute type.
+    pub fn weight_f32(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+        values: impl Into<Cow<'a, [f32]>>,
+    ) -> Result<T, ConvertError> {
         self.graph.add_initializer_f32(name, shape, values)?;
-        Ok(T {
-            name: name.to_owned(),
-            shape: shape.to_vec(),
-        })
+        Ok(T::new(name, shape))
+    }
+
+    /// A scalar constant in the compute type.
+    pub fn scalar(&mut self, value: f32) -> Result<T, ConvertError> {
+        self.constant("scalar", &[], vec![value])
     }
 
     /// A float32 scalar constant.
-    pub fn scalar(&mut self, value: f32) -> Result<T, ConvertError> {
-        self.constant("scalar", &[], vec![value])
+    pub fn scalar_f32(&mut self, value: f32) -> Result<T, ConvertError> {
+        self.constant_f32("scalar", &[], vec![value])
     }
 
     fn i64s(&mut self, values: &[i64]) -> Result<String, ConvertError> {
@@ -167,19 +209,28 @@ impl<'a> Builder<'a> {
 
     /// `x` converted to `to`.
     pub fn cast(&mut self, x: &T, to: DataType) -> T {
-        let to = match to {
-            DataType::Float32 => stemflow_onnx::field::data_type::FLOAT,
-            DataType::Float64 => stemflow_onnx::field::data_type::DOUBLE,
-        };
-        self.op(
+        let mut cast = self.op_like(
+            x,
             "Cast",
             &[&x.name],
-            vec![("to", Attribute::Int(to))],
+            vec![("to", Attribute::Int(to.onnx_code()))],
             x.shape.clone(),
-        )
+        );
+        cast.dtype = to;
+        cast
     }
 
-    /// `x` reshaped to `shape` (same number of values).
+    /// `x` in `to`: itself when it already is.
+    pub fn as_type(&mut self, x: &T, to: DataType) -> T {
+        if x.dtype == to {
+            x.clone()
+        } else {
+            self.cast(x, to)
+        }
+    }
+
+    /// `x` reshaped to `shape` (same number of values per item; a batch stays on the axis whose
+    /// preceding dimensions hold as many values as before, its size `-1` in the constant).
     pub fn reshape(&mut self, x: &T, shape: &[usize]) -> Result<T, ConvertError> {
         let (from, to): (usize, usize) = (x.shape.iter().product(), shape.iter().product());
         if from != to {
@@ -188,21 +239,119 @@ impl<'a> Builder<'a> {
                 x.shape
             )));
         }
-        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let batch = reshaped_batch_axis(&x.shape, x.batch, shape)?;
+        let dims: Vec<i64> = shape
+            .iter()
+            .enumerate()
+            .map(|(axis, &d)| if Some(axis) == batch { -1 } else { d as i64 })
+            .collect();
         let shape_name = self.i64s(&dims)?;
-        Ok(self.op("Reshape", &[&x.name, &shape_name], vec![], shape.to_vec()))
+        let mut out = self.op_like(
+            x,
+            "Reshape",
+            &[&x.name, &shape_name],
+            vec![],
+            shape.to_vec(),
+        );
+        out.batch = batch;
+        Ok(out)
     }
 
     /// `x` with its axes permuted.
     pub fn transpose(&mut self, x: &T, perm: &[usize]) -> T {
+        if let Some(axis) = x.batch.filter(|&axis| perm[0] != axis) {
+            // Each item's axes are permuted: the batch stays the first axis' outer factor.
+            let apart = self.batch_apart(x);
+            let mut moved = vec![axis];
+            moved.extend(perm.iter().map(|&p| if p >= axis { p + 1 } else { p }));
+            let transposed = self.transpose(&apart, &moved);
+            return self.batch_together(&transposed);
+        }
         let shape = perm.iter().map(|&p| x.shape[p]).collect();
-        self.op("Transpose", &[&x.name], vec![("perm", ints(perm))], shape)
+        let mut out = self.op_like(
+            x,
+            "Transpose",
+            &[&x.name],
+            vec![("perm", ints(perm))],
+            shape,
+        );
+        out.batch = x.batch.and_then(|b| perm.iter().position(|&p| p == b));
+        out
     }
 
-    /// An elementwise binary operator with broadcasting.
+    /// `x` with its batch as an axis of its own: `[…, B·s, …]` seen as `[…, B, s, …]`, the
+    /// batch on the inserted axis (one per item), the axes after it one further.
+    fn batch_apart(&mut self, x: &T) -> T {
+        let axis = x.batch.expect("a batched tensor");
+        let mut shape = x.shape.clone();
+        shape.insert(axis, 1);
+        self.reshape(x, &shape)
+            .expect("a batch comes apart from its axis")
+    }
+
+    /// Undoes [`Builder::batch_apart`]: the batch axis merged into the axis after it.
+    fn batch_together(&mut self, x: &T) -> T {
+        let axis = x.batch.expect("a batched tensor");
+        let mut shape = x.shape.clone();
+        shape.remove(axis);
+        self.reshape(x, &shape)
+            .expect("a batch merges into the axis after it")
+    }
+
+    /// `op` along `axis` of `x`, with the batch apart (`op` gets the axis after it) when
+    /// `axis` carries it; `together` merges the batch back into the result.
+    fn along_batch<R>(
+        &mut self,
+        x: &T,
+        axis: usize,
+        op: impl FnOnce(&mut Self, &T, usize) -> Result<R, ConvertError>,
+        together: impl FnOnce(&mut Self, R) -> R,
+    ) -> Result<R, ConvertError> {
+        let apart = self.batch_apart(x);
+        let result = op(self, &apart, axis + 1)?;
+        Ok(together(self, result))
+    }
+
+    /// An elementwise binary operator with broadcasting. A batched tensor meeting a per-item
+    /// table along its batch axis has its batch split off around the operation.
     pub fn binary(&mut self, op_type: &str, a: &T, b: &T) -> T {
-        let shape = broadcast_shape(&a.shape, &b.shape);
-        self.op(op_type, &[&a.name, &b.name], vec![], shape)
+        match self.try_binary(op_type, a, b) {
+            Ok(out) => out,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    fn try_binary(&mut self, op_type: &str, a: &T, b: &T) -> Result<T, ConvertError> {
+        // A constant of the other element type (a float32 statistic's scalar in a float16
+        // graph) is cast, which ONNX Runtime folds when it loads the graph.
+        let b = &self.as_type(b, a.dtype);
+        if let Ok(axis) = broadcast_batch_axis(a, b)? {
+            let shape = broadcast_shape(&a.shape, &b.shape);
+            let name = self.emit("", op_type, &[&a.name, &b.name], vec![]);
+            return Ok(T {
+                name,
+                shape,
+                batch: axis,
+                dtype: a.dtype,
+            });
+        }
+        // Split the batch off as an axis of its own (in each batched operand), then merge it
+        // back.
+        let apart = |b: &mut Self, t: &T| match t.batch {
+            Some(_) => b.batch_apart(t),
+            None => t.clone(),
+        };
+        let (x, y) = (apart(self, a), apart(self, b));
+        let merged = self.try_binary(op_type, &x, &y)?;
+        let Some(batch_axis) = merged.batch else {
+            return Err(ConvertError::Layout(format!(
+                "internal: {op_type} of {} and {} lost the batch",
+                a.name, b.name
+            )));
+        };
+        let mut shape = merged.shape.clone();
+        shape.remove(batch_axis);
+        self.reshape(&merged, &shape)
     }
 
     /// `x` with `slice` of `axis` (`start..end`).
@@ -213,33 +362,38 @@ impl<'a> Builder<'a> {
         start: usize,
         end: usize,
     ) -> Result<T, ConvertError> {
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.slice(x, axis, start, end),
+                |b, t| b.batch_together(&t),
+            );
+        }
         let starts = self.i64s(&[start as i64])?;
         let ends = self.i64s(&[end as i64])?;
         let axes = self.i64s(&[axis as i64])?;
         let mut shape = x.shape.clone();
         shape[axis] = end - start;
-        Ok(self.op("Slice", &[&x.name, &starts, &ends, &axes], vec![], shape))
+        Ok(self.op_like(x, "Slice", &[&x.name, &starts, &ends, &axes], vec![], shape))
     }
 
     /// `x` zero-padded at the end of `axis` by `count`.
     pub fn pad_end(&mut self, x: &T, axis: usize, count: usize) -> Result<T, ConvertError> {
-        let rank = x.shape.len();
-        let mut pads = vec![0i64; 2 * rank];
-        pads[rank + axis] = count as i64;
-        let pads = self.i64s(&pads)?;
-        let mut shape = x.shape.clone();
-        shape[axis] += count;
-        Ok(self.op("Pad", &[&x.name, &pads], vec![], shape))
+        self.pad(x, axis, (0, count), None)
     }
 
-    /// The exact GELU of PyTorch (`0.5·x·(1 + erf(x/√2))`), in the form ONNX Runtime fuses
-    /// into one kernel.
+    /// The exact GELU of PyTorch (`0.5·x·(1 + erf(x/√2))`): ONNX Runtime's `Gelu` kernel in a
+    /// GPU graph, else the form ONNX Runtime fuses into it.
     pub fn gelu(&mut self, x: &T) -> Result<T, ConvertError> {
+        if self.is_gpu() {
+            return Ok(self.microsoft_op(x, "Gelu", &[&x.name], vec![]));
+        }
         let sqrt2 = self.scalar(std::f32::consts::SQRT_2)?;
         let one = self.scalar(1.0)?;
         let half = self.scalar(0.5)?;
         let scaled = self.binary("Div", x, &sqrt2);
-        let erf = self.op("Erf", &[&scaled.name], vec![], x.shape.clone());
+        let erf = self.unary("Erf", &scaled);
         let plus = self.binary("Add", &erf, &one);
         let product = self.binary("Mul", x, &plus);
         Ok(self.binary("Mul", &product, &half))
@@ -258,142 +412,16 @@ impl<'a> Builder<'a> {
             &[&a, &b],
             vec![("axis", Attribute::Int(axis as i64))],
         );
-        let a = T {
-            name: a,
-            shape: shape.clone(),
-        };
-        let b = T { name: b, shape };
-        let gate = self.op("Sigmoid", &[&b.name], vec![], b.shape.clone());
+        let a = x.like(a, shape.clone());
+        let b = x.like(b, shape);
+        let gate = self.unary("Sigmoid", &b);
         self.binary("Mul", &a, &gate)
-    }
-
-    /// A convolution (1-d or 2-d by the kernel's rank) with `weight` `[out, in, k…]` and
-    /// `bias` `[out]`; `pads` per spatial axis (both sides).
-    pub fn conv(
-        &mut self,
-        x: &T,
-        weight: &T,
-        bias: &T,
-        strides: &[usize],
-        pads: &[usize],
-        dilations: &[usize],
-    ) -> Result<T, ConvertError> {
-        let spec = ConvSpec {
-            dilations: dilations.to_vec(),
-            ..ConvSpec::symmetric(strides, pads)
-        };
-        self.conv_with(x, weight, bias, &spec)
-    }
-
-    /// A convolution with `weight` `[out, in, k…]`, `bias` `[out]` and any padding.
-    pub fn conv_with(
-        &mut self,
-        x: &T,
-        weight: &T,
-        bias: &T,
-        spec: &ConvSpec,
-    ) -> Result<T, ConvertError> {
-        let kernel = &weight.shape[2..];
-        let axes = kernel.len();
-        let mut shape = vec![x.shape[0], weight.shape[0]];
-        for (i, &k) in kernel.iter().enumerate() {
-            let span = spec.dilations[i] * (k - 1) + 1;
-            let padded = x.shape[2 + i] + spec.pads[i] + spec.pads[axes + i];
-            if padded < span {
-                return Err(ConvertError::Layout(format!(
-                    "internal: convolution of {:?} with kernel {kernel:?}",
-                    x.shape
-                )));
-            }
-            shape.push((padded - span) / spec.strides[i] + 1);
-        }
-        if x.shape[1] != weight.shape[1] {
-            return Err(ConvertError::Layout(format!(
-                "{}: {} input channels, the layer takes {}",
-                weight.name, x.shape[1], weight.shape[1]
-            )));
-        }
-        Ok(self.op(
-            "Conv",
-            &[&x.name, &weight.name, &bias.name],
-            vec![
-                ("dilations", ints(&spec.dilations)),
-                ("kernel_shape", ints(kernel)),
-                ("pads", ints(&spec.pads)),
-                ("strides", ints(&spec.strides)),
-            ],
-            shape,
-        ))
-    }
-
-    /// A transposed convolution with `weight` `[in, out, k…]`, no padding.
-    pub fn conv_transpose(
-        &mut self,
-        x: &T,
-        weight: &T,
-        bias: &T,
-        strides: &[usize],
-    ) -> Result<T, ConvertError> {
-        self.conv_transpose_padded(x, weight, bias, strides, None)
-    }
-
-    /// A transposed convolution with `weight` `[in, out, k…]`, `bias` `[out]`, `strides` and
-    /// ONNX `pads` (what is cut from each end of the output; none when `None`), no dilation.
-    pub fn conv_transpose_padded(
-        &mut self,
-        x: &T,
-        weight: &T,
-        bias: &T,
-        strides: &[usize],
-        pads: Option<&[usize]>,
-    ) -> Result<T, ConvertError> {
-        let kernel = &weight.shape[2..];
-        let axes = kernel.len();
-        if x.shape[1] != weight.shape[0] {
-            return Err(ConvertError::Layout(format!(
-                "{}: {} input channels, the layer takes {}",
-                weight.name, x.shape[1], weight.shape[0]
-            )));
-        }
-        let mut shape = vec![x.shape[0], weight.shape[1]];
-        for (i, &k) in kernel.iter().enumerate() {
-            let full = (x.shape[2 + i] - 1) * strides[i] + k;
-            let cut = pads.map_or(0, |p| p[i] + p[axes + i]);
-            if full <= cut {
-                return Err(ConvertError::Layout(format!(
-                    "internal: transposed convolution of {:?} with kernel {kernel:?}",
-                    x.shape
-                )));
-            }
-            shape.push(full - cut);
-        }
-        let mut attributes = vec![("kernel_shape", ints(kernel))];
-        if let Some(pads) = pads {
-            attributes.push(("pads", ints(pads)));
-        }
-        attributes.push(("strides", ints(strides)));
-        Ok(self.op(
-            "ConvTranspose",
-            &[&x.name, &weight.name, &bias.name],
-            attributes,
-            shape,
-        ))
-    }
-
-    /// Inference batch normalisation of `x` `[N, C, …]` with per-channel `scale`, `bias`,
-    /// `mean` and `variance` (`[C]` each).
-    pub fn batch_norm(&mut self, x: &T, [scale, bias, mean, variance]: [&T; 4], epsilon: f32) -> T {
-        self.op(
-            "BatchNormalization",
-            &[&x.name, &scale.name, &bias.name, &mean.name, &variance.name],
-            vec![("epsilon", Attribute::Float(epsilon))],
-            x.shape.clone(),
-        )
     }
 
     /// `x @ weightᵀ + bias` for `x` `[rows, in]`, `weight` `[out, in]` (a `Linear`).
     pub fn linear(&mut self, x: &T, weight: &T, bias: &T) -> T {
-        self.op(
+        self.op_like(
+            x,
             "Gemm",
             &[&x.name, &weight.name, &bias.name],
             vec![("transB", Attribute::Int(1))],
@@ -401,7 +429,8 @@ impl<'a> Builder<'a> {
         )
     }
 
-    /// `a @ b` (ONNX `MatMul`: the last two axes multiplied, the others broadcast).
+    /// `a @ b` (ONNX `MatMul`: the last two axes multiplied, the others broadcast). `b` may be
+    /// batched only on an axis before its last two.
     pub fn matmul(&mut self, a: &T, b: &T) -> Result<T, ConvertError> {
         let (ra, rb) = (a.shape.len(), b.shape.len());
         if ra < 2 || rb < 2 || a.shape[ra - 1] != b.shape[rb - 2] {
@@ -410,13 +439,64 @@ impl<'a> Builder<'a> {
                 a.shape, b.shape
             )));
         }
-        let mut shape = broadcast_shape(&a.shape[..ra - 2], &b.shape[..rb - 2]);
+        let (lead_a, lead_b) = (ra - 2, rb - 2);
+        let mut shape = broadcast_shape(&a.shape[..lead_a], &b.shape[..lead_b]);
+        let lead = shape.len();
         shape.extend([a.shape[ra - 2], b.shape[rb - 1]]);
-        Ok(self.op("MatMul", &[&a.name, &b.name], vec![], shape))
+        let error = || {
+            ConvertError::Layout(format!(
+                "internal: MatMul of {} (batch {:?}) and {} (batch {:?})",
+                a.name, a.batch, b.name, b.batch
+            ))
+        };
+        // Each operand's batch axis on the output, and its dimension there (1 when absent).
+        let dim_at = |t: &T, lead_t: usize, axis: usize| {
+            if axis >= lead - lead_t {
+                t.shape[axis + lead_t - lead]
+            } else {
+                1
+            }
+        };
+        let out_a = match a.batch {
+            Some(p) if p == ra - 1 => return Err(error()),
+            p => p.map(|p| p + lead - lead_a),
+        };
+        let out_b = match b.batch {
+            Some(q) if q >= lead_b => return Err(error()),
+            q => q.map(|q| q + lead - lead_b),
+        };
+        let batch = match (out_a, out_b) {
+            (None, None) => None,
+            (Some(x), Some(y)) if x == y => Some(x),
+            (Some(x), None) if x >= lead || dim_at(b, lead_b, x) == 1 => Some(x),
+            (None, Some(y)) if dim_at(a, lead_a, y) == 1 => Some(y),
+            // `a`'s batch meets `b`'s per-item matrices along a leading axis: apart.
+            (Some(_), None) => {
+                let apart = self.batch_apart(a);
+                let product = self.matmul(&apart, b)?;
+                return Ok(self.batch_together(&product));
+            }
+            _ => return Err(error()),
+        };
+        let name = self.emit("", "MatMul", &[&a.name, &b.name], vec![]);
+        Ok(T {
+            name,
+            shape,
+            batch,
+            dtype: a.dtype,
+        })
     }
 
     /// `x` cut along `axis` into consecutive parts of `sizes`.
     pub fn split(&mut self, x: &T, axis: usize, sizes: &[usize]) -> Result<Vec<T>, ConvertError> {
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.split(x, axis, sizes),
+                |b, parts| parts.iter().map(|p| b.batch_together(p)).collect(),
+            );
+        }
         if sizes.iter().sum::<usize>() != x.shape[axis] {
             return Err(ConvertError::Layout(format!(
                 "internal: split of {:?} axis {axis} into {sizes:?}",
@@ -430,10 +510,7 @@ impl<'a> Builder<'a> {
             .map(|&n| {
                 let mut shape = x.shape.clone();
                 shape[axis] = n;
-                T {
-                    name: self.fresh("split"),
-                    shape,
-                }
+                x.like(self.fresh("split"), shape)
             })
             .collect();
         let outputs: Vec<&str> = parts.iter().map(|t| t.name.as_str()).collect();
@@ -454,10 +531,19 @@ impl<'a> Builder<'a> {
         if let ([one], None) = (xs, &self.next_name) {
             return one.clone();
         }
+        debug_assert!(xs.iter().all(|x| x.batch == xs[0].batch));
+        if xs[0].batch == Some(axis) {
+            let name = self.next_name.take();
+            let apart: Vec<T> = xs.iter().map(|x| self.batch_apart(x)).collect();
+            self.next_name = name;
+            let joined = self.concat(&apart, axis + 1);
+            return self.batch_together(&joined);
+        }
         let mut shape = xs[0].shape.clone();
         shape[axis] = xs.iter().map(|t| t.shape[axis]).sum();
         let names: Vec<&str> = xs.iter().map(|t| t.name.as_str()).collect();
-        self.op(
+        self.op_like(
+            &xs[0],
             "Concat",
             &names,
             vec![("axis", Attribute::Int(axis as i64))],
@@ -467,11 +553,19 @@ impl<'a> Builder<'a> {
 
     /// An elementwise operator of one input (`Tanh`, `Sigmoid`, `Exp`, …).
     pub fn unary(&mut self, op_type: &str, x: &T) -> T {
-        self.op(op_type, &[&x.name], vec![], x.shape.clone())
+        self.op_like(x, op_type, &[&x.name], vec![], x.shape.clone())
     }
 
     /// The rows of `x` along `axis` at `indices` (ONNX `Gather`).
     pub fn gather(&mut self, x: &T, axis: usize, indices: &[usize]) -> Result<T, ConvertError> {
+        if x.batch == Some(axis) {
+            return self.along_batch(
+                x,
+                axis,
+                |b, x, axis| b.gather(x, axis, indices),
+                |b, t| b.batch_together(&t),
+            );
+        }
         if let Some(&bad) = indices.iter().find(|&&i| i >= x.shape[axis]) {
             return Err(ConvertError::Layout(format!(
                 "internal: gather of row {bad} of {:?} axis {axis}",
@@ -482,7 +576,8 @@ impl<'a> Builder<'a> {
         let indices_name = self.i64s(&values)?;
         let mut shape = x.shape.clone();
         shape[axis] = values.len();
-        Ok(self.op(
+        Ok(self.op_like(
+            x,
             "Gather",
             &[&x.name, &indices_name],
             vec![("axis", Attribute::Int(axis as i64))],
@@ -492,12 +587,32 @@ impl<'a> Builder<'a> {
 
     /// The mean over `axes` (kept as size-1 axes).
     pub fn mean(&mut self, x: &T, axes: &[usize]) -> T {
+        self.reduce("ReduceMean", x, axes)
+    }
+
+    /// A reduction (`ReduceMean`, `ReduceSumSquare`, `ReduceL2`, …) over `axes`, kept as size-1
+    /// axes.
+    pub fn reduce(&mut self, op_type: &str, x: &T, axes: &[usize]) -> T {
+        debug_assert!(axes.iter().all(|&a| x.batch != Some(a)));
         let mut shape = x.shape.clone();
         for &axis in axes {
             shape[axis] = 1;
         }
-        self.op(
-            "ReduceMean",
+        if op_type == "ReduceSum" {
+            // Opset 13 moved ReduceSum's axes (alone of the reductions here) into an input.
+            let values: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+            let axes = self.i64s(&values).expect("axes fit their shape");
+            return self.op_like(
+                x,
+                op_type,
+                &[&x.name, &axes],
+                vec![("keepdims", Attribute::Int(1))],
+                shape,
+            );
+        }
+        self.op_like(
+            x,
+            op_type,
             &[&x.name],
             vec![("axes", ints(axes)), ("keepdims", Attribute::Int(1))],
             shape,

@@ -3,12 +3,12 @@
 
 use stemflow_onnx::Attribute;
 
-use super::{ints, Builder, DataType, NORMALIZE_EPSILON, NORM_EPSILON, T};
+use super::{Builder, DataType, NORMALIZE_EPSILON, NORM_EPSILON, T};
 use crate::error::ConvertError;
 
 impl Builder<'_> {
     /// A group norm's affine part as the initializers `{name}.weight` and `{name}.bias`
-    /// (`[groups, C / groups]`), for [`Builder::group_norm`].
+    /// (`[groups, C / groups]`; `[C, 1]` in a GPU graph), for [`Builder::group_norm`].
     pub fn group_norm_affine(
         &mut self,
         channels: usize,
@@ -17,9 +17,13 @@ impl Builder<'_> {
         bias: Vec<f32>,
         name: &str,
     ) -> Result<(T, T), ConvertError> {
-        let per_group = channels / groups;
-        let weight = self.weight(&format!("{name}.weight"), &[groups, per_group], weight)?;
-        let bias = self.weight(&format!("{name}.bias"), &[groups, per_group], bias)?;
+        let shape = if self.is_gpu() {
+            [channels, 1]
+        } else {
+            [groups, channels / groups]
+        };
+        let weight = self.weight(&format!("{name}.weight"), &shape, weight)?;
+        let bias = self.weight(&format!("{name}.bias"), &shape, bias)?;
         Ok((weight, bias))
     }
 
@@ -34,7 +38,8 @@ impl Builder<'_> {
     /// a time layer, where PyTorch is 1e-7 off.
     ///
     /// The affine part is put in the graph first ([`Builder::group_norm_affine`]), so that several
-    /// tensors can share it.
+    /// tensors can share it. A GPU graph normalises with `InstanceNormalization`
+    /// ([`Builder::instance_group_norm`]).
     pub fn group_norm(
         &mut self,
         x: &T,
@@ -42,6 +47,9 @@ impl Builder<'_> {
         weight: &T,
         bias: &T,
     ) -> Result<T, ConvertError> {
+        if self.is_gpu() {
+            return self.instance_group_norm(x, groups, weight, bias);
+        }
         let (items, channels) = (x.shape[0], x.shape[1]);
         let size: usize = x.shape[2..].iter().product();
         let flat = self.reshape(x, &[items, channels, size])?;
@@ -54,7 +62,8 @@ impl Builder<'_> {
         let batched = self.reshape(x, &[1, items * channels, size])?;
         let zeros = self.constant("zeros", &[items * channels], vec![0.0; items * channels])?;
         let ones = self.constant("ones", &[items * channels], vec![1.0; items * channels])?;
-        let normalised = self.op(
+        let normalised = self.op_like(
+            &batched,
             "BatchNormalization",
             &[
                 &batched.name,
@@ -79,6 +88,15 @@ impl Builder<'_> {
         name: &str,
     ) -> Result<T, ConvertError> {
         let (tokens, dim) = (x.shape[0], x.shape[1]);
+        if self.is_gpu() {
+            let weight = self.weight(&format!("{name}.weight"), &[dim], weight)?;
+            let bias = self.weight(&format!("{name}.bias"), &[dim], bias)?;
+            let all = self.reshape(x, &[1, 1, tokens * dim])?;
+            let normalised = self.instance_norm(&all)?;
+            let normalised = self.reshape(&normalised, &[tokens, dim])?;
+            let scaled = self.binary("Mul", &normalised, &weight);
+            return Ok(self.binary("Add", &scaled, &bias));
+        }
         let stats = self.channel_moments(x, 1)?;
         let (mean, inverse_std) = self.group_moments(stats, &[1, 1, tokens], 2, dim)?;
         let weight = self.weight(&format!("{name}.weight"), &[1, dim], weight)?;
@@ -95,12 +113,7 @@ impl Builder<'_> {
         let mean = self.mean(x, &[axis]);
         let mut shape = x.shape.clone();
         shape[axis] = 1;
-        let sum_squares = self.op(
-            "ReduceSumSquare",
-            &[&x.name],
-            vec![("axes", ints(&[axis])), ("keepdims", Attribute::Int(1))],
-            shape,
-        );
+        let sum_squares = self.reduce("ReduceSumSquare", x, &[axis]);
         Ok((mean, sum_squares))
     }
 
@@ -127,8 +140,8 @@ impl Builder<'_> {
         let epsilon = self.scalar(NORM_EPSILON)?;
         let epsilon = self.cast(&epsilon, DataType::Float64);
         let shifted = self.binary("Add", &variance, &epsilon);
-        let std = self.op("Sqrt", &[&shifted.name], vec![], shifted.shape.clone());
-        let inverse = self.op("Reciprocal", &[&std.name], vec![], std.shape.clone());
+        let std = self.unary("Sqrt", &shifted);
+        let inverse = self.unary("Reciprocal", &std);
         Ok((group_mean, inverse))
     }
 
@@ -154,7 +167,8 @@ impl Builder<'_> {
 
     /// `LayerNorm` over the last axis, with its weight and bias.
     pub fn layer_norm(&mut self, x: &T, scale: &T, shift: &T) -> T {
-        self.op(
+        self.op_like(
+            x,
             "LayerNormalization",
             &[&x.name, &scale.name, &shift.name],
             vec![
@@ -169,15 +183,11 @@ impl Builder<'_> {
     /// `torch.nn.functional.normalize(x, dim=-1)`.
     pub fn l2_norm_divisor(&mut self, x: &T) -> Result<T, ConvertError> {
         let last = x.shape.len() - 1;
-        let mut shape = x.shape.clone();
-        shape[last] = 1;
-        let norm = self.op(
-            "ReduceL2",
-            &[&x.name],
-            vec![("axes", ints(&[last])), ("keepdims", Attribute::Int(1))],
-            shape,
-        );
-        let floor = self.scalar(NORMALIZE_EPSILON)?;
-        Ok(self.binary("Max", &norm, &floor))
+        // A float16 sum of squares overflows: float32 in a float16 graph.
+        let wide = self.as_type(x, DataType::Float32);
+        let norm = self.reduce("ReduceL2", &wide, &[last]);
+        let floor = self.scalar_f32(NORMALIZE_EPSILON)?;
+        let divisor = self.binary("Max", &norm, &floor);
+        Ok(self.as_type(&divisor, x.dtype))
     }
 }

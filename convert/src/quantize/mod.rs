@@ -22,7 +22,7 @@ pub mod weights;
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ConvertError;
+use crate::error::ConvertError;
 use stemflow_onnx::encode::{encode_attribute, put_initializer, put_node};
 use stemflow_onnx::field::{data_type, graph};
 use stemflow_onnx::view::{fresh_name, raw_fields};

@@ -16,16 +16,17 @@
 //!   transformers, mask estimators. Weights come through [`crate::state::ModelState`] (each
 //!   taken once with its shape checked; leftovers refused).
 
+mod attention;
 pub mod config;
+mod io;
 pub mod mel;
 mod network;
-
-use stemflow_onnx::Dim;
+mod transformer;
 
 use self::config::{RoFormerConfig, Variant};
 use self::network::Network;
 use crate::error::ConvertError;
-use crate::ops::{Builder, T};
+use crate::ops::{Builder, Target, T};
 use crate::state::ModelState;
 use crate::torch::load_torch_checkpoint;
 
@@ -59,6 +60,16 @@ pub fn roformer_to_onnx(
     checkpoint: &[u8],
     config_yaml: &str,
 ) -> Result<ConvertedRoFormer, ConvertError> {
+    roformer_to_onnx_for(checkpoint, config_yaml, Target::Cpu)
+}
+
+/// [`roformer_to_onnx`] for `target`: the CPU graph (the STFT outside it), or a GPU graph (a
+/// batch of chunks in, their stems out). Not realtime-safe.
+pub fn roformer_to_onnx_for(
+    checkpoint: &[u8],
+    config_yaml: &str,
+    target: Target,
+) -> Result<ConvertedRoFormer, ConvertError> {
     let loaded = load_torch_checkpoint(checkpoint)?;
     // MSST's loader accepts a bare state dict or one under `state` / `state_dict`.
     let root = ["state_dict", "state"]
@@ -77,14 +88,8 @@ pub fn roformer_to_onnx(
     let bands = band_bins(&config)?;
     let (num_bins, frames) = (config.num_bins(), config.frames());
 
-    let mut b = Builder::new("roformer");
-    let spec_shape = vec![1, 2 * num_bins, frames, 2];
-    b.graph
-        .add_input("spec", spec_shape.iter().map(|&d| Dim::Fixed(d)).collect());
-    let spec = T {
-        name: "spec".into(),
-        shape: spec_shape,
-    };
+    let mut b = Builder::for_target("roformer", target);
+    let spec = io::input_spectrum(&mut b, &config)?;
     // Each band's rows of `spec`: bin-major, both channels of a bin together.
     let rows: Vec<usize> = bands
         .iter()
@@ -103,14 +108,17 @@ pub fn roformer_to_onnx(
     };
     let tokens = net.band_split(&band_rows, &widths)?;
     let tokens = net.transformers(&tokens)?;
-    let (final_norm, divisor) = if is_band_split {
+    let (final_norm, divisor, tokens) = if is_band_split {
         let dim = config.dim;
-        let scale = (dim as f64).sqrt() as f32;
-        let gamma = net.state.take("final_norm.gamma", &[dim])?;
-        let scale: Vec<f32> = gamma.into_iter().map(|g| scale * g).collect();
-        (Some(scale), Some(net.b.l2_norm_divisor(&tokens)?))
+        let scale = net.norm_scale("final_norm", dim)?;
+        if net.b.is_gpu() {
+            let normalised = net.b.rms_norm(&tokens, None)?;
+            (Some(scale), None, normalised)
+        } else {
+            (Some(scale), Some(net.b.l2_norm_divisor(&tokens)?), tokens)
+        }
     } else {
-        (None, None)
+        (None, None, tokens)
     };
     let mut masks = Vec::new();
     for stem in 0..config.num_stems {
@@ -132,10 +140,8 @@ pub fn roformer_to_onnx(
     }
     net.state.finish()?;
     let mask = b.concat(&masks, 1);
-    b.graph
-        .add_node("Identity", "mask", &[&mask.name], &["mask"], Vec::new());
-    b.graph
-        .add_output("mask", mask.shape.iter().map(|&d| Dim::Fixed(d)).collect());
+    io::output(&mut b, &config, &spec, &mask)?;
+    target.write_metadata(&mut b.graph);
     b.graph
         .set_metadata(crate::htdemucs::FAMILY_METADATA_KEY, FAMILY_NAME);
     b.graph
@@ -188,8 +194,13 @@ fn average_overlaps(
     }
     let mask = b.reshape(mask, &[frames, rows.len(), 2])?;
     let mask = b.transpose(&mask, &[1, 0, 2]);
-    let zero = b.constant("zero_mask_row", &[1, frames, 2], vec![0.0; frames * 2])?;
-    let padded = b.concat(&[mask, zero], 0);
+    let padded = if b.is_gpu() {
+        // A zero row per item of the batch.
+        b.pad(&mask, 0, (0, 1), None)?
+    } else {
+        let zero = b.constant("zero_mask_row", &[1, frames, 2], vec![0.0; frames * 2])?;
+        b.concat(&[mask, zero], 0)
+    };
     let most = sources.iter().map(Vec::len).max().unwrap_or(0);
     let mut sum: Option<T> = None;
     for slot in 0..most {
@@ -223,4 +234,52 @@ fn params_json(config: &RoFormerConfig) -> serde_json::Value {
         params["num_overlap"] = num_overlap.into();
     }
     params
+}
+
+#[cfg(test)]
+mod tests {
+    use stemflow_onnx::kernels::{check_gpu_graph, inspect, Provider};
+
+    use super::*;
+    use crate::ops::Precision;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/tests/fixtures/roformer/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn gpu_graphs_run_wholly_on_cuda_and_directml_without_float64_and_with_fewer_nodes() {
+        for name in ["bs_tiny", "mel_tiny"] {
+            let checkpoint = fixture(&format!("{name}.ckpt"));
+            let yaml = String::from_utf8(fixture(&format!("{name}.yaml"))).unwrap();
+            let cpu = roformer_to_onnx(&checkpoint, &yaml).unwrap();
+            let cpu_nodes = inspect(&cpu.onnx, Provider::Cuda).unwrap().node_count;
+            for precision in [Precision::Float32, Precision::Float16] {
+                let gpu = roformer_to_onnx_for(&checkpoint, &yaml, Target::Gpu(precision)).unwrap();
+                if let Err(problems) = check_gpu_graph(&gpu.onnx) {
+                    panic!("{name} {precision:?}:\n{problems}");
+                }
+                let report = inspect(&gpu.onnx, Provider::Cuda).unwrap();
+                let casts = report.ops.get("Cast").copied().unwrap_or(0);
+                println!(
+                    "{name} {precision:?}: {} nodes ({cpu_nodes} on the CPU), {casts} Casts",
+                    report.node_count
+                );
+                // Blocks and the folded norms' divisions gone, the masking and the inverse
+                // STFT added: fewer nodes even at this size (many fewer at released sizes).
+                assert!(report.node_count < cpu_nodes, "{name} {precision:?}");
+                // Float16: in and out of the float32 parts (spectrum, the linear attention's
+                // norms and softmax), not around every operator.
+                let most = match precision {
+                    Precision::Float32 => 0,
+                    Precision::Float16 => 16,
+                };
+                assert!(casts <= most, "{name} {precision:?}: {casts} Casts");
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::{INPUT_CHANNELS, MASK_KERNEL, NUM_STAGES, STRIDED_KERNEL};
+use super::layout::{INPUT_CHANNELS, MASK_KERNEL, NUM_STAGES, STRIDED_KERNEL};
 use crate::error::ConvertError;
 use crate::state::CheckpointTensor;
 

@@ -22,49 +22,24 @@
 //! a mismatch is a [`ConvertError::Layout`] naming the stem and the key.
 
 mod checkpoint;
+mod io;
+mod layout;
 pub mod testing;
 
 use stemflow_onnx::{Attribute, Dim, OnnxGraph};
 
 pub use self::checkpoint::{unet_channels, Tensor, TensorMap, UnetChannels};
 use crate::error::ConvertError;
-use crate::ops::{Builder, ConvSpec, T};
+use crate::ops::conv::ConvSpec;
+use crate::ops::{Builder, Target, T};
 use crate::state::ModelState;
 
-/// Name of the graph input: the mixture's magnitude spectrogram `[1, 2, T, 1024]`.
-pub const MAGNITUDE_INPUT: &str = "magnitude";
-/// Name of the graph output: every stem's masked magnitude `[1, S, 2, T, 1024]`.
-pub const ESTIMATES_OUTPUT: &str = "estimates";
-/// Frequency bins the network sees (the first 1024 of a 4096-point STFT).
-pub const SPLEETER_BINS: usize = 1024;
-/// Input channels: the stereo channels of the magnitude.
-pub const INPUT_CHANNELS: usize = 2;
-/// The encoder halves time six times, so the frames must be a multiple of this.
-pub const FRAMES_MULTIPLE: usize = 64;
-/// Encoder stages (`down1` … `down6`), and decoder stages before the mask (`up1` … `up6`).
-pub const NUM_STAGES: usize = 6;
-/// Batch normalisation's ε (Keras' default, which Spleeter trained with).
-pub const BATCH_NORM_EPSILON: f32 = 1e-3;
-/// The encoder's LeakyReLU slope.
-pub const LEAKY_RELU_SLOPE: f32 = 0.2;
-/// Metadata key naming the model family (what Stemflow's engine recognises).
-pub const FAMILY_METADATA_KEY: &str = "stemflow.family";
-/// Value of [`FAMILY_METADATA_KEY`] for these graphs.
-pub const FAMILY_NAME: &str = "spleeter";
-/// Metadata key listing the stems in output order, comma-separated.
-pub const STEMS_METADATA_KEY: &str = "stemflow.stems";
-
-/// Kernel of the strided (transposed) convolutions.
-const STRIDED_KERNEL: usize = 5;
-/// Kernel of the final dilated convolution.
-const MASK_KERNEL: usize = 4;
-/// TensorFlow's "same" padding for a stride-2, kernel-5 convolution on an even size:
-/// `[T_begin, F_begin, T_end, F_end]`.
-const SAME_PADS: [usize; 4] = [1, 1, 2, 2];
-/// "Same" padding for the kernel-4, dilation-2 convolution (effective kernel 7).
-const MASK_PADS: [usize; 4] = [3, 3, 3, 3];
-/// The int64 initializer holding `[1]`, the axis the stems are stacked on.
-const STEM_AXIS_INITIALIZER: &str = "stem_axis";
+pub use self::layout::{
+    BATCH_NORM_EPSILON, ESTIMATES_OUTPUT, FAMILY_METADATA_KEY, FAMILY_NAME, FRAMES_MULTIPLE,
+    INPUT_CHANNELS, LEAKY_RELU_SLOPE, MAGNITUDE_INPUT, NUM_STAGES, SPLEETER_BINS,
+    STEMS_METADATA_KEY,
+};
+use self::layout::{MASK_KERNEL, MASK_PADS, SAME_PADS, STEM_AXIS_INITIALIZER, STRIDED_KERNEL};
 
 /// Builds one graph running every stem's U-Net on the same input: `magnitude`
 /// `[1, 2, frames, 1024]` → `estimates` `[1, S, 2, frames, 1024]`, where
@@ -85,30 +60,53 @@ pub fn spleeter_graph<'a>(
     frames: usize,
     metadata: &[(&str, &str)],
 ) -> Result<OnnxGraph<'a>, ConvertError> {
+    spleeter_graph_for(stems, frames, metadata, Target::Cpu)
+}
+
+/// [`spleeter_graph`] for `target`: on a GPU the graph takes a batch of chunks `mix`
+/// `[B, 2, (frames − 1)·1024 + 4096]` and gives their stems `stems` `[B, S, 2, chunk]`, the STFT,
+/// the soft masks and the inverse STFT inside it (the model's weights are then copied).
+pub fn spleeter_graph_for<'a>(
+    stems: &[(&str, TensorMap<'a>)],
+    frames: usize,
+    metadata: &[(&str, &str)],
+    target: Target,
+) -> Result<OnnxGraph<'a>, ConvertError> {
     if frames == 0 || !frames.is_multiple_of(FRAMES_MULTIPLE) {
         return Err(ConvertError::Layout(format!(
             "Spleeter's U-Net needs a positive multiple of {FRAMES_MULTIPLE} frames, not {frames}"
         )));
     }
     check_stem_names(stems)?;
-    let mut b = Builder::new("spleeter");
+    let mut b = Builder::for_target("spleeter", target);
     let input_shape = [1, INPUT_CHANNELS, frames, SPLEETER_BINS];
-    b.graph.add_input(MAGNITUDE_INPUT, fixed_dims(&input_shape));
-    b.graph.add_output(
-        ESTIMATES_OUTPUT,
-        fixed_dims(&[1, stems.len(), INPUT_CHANNELS, frames, SPLEETER_BINS]),
-    );
+    let (magnitude, spectrum) = if b.is_gpu() {
+        let (magnitude, spectrum) = io::input(&mut b, frames)?;
+        (magnitude, Some(spectrum))
+    } else {
+        b.graph.add_input(MAGNITUDE_INPUT, fixed_dims(&input_shape));
+        b.graph.add_output(
+            ESTIMATES_OUTPUT,
+            fixed_dims(&[1, stems.len(), INPUT_CHANNELS, frames, SPLEETER_BINS]),
+        );
+        (T::new(MAGNITUDE_INPUT, &input_shape), None)
+    };
     b.graph
         .add_initializer_i64(STEM_AXIS_INITIALIZER, &[1], vec![1])?;
-    let magnitude = T {
-        name: MAGNITUDE_INPUT.to_owned(),
-        shape: input_shape.to_vec(),
-    };
     let mut stacked = Vec::with_capacity(stems.len());
     for (stem, tensors) in stems {
         stacked.push(add_unet(&mut b, stem, tensors, &magnitude)?);
     }
-    b.named(ESTIMATES_OUTPUT).concat(&stacked, 1);
+    match &spectrum {
+        Some(spectrum) => {
+            let estimates = b.concat(&stacked, 1);
+            io::output(&mut b, &estimates, spectrum)?;
+        }
+        None => {
+            b.named(ESTIMATES_OUTPUT).concat(&stacked, 1);
+        }
+    }
+    target.write_metadata(&mut b.graph);
     let mut graph = b.graph;
     for (key, value) in metadata {
         graph.set_metadata(key, value);
@@ -178,7 +176,8 @@ fn add_unet<'a>(
         if stage < NUM_STAGES {
             let normalised = unet.batch_norm(&conv, &format!("down{stage}_act.0"))?;
             let name = unet.name(&format!("down{stage}_leaky_relu"));
-            h = unet.b.named(&name).op(
+            h = unet.b.named(&name).op_like(
+                &normalised,
                 "LeakyRelu",
                 &[&normalised.name],
                 vec![("alpha", Attribute::Float(LEAKY_RELU_SLOPE))],
@@ -216,12 +215,16 @@ fn add_unet<'a>(
     let name = unet.name("estimate_unsqueezed");
     let mut shape = estimate.shape.clone();
     shape.insert(1, 1);
-    Ok(unet.b.named(&name).op(
+    // The stems go on the new axis 1; a batch stays on axis 0.
+    let mut unsqueezed = unet.b.named(&name).op_like(
+        &estimate,
         "Unsqueeze",
         &[&estimate.name, STEM_AXIS_INITIALIZER],
         vec![],
         shape,
-    ))
+    );
+    unsqueezed.batch = estimate.batch;
+    Ok(unsqueezed)
 }
 
 /// One stem's layers: the graph, the stem's name and its arrays, each taken once.

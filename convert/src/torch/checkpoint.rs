@@ -1,39 +1,20 @@
 //! [`load_torch_checkpoint`]: a `torch.save` file, in either layout, as a [`Value`] tree and
 //! its [`Tensor`]s.
 //!
-//! - The zip layout (torch ≥ 1.6): `<archive>/data.pkl` is the pickle; its persistent ids
-//!   `('storage', <storage class>, key, location, numel)` name the entries
-//!   `<archive>/data/<key>`, each a storage's raw little-endian bytes (`<archive>/byteorder`,
-//!   when present, must say `little`).
-//! - The legacy layout (torch < 1.6, or `_use_new_zipfile_serialization=False`): a sequence of
-//!   pickles (the magic number `0x1950a86a20f9469cfc6c`, the protocol version 1001, a
-//!   `sys_info` dict, the object, whose persistent ids are `('storage', <storage class>, key,
-//!   location, numel, view)`, then the list of storage keys), followed for each key by an
-//!   8-byte little-endian element count and the storage's raw bytes. Very old tar checkpoints
-//!   (torch < 0.4) are refused.
+//! The zip layout (torch ≥ 1.6) is read in `zip_layout.rs`, the legacy one (torch < 1.6) in
+//! `legacy.rs`; both run their pickles here and materialise their tensors here. Very old tar
+//! checkpoints (torch < 0.4) are refused.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
-use super::machine::{Item, Machine, PersistentIds};
+use super::legacy::load_legacy;
+use super::machine::{Machine, PersistentIds};
 use super::numpy::array_tensor;
 use super::tensor::{DType, StridedLayout, Tensor};
 use super::value::{TensorSource, TreeBuilder, Value};
+use super::zip_layout::load_zip;
+use crate::budget::ReadBudget;
 use crate::error::ConvertError;
-use crate::zip::ZipArchive;
-
-/// Largest pickle read from a zip checkpoint (checkpoints' pickles are a few MB at most).
-const MAX_PICKLE_BYTES: u64 = 1 << 30;
-/// Largest storage inflated from a deflated zip checkpoint (torch stores them, and stored
-/// entries are borrowed, not allocated).
-const MAX_STORAGE_BYTES: u64 = 16 << 30;
-/// The first pickle of a legacy checkpoint (`torch.serialization.MAGIC_NUMBER`).
-const LEGACY_MAGIC_NUMBER: i128 = 0x1950_a86a_20f9_469c_fc6c;
-/// The second (`torch.serialization.PROTOCOL_VERSION`).
-const LEGACY_PROTOCOL_VERSION: i64 = 1001;
-/// Values a pickle may unfold into per byte (each opcode makes at most one; the memo lets a
-/// 2-byte `BINGET` repeat a value).
-const MAX_VALUES_PER_PICKLE_BYTE: usize = 4;
 
 /// Which layout a checkpoint has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,15 +97,29 @@ impl<'a> TorchCheckpoint<'a> {
 /// storage offsets and strides checked against their storage (contiguous ones borrow the file's
 /// bytes; views are gathered), and tensors sharing a storage each get their own view.
 ///
+/// Everything the read allocates (values, inflated entries, gathered views) is charged to one
+/// [`ReadBudget`] for the file ([`ReadBudget::for_file`]); [`load_torch_checkpoint_within`]
+/// takes another.
+///
 /// Fails with [`ConvertError::Zip`] for a damaged archive, [`ConvertError::Pickle`] for a pickle
 /// that is damaged or asks for anything outside the allow-list, and [`ConvertError::Layout`] for
-/// a file that is neither layout, a missing or wrongly sized storage, or a big-endian file. Not
-/// realtime-safe: allocates the tree and the gathered views.
+/// a file that is neither layout, a missing or wrongly sized storage, or a big-endian file; a
+/// read that would pass the budget fails with one of these, saying so. Not realtime-safe:
+/// allocates the tree and the gathered views.
 pub fn load_torch_checkpoint(bytes: &[u8]) -> Result<TorchCheckpoint<'_>, ConvertError> {
+    load_torch_checkpoint_within(bytes, &ReadBudget::for_file(bytes.len()))
+}
+
+/// [`load_torch_checkpoint`], charging `budget`. Not realtime-safe: see there.
+pub fn load_torch_checkpoint_within<'a>(
+    bytes: &'a [u8],
+    budget: &ReadBudget,
+) -> Result<TorchCheckpoint<'a>, ConvertError> {
+    crate::cancel::check()?;
     if bytes.starts_with(b"PK\x03\x04") {
-        load_zip(bytes)
+        load_zip(bytes, budget)
     } else if bytes.first() == Some(&0x80) {
-        load_legacy(bytes)
+        load_legacy(bytes, budget)
     } else if bytes.get(257..262) == Some(b"ustar") {
         Err(ConvertError::Layout(
             "a tar checkpoint (torch before 0.4) is not supported: load and save it again \
@@ -141,7 +136,7 @@ pub fn load_torch_checkpoint(bytes: &[u8]) -> Result<TorchCheckpoint<'_>, Conver
 }
 
 /// A tree's tensor before its storage is read.
-enum Pending {
+pub(super) enum Pending {
     /// Owned already (a numpy array).
     Ready(Tensor<'static>),
     /// A view of storage `storage`.
@@ -154,30 +149,28 @@ enum Pending {
 }
 
 /// What a pickle left once its input is gone.
-struct Unpickled {
+pub(super) struct Unpickled {
     /// The object.
-    root: Value,
+    pub root: Value,
     /// The storages its persistent ids named: key, element type, length in elements.
-    storages: Vec<(String, DType, usize)>,
+    pub storages: Vec<(String, DType, usize)>,
     /// The tree's tensors, in order.
-    pending: Vec<Pending>,
+    pub pending: Vec<Pending>,
     /// Offset of the byte after `STOP`.
-    end: usize,
+    pub end: usize,
 }
 
-/// Runs the pickle at `start` in `input` and converts its result.
-fn unpickle(
+/// Runs the pickle at `start` in `input` and converts its result, charging `budget`.
+pub(super) fn unpickle(
     input: &[u8],
     start: usize,
     persistent: PersistentIds,
+    budget: &ReadBudget,
 ) -> Result<Unpickled, ConvertError> {
-    let mut machine = Machine::new(input, start, persistent);
+    let mut machine = Machine::new(input, start, persistent, budget);
     let item = machine.run().map_err(ConvertError::Pickle)?;
     let end = machine.position();
-    let max_values = (end - start)
-        .saturating_mul(MAX_VALUES_PER_PICKLE_BYTE)
-        .saturating_add(1024);
-    let mut builder = TreeBuilder::new(&machine, max_values);
+    let mut builder = TreeBuilder::new(&machine);
     let root = builder.convert(&item).map_err(ConvertError::Pickle)?;
     let pending = builder
         .tensors
@@ -210,18 +203,24 @@ fn unpickle(
     })
 }
 
-/// The raw item of the plain pickle at `start` and the offset after it (legacy headers).
-fn header_item(input: &[u8], start: usize) -> Result<(Item<'_>, usize), ConvertError> {
-    let mut machine = Machine::new(input, start, PersistentIds::Refused);
-    let item = machine.run().map_err(ConvertError::Pickle)?;
-    Ok((item, machine.position()))
-}
-
-/// The tensors over their storages' bytes.
-fn materialise<'a>(
+/// The tensors over their storages' bytes; each copy (a gathered view, or any view of an
+/// inflated storage) is charged to `budget` before anything is copied.
+pub(super) fn materialise<'a>(
     pending: Vec<Pending>,
     storages: &[Cow<'a, [u8]>],
+    budget: &ReadBudget,
 ) -> Result<Vec<Tensor<'a>>, ConvertError> {
+    for (index, tensor) in pending.iter().enumerate() {
+        if let Pending::Strided { storage, layout } = tensor {
+            let is_borrowed = matches!(storages[*storage], Cow::Borrowed(_));
+            budget
+                .charge(
+                    layout.copy_bytes(is_borrowed),
+                    &format!("a copy of tensor {index} (a strided view, or a view of an inflated storage)"),
+                )
+                .map_err(ConvertError::Layout)?;
+        }
+    }
     pending
         .into_iter()
         .enumerate()
@@ -235,7 +234,7 @@ fn materialise<'a>(
 }
 
 /// `len` elements of `dtype` in bytes, refusing overflow.
-fn storage_bytes(key: &str, dtype: DType, len: usize) -> Result<usize, ConvertError> {
+pub(super) fn storage_bytes(key: &str, dtype: DType, len: usize) -> Result<usize, ConvertError> {
     len.checked_mul(dtype.size_bytes()).ok_or_else(|| {
         ConvertError::Layout(format!(
             "storage {key} of {len} {dtype} elements is larger than memory"
@@ -243,183 +242,13 @@ fn storage_bytes(key: &str, dtype: DType, len: usize) -> Result<usize, ConvertEr
     })
 }
 
-fn load_zip(bytes: &[u8]) -> Result<TorchCheckpoint<'_>, ConvertError> {
-    let archive = ZipArchive::parse(bytes)?;
-    let pickle_entry = archive
-        .entries()
-        .iter()
-        .filter(|entry| {
-            entry
-                .name
-                .strip_suffix("/data.pkl")
-                .is_some_and(|folder| !folder.is_empty() && !folder.contains('/'))
-        })
-        .collect::<Vec<_>>();
-    let [pickle_entry] = pickle_entry[..] else {
-        return Err(ConvertError::Layout(format!(
-            "a zip archive with {} <archive>/data.pkl entries, not one: not a torch checkpoint",
-            pickle_entry.len()
-        )));
-    };
-    let prefix = &pickle_entry.name[..pickle_entry.name.len() - "data.pkl".len()];
-    if let Some(entry) = archive.find(&format!("{prefix}byteorder")) {
-        let order = archive.read(entry, 16)?;
-        if &order[..] != b"little" {
-            return Err(ConvertError::Layout(format!(
-                "the checkpoint's byte order is {:?}; only little-endian checkpoints are \
-                 supported",
-                String::from_utf8_lossy(&order)
-            )));
-        }
-    }
-    let pickle = archive.read(pickle_entry, MAX_PICKLE_BYTES)?;
-    let unpickled = unpickle(&pickle, 0, PersistentIds::TorchZip)?;
-    let trailing = pickle.len() - unpickled.end;
-    if trailing > 0 {
-        return Err(ConvertError::Pickle(format!(
-            "{trailing} bytes follow STOP at byte {} of {}: damaged pickle",
-            unpickled.end - 1,
-            pickle_entry.name
-        )));
-    }
-    let storages = unpickled
-        .storages
-        .iter()
-        .map(|(key, dtype, len)| {
-            let name = format!("{prefix}data/{key}");
-            let entry = archive.find(&name).ok_or_else(|| {
-                ConvertError::Layout(format!(
-                    "the pickle names storage {key}, but the archive has no {name}"
-                ))
-            })?;
-            let expected = storage_bytes(key, *dtype, *len)?;
-            if entry.uncompressed_size != expected as u64 {
-                return Err(ConvertError::Layout(format!(
-                    "{name} holds {} bytes, but the pickle says {len} {dtype} elements \
-                     ({expected} bytes)",
-                    entry.uncompressed_size
-                )));
-            }
-            archive.read(entry, MAX_STORAGE_BYTES)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(TorchCheckpoint {
-        root: unpickled.root,
-        tensors: materialise(unpickled.pending, &storages)?,
-        layout: CheckpointLayout::Zip {
-            archive_name: prefix.trim_end_matches('/').to_string(),
-        },
-    })
-}
-
-fn load_legacy(bytes: &[u8]) -> Result<TorchCheckpoint<'_>, ConvertError> {
-    let not_legacy = |what: String| {
-        ConvertError::Layout(format!(
-            "not a torch checkpoint: a pickle stream whose {what}"
-        ))
-    };
-    let (magic, position) = header_item(bytes, 0)?;
-    if !matches!(magic, Item::BigInt(LEGACY_MAGIC_NUMBER)) {
-        return Err(not_legacy(
-            "first pickle is not torch's magic number".to_string(),
-        ));
-    }
-    let (version, position) = header_item(bytes, position)?;
-    if !matches!(version, Item::Int(LEGACY_PROTOCOL_VERSION)) {
-        return Err(not_legacy(format!(
-            "protocol version is not {LEGACY_PROTOCOL_VERSION}"
-        )));
-    }
-    let sys_info = unpickle(bytes, position, PersistentIds::Refused)?;
-    if sys_info.root.get("little_endian") == Some(&Value::Bool(false)) {
-        return Err(ConvertError::Layout(
-            "the checkpoint was saved on a big-endian machine; only little-endian checkpoints \
-             are supported"
-                .to_string(),
-        ));
-    }
-    let main = unpickle(bytes, sys_info.end, PersistentIds::TorchLegacy)?;
-    let keys = unpickle(bytes, main.end, PersistentIds::Refused)?;
-    let key_list = keys
-        .root
-        .as_items()
-        .filter(|_| matches!(keys.root, Value::List(_)))
-        .ok_or_else(|| {
-            ConvertError::Layout(format!(
-                "the storage key list is {}, not a list",
-                keys.root.describe()
-            ))
-        })?;
-    if key_list.len() != main.storages.len() {
-        return Err(ConvertError::Layout(format!(
-            "the checkpoint lists {} storages, but its pickle names {}",
-            key_list.len(),
-            main.storages.len()
-        )));
-    }
-    let index_by_key: HashMap<&str, usize> = main
-        .storages
-        .iter()
-        .enumerate()
-        .map(|(index, (key, _, _))| (key.as_str(), index))
-        .collect();
-    let mut storages: Vec<Option<Cow<'_, [u8]>>> = vec![None; main.storages.len()];
-    let mut position = keys.end;
-    for key in key_list {
-        let key = key.as_str().ok_or_else(|| {
-            ConvertError::Layout(format!("a storage key is {}, not a str", key.describe()))
-        })?;
-        let index = index_by_key
-            .get(key)
-            .copied()
-            .filter(|&index| storages[index].is_none())
-            .ok_or_else(|| {
-                ConvertError::Layout(format!(
-                    "the storage list names {key}, which the pickle does not name (or names \
-                     twice)"
-                ))
-            })?;
-        let (_, dtype, len) = &main.storages[index];
-        let truncated = || {
-            ConvertError::Layout(format!(
-                "the checkpoint ends inside storage {key} (at byte {position} of {})",
-                bytes.len()
-            ))
-        };
-        let count = bytes.get(position..position + 8).ok_or_else(truncated)?;
-        let count = u64::from_le_bytes(count.try_into().map_err(|_| truncated())?);
-        if count != *len as u64 {
-            return Err(ConvertError::Layout(format!(
-                "storage {key} holds {count} elements, but the pickle says {len}"
-            )));
-        }
-        let len_bytes = storage_bytes(key, *dtype, *len)?;
-        let data = position
-            .checked_add(8 + len_bytes)
-            .and_then(|end| bytes.get(position + 8..end))
-            .ok_or_else(truncated)?;
-        storages[index] = Some(Cow::Borrowed(data));
-        position += 8 + len_bytes;
-    }
-    if position != bytes.len() {
-        return Err(ConvertError::Layout(format!(
-            "{} bytes follow the last storage: damaged checkpoint",
-            bytes.len() - position
-        )));
-    }
-    // Every key was matched once and the counts are equal, so every slot is filled.
-    let storages: Vec<Cow<'_, [u8]>> = storages.into_iter().flatten().collect();
-    Ok(TorchCheckpoint {
-        root: main.root,
-        tensors: materialise(main.pending, &storages)?,
-        layout: CheckpointLayout::Legacy,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{write_torch_state_dict, write_torch_zip, TorchTensorSpec};
+    use crate::testing::{
+        write_torch_checkpoint_with_storages, write_torch_state_dict, write_torch_zip,
+        TorchTensorSpec,
+    };
 
     /// A float32 tensor spec over storage `key` of `len` elements.
     fn spec<'a>(name: &'a str, key: &'a str, len: i64, shape: &'a [i64]) -> TorchTensorSpec<'a> {
@@ -445,16 +274,7 @@ mod tests {
 
     /// A zip checkpoint `t/` of `data_pkl` and `t/data/<key>` records.
     fn checkpoint(data_pkl: &[u8], storages: &[(&str, &[u8])]) -> Vec<u8> {
-        let names: Vec<String> = storages.iter().map(|(k, _)| format!("data/{k}")).collect();
-        let mut records: Vec<(&str, &[u8])> = vec![("data.pkl", data_pkl)];
-        records.extend(
-            names
-                .iter()
-                .zip(storages)
-                .map(|(n, (_, d))| (n.as_str(), *d)),
-        );
-        records.push(("version", b"3\n"));
-        write_torch_zip("t", &records)
+        write_torch_checkpoint_with_storages("t", data_pkl, storages)
     }
 
     fn error(bytes: &[u8]) -> String {
@@ -644,7 +464,7 @@ mod tests {
         shared.push(b'.');
         assert_error(
             &checkpoint(&shared, &[]),
-            &["more values than its size allows"],
+            &["would allocate more than", "value tree"],
         );
     }
 

@@ -20,24 +20,37 @@
 //! (`torch.save` writes 2); text opcodes of protocols 0 and 1, `INST`, `OBJ`, `EXT*`, sets,
 //! out-of-band buffers and `LONG4` are refused by name and byte offset.
 //!
-//! Every size is bounded: stack depth, mark depth, tuple nesting, memo entries, value-tree depth
-//! and size by constants and the input's size, string lengths by the remaining input, shapes by
-//! overflow checks, and every tensor's offset, size and strides against its storage. No input
-//! makes it panic or recurse deeply.
+//! Every size is bounded: stack depth, mark depth, tuple nesting, memo entries and value-tree
+//! depth by constants, string lengths by the remaining input, shapes by overflow checks, and
+//! every tensor's offset, size and strides against its storage. On top of these, one
+//! [`ReadBudget`] per file bounds everything a read allocates beyond the file's bytes (items in
+//! containers and the memo, the value tree and each copy of a shared string, inflated entries,
+//! gathered views, numpy arrays) at [`BUDGET_FLOOR_BYTES`] + [`BUDGET_BYTES_PER_FILE_BYTE`] ×
+//! the file's size, charged before each allocation: a 1 MB crafted file cannot make a read
+//! allocate more than 68 MiB. No input makes it panic or recurse deeply.
 //!
 //! - [`load_torch_checkpoint`]: a checkpoint file (zip or legacy layout) as a [`Value`] tree and
 //!   its [`Tensor`]s; [`TorchCheckpoint::state_dict`] lists a state dict's tensors.
 //! - [`load_numpy_dict`]: a pickled dict of float32 numpy arrays (Spleeter's checkpoints).
 
+mod calls;
 mod checkpoint;
+mod item;
 mod latin1;
+mod legacy;
 mod machine;
 mod numpy;
 pub(crate) mod opcode;
+mod persistent;
+mod setstate;
 mod tensor;
 mod value;
+mod zip_layout;
 
-pub use checkpoint::{load_torch_checkpoint, CheckpointLayout, TorchCheckpoint};
+pub use crate::budget::{ReadBudget, BUDGET_BYTES_PER_FILE_BYTE, BUDGET_FLOOR_BYTES};
+pub use checkpoint::{
+    load_torch_checkpoint, load_torch_checkpoint_within, CheckpointLayout, TorchCheckpoint,
+};
 pub use numpy::{load_numpy_dict, NdArray};
 pub use tensor::{DType, Tensor};
 pub use value::Value;

@@ -13,9 +13,11 @@
 
 use std::borrow::Cow;
 
+use super::item::{ArrayData, ArrayState, Item, Object};
 use super::latin1::decode_latin1;
-use super::machine::{ArrayData, ArrayState, Item, Machine, Object, PersistentIds};
+use super::machine::{Machine, PersistentIds};
 use super::tensor::{DType, Tensor};
+use crate::budget::ReadBudget;
 use crate::error::ConvertError;
 
 /// Size of one float32.
@@ -43,7 +45,8 @@ pub struct NdArray {
 /// (about the size of the pickle). Loading a Spleeter checkpoint's 59 MB `data.pkl` takes about
 /// 0.25 s in a release build.
 pub fn load_numpy_dict(pickle: &[u8]) -> Result<Vec<(String, NdArray)>, ConvertError> {
-    let mut machine = Machine::new(pickle, 0, PersistentIds::Refused);
+    let budget = ReadBudget::for_file(pickle.len());
+    let mut machine = Machine::new(pickle, 0, PersistentIds::Refused, &budget);
     let result = machine.run().map_err(ConvertError::Pickle)?;
     let trailing = pickle.len() - machine.position();
     if trailing > 0 {
@@ -99,6 +102,9 @@ fn into_arrays(machine: &Machine<'_>, result: &Item<'_>) -> Result<Vec<(String, 
             return Err(format!("key {key:?} shares its array with an earlier key"));
         }
         let bytes = float32_bytes(machine, key, state)?;
+        machine
+            .budget()
+            .charge(bytes.len() as u64, "the arrays' float32 values")?;
         let data = bytes
             .chunks_exact(F32_SIZE_BYTES)
             .map(|word| f32::from_le_bytes([word[0], word[1], word[2], word[3]]))
@@ -175,6 +181,9 @@ fn float32_bytes(
             state.shape, state.num_elements
         ));
     }
+    machine
+        .budget()
+        .charge(expected_bytes as u64, "the arrays' bytes")?;
     Ok(match state.data {
         ArrayData::Latin1 { utf8, len_bytes } => decode_latin1(utf8, len_bytes),
         ArrayData::Raw(bytes) => bytes.to_vec(),

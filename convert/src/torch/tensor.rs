@@ -223,6 +223,18 @@ impl StridedLayout {
         true
     }
 
+    /// Bytes [`materialise`](Self::materialise) copies: none for an empty tensor or a
+    /// contiguous one over a borrowed storage, else the tensor's size.
+    pub fn copy_bytes(&self, is_storage_borrowed: bool) -> u64 {
+        let is_borrowed = self.num_elements() == 0 || (is_storage_borrowed && self.is_contiguous());
+        if is_borrowed {
+            0
+        } else {
+            // `new` checked that this product fits a usize.
+            (self.num_elements() * self.dtype.size_bytes()) as u64
+        }
+    }
+
     /// The tensor over `storage` (its elements' bytes): a borrowed slice when contiguous and
     /// `storage` is borrowed, else a copy gathered by the strides. A gathered copy may not be
     /// larger than the storage (a stride-0 `expand()` could otherwise ask for any size).

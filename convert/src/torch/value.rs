@@ -1,10 +1,12 @@
 //! [`Value`]: the object a checkpoint pickles, as plain data, with tensors replaced by their
 //! index in the checkpoint's tensor list; and the conversion from the machine's items.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::mem::size_of;
 
+use super::item::{Item, Object};
 use super::latin1::{decode_latin1, utf8};
-use super::machine::{Item, Machine, Object};
+use super::machine::Machine;
 
 /// Deepest a value tree may nest (a demucs package nests 4 deep; a cycle made with the memo
 /// hits this limit).
@@ -145,13 +147,12 @@ pub enum TensorSource {
     Numpy(usize),
 }
 
-/// Converts a machine's items into [`Value`]s, numbering the tensors it meets.
+/// Converts a machine's items into [`Value`]s, numbering the tensors it meets; every value and
+/// every copy of a string is charged to the machine's [`ReadBudget`](super::ReadBudget), which
+/// bounds the tree a pickle that shares containers and strings through its memo unfolds into.
 pub struct TreeBuilder<'m, 'a> {
     /// The machine that made the items.
     machine: &'m Machine<'a>,
-    /// Nodes left to make: bounds the tree a pickle that shares containers through its memo
-    /// can unfold into.
-    budget: usize,
     /// The tensors met, in order.
     pub tensors: Vec<TensorSource>,
     /// Index into `tensors` by source.
@@ -159,11 +160,10 @@ pub struct TreeBuilder<'m, 'a> {
 }
 
 impl<'m, 'a> TreeBuilder<'m, 'a> {
-    /// A builder for `machine`'s items, making at most `max_nodes` values.
-    pub fn new(machine: &'m Machine<'a>, max_nodes: usize) -> Self {
+    /// A builder for `machine`'s items, charging the machine's budget.
+    pub fn new(machine: &'m Machine<'a>) -> Self {
         Self {
             machine,
-            budget: max_nodes,
             tensors: Vec::new(),
             tensor_index: HashMap::new(),
         }
@@ -172,7 +172,7 @@ impl<'m, 'a> TreeBuilder<'m, 'a> {
     /// `item` as a [`Value`]. Refuses ints beyond 64 bits, strings that are not UTF-8, dict keys
     /// other than `str`, `int`, `bool` and `None` or given twice, numpy arrays without their
     /// state, numpy dtypes and bare storages as values, nesting deeper than
-    /// [`MAX_VALUE_DEPTH`] (or a cycle), and a tree larger than the budget.
+    /// [`MAX_VALUE_DEPTH`] (or a cycle), and a tree larger than the read's budget allows.
     pub fn convert(&mut self, item: &Item<'a>) -> Result<Value, String> {
         self.convert_at(item, 0)
     }
@@ -183,11 +183,7 @@ impl<'m, 'a> TreeBuilder<'m, 'a> {
                 "values nest deeper than {MAX_VALUE_DEPTH} (or a container contains itself)"
             ));
         }
-        self.budget = self.budget.checked_sub(1).ok_or_else(|| {
-            "the pickle unfolds into more values than its size allows (containers shared \
-             through the memo)"
-                .to_string()
-        })?;
+        self.charge(size_of::<Value>() + heap_bytes(item))?;
         Ok(match item {
             Item::None => Value::None,
             Item::Bool(value) => Value::Bool(*value),
@@ -238,13 +234,16 @@ impl<'m, 'a> TreeBuilder<'m, 'a> {
 
     /// A dict, refusing unhashable-looking and duplicate keys.
     fn dict(&mut self, items: &[(Item<'a>, Item<'a>)], depth: usize) -> Result<Value, String> {
-        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        self.charge(items.len() * size_of::<KeyIdentity<'a>>() * 2)?;
+        let mut seen = HashSet::with_capacity(items.len());
         let mut converted = Vec::with_capacity(items.len());
         for (key, value) in items {
-            let key_value = match key {
-                Item::Str(_) | Item::Int(_) | Item::Bool(_) | Item::None => {
-                    self.convert_at(key, depth + 1)?
-                }
+            let identity = match key {
+                // Python's True == 1 and False == 0 as keys.
+                Item::Bool(flag) => KeyIdentity::Int(i64::from(*flag)),
+                Item::Int(number) => KeyIdentity::Int(*number),
+                Item::Str(text) => KeyIdentity::Str(text),
+                Item::None => KeyIdentity::None,
                 other => {
                     return Err(format!(
                         "a dict key is {}, not a str, int, bool or None",
@@ -252,13 +251,7 @@ impl<'m, 'a> TreeBuilder<'m, 'a> {
                     ))
                 }
             };
-            let identity = match &key_value {
-                // Python's True == 1 and False == 0 as keys.
-                Value::Bool(flag) => format!("i{}", i64::from(*flag)),
-                Value::Int(number) => format!("i{number}"),
-                Value::Str(text) => format!("s{text}"),
-                _ => "n".to_string(),
-            };
+            let key_value = self.convert_at(key, depth + 1)?;
             if !seen.insert(identity) {
                 return Err(format!(
                     "a dict holds the key {} twice",
@@ -271,11 +264,40 @@ impl<'m, 'a> TreeBuilder<'m, 'a> {
         Ok(Value::Dict(converted))
     }
 
+    /// Charges `bytes` of the tree to the read's budget.
+    fn charge(&self, bytes: usize) -> Result<(), String> {
+        self.machine
+            .budget()
+            .charge(bytes as u64, "the pickle's value tree (containers and strings the memo shares are copied each time they are used)")
+    }
+
     /// The tree's index for the tensor from `source`.
     fn tensor(&mut self, source: TensorSource) -> usize {
         *self.tensor_index.entry(source).or_insert_with(|| {
             self.tensors.push(source);
             self.tensors.len() - 1
         })
+    }
+}
+
+/// A dict key as Python compares it, borrowed from the pickle.
+#[derive(PartialEq, Eq, Hash)]
+enum KeyIdentity<'a> {
+    /// An int or a bool.
+    Int(i64),
+    /// A str's bytes.
+    Str(&'a [u8]),
+    /// `None`.
+    None,
+}
+
+/// The bytes `item` copies onto the heap when converted (a string's text, a global's names).
+fn heap_bytes(item: &Item<'_>) -> usize {
+    match item {
+        Item::Str(text) => text.len(),
+        Item::Bytes(bytes) => bytes.len(),
+        Item::Latin1Bytes { len_bytes, .. } => *len_bytes,
+        Item::Global(global) => global.module.len() + global.name.len(),
+        _ => 0,
     }
 }

@@ -13,7 +13,7 @@ use super::description::{
     is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily, Recognition,
     MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
-use super::htdemucs::{demucs_layout, window, DEMUCS_SOURCES};
+use super::htdemucs::{demucs_layout, demucs_stems, windows};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
@@ -25,9 +25,6 @@ const MIX: &str = "mix";
 const SPEC: &str = "spec";
 const WAVE_STEMS: &str = "wave_stems";
 const SPEC_STEMS: &str = "spec_stems";
-
-/// Metadata key of the stem names (comma-separated, in output order).
-const STEMS_METADATA_KEY: &str = "stemflow.stems";
 
 /// Recognises a converted HTDemucs graph by its two named inputs and outputs; `None` for any
 /// other graph.
@@ -91,29 +88,7 @@ fn describe(
             chunk_frames.div_ceil(hop_frames)
         )));
     }
-    let num_stems = w[1] as usize;
-    let stems: Vec<String> = match recognition.signature.metadata.get(STEMS_METADATA_KEY) {
-        Some(names) => {
-            let names: Vec<String> = names.split(',').map(|n| n.trim().to_owned()).collect();
-            if names.len() != num_stems || names.iter().any(String::is_empty) {
-                return Err(recognition.params_error(format!(
-                    "its {STEMS_METADATA_KEY} metadata names {} stems, the graph has {num_stems}",
-                    names.len()
-                )));
-            }
-            names
-        }
-        None if num_stems == 4 || num_stems == 6 => DEMUCS_SOURCES[..num_stems]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        None => {
-            return Err(recognition.params_error(format!(
-                "a {num_stems}-stem HTDemucs graph needs its stem names in \
-                 {STEMS_METADATA_KEY} metadata"
-            )))
-        }
-    };
+    let stems = demucs_stems(recognition, w[1] as usize)?;
     let layout = demucs_layout(recognition, chunk_frames)?;
     Ok(ModelDescription {
         family: ModelFamily::HtDemucs,
@@ -146,8 +121,7 @@ pub struct HtDemucsStftPipeline {
 
 impl FamilyPipeline for HtDemucsStftPipeline {
     fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
-        let window = window(chunk_frames);
-        (window.clone(), window)
+        windows(chunk_frames)
     }
 
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {

@@ -12,10 +12,12 @@ use super::description::{
     Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::overlap_add::{ChunkLayout, Lead};
-use super::params::{uvr_table_entry, ModelParams};
+use super::params::{read_sidecar, uvr_table_entry, ModelParams};
 use super::stem_sources::{stem_for_name, StemSource};
 use super::stft::{Complex64, Stft};
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
+use crate::runtime::graph_files::model_of_gpu_graph;
 use crate::runtime::runner::ModelRunner;
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -71,6 +73,99 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
                 (dim_t as f64).log2().round() as i64
             ))
         })?;
+    let setup = setup(recognition, &params, dim_f as usize, dim_t as usize)?;
+    Ok(ModelDescription {
+        family: ModelFamily::MdxNet,
+        pipeline: std::sync::Arc::new(setup.params),
+        stems: setup.stems,
+        stem_sources: setup.stem_sources,
+        layout: setup.layout,
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        io: GraphIo::single(
+            &input.name,
+            &output.name,
+            vec![1, 4, dim_f as usize, dim_t as usize],
+        ),
+        params_source: setup.source,
+        is_float16: false,
+    })
+}
+
+/// The STFT (`n_fft`, hop) of the MDX-Net model file `path`, from UVR's model table or its
+/// sidecar: what its graph for GPUs wraps it in. `None` when neither gives one. Not
+/// realtime-safe: reads the file.
+pub fn stft_of_model(path: &std::path::Path) -> Option<(usize, usize)> {
+    let bytes = std::fs::read(path).ok()?;
+    let params = uvr_table_entry(&bytes).or_else(|| read_sidecar(path).ok().flatten())?;
+    let n_fft = params.usize("mdx_n_fft_scale_set")?;
+    let hop = match params.values.get("hop_length") {
+        None => 1024,
+        Some(_) => params.usize("hop_length").filter(|&h| h > 0)?,
+    };
+    Some((n_fft, hop))
+}
+
+/// What an MDX-Net model's parameters make of its graph.
+struct Setup {
+    params: MdxParams,
+    stems: Vec<String>,
+    stem_sources: [StemSource; NUM_SEPARATED_STEMS],
+    layout: ChunkLayout,
+    source: String,
+}
+
+/// The MDX-Net a waveform graph of `chunk_frames`-frame chunks is (a GPU graph Stemflow made
+/// from a published MDX-Net graph: its parameters are the published graph's, `NAME.onnx` beside
+/// it, by UVR's model table or its sidecar).
+pub(super) fn waveform_family(
+    recognition: &Recognition<'_>,
+    chunk_frames: usize,
+    num_stems: usize,
+) -> Result<WaveformFamily, ModelError> {
+    let model = model_of_gpu_graph(recognition.path).ok_or_else(|| {
+        recognition.params_error(
+            "an MDX-Net graph for GPUs needs its model beside it (NAME.onnx for NAME.gpu.onnx): \
+             its parameters come from UVR's table by that file"
+                .into(),
+        )
+    })?;
+    let bytes = std::fs::read(&model)
+        .map_err(|e| recognition.params_error(format!("{}: {e}", model.display())))?;
+    let sidecar = read_sidecar(&model).map_err(|e| recognition.params_error(e))?;
+    let params = uvr_table_entry(&bytes).or(sidecar).ok_or_else(|| {
+        recognition.params_error(format!(
+            "{} is neither in UVR's model table nor has a sidecar with its parameters",
+            model.display()
+        ))
+    })?;
+    let dim = |key: &str| params.usize(key).unwrap_or(0);
+    let (dim_f, dim_t) = (dim("mdx_dim_f_set"), 1usize << dim("mdx_dim_t_set").min(20));
+    let setup = setup(recognition, &params, dim_f, dim_t)?;
+    if num_stems != 1 || setup.layout.chunk_frames != chunk_frames {
+        return Err(recognition.params_error(format!(
+            "its chunks ({chunk_frames} frames, {num_stems} stems) are not those of {} ({} \
+             frames, 1 stem)",
+            setup.source, setup.layout.chunk_frames
+        )));
+    }
+    Ok(WaveformFamily {
+        family: ModelFamily::MdxNet,
+        stems: setup.stems,
+        stem_sources: setup.stem_sources,
+        layout: setup.layout,
+        windows: equal_windows,
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        params_source: setup.source,
+    })
+}
+
+/// Checks `params` against a graph of `dim_f` bins and `dim_t` frames.
+fn setup(
+    recognition: &Recognition<'_>,
+    params: &ModelParams,
+    dim_f: usize,
+    dim_t: usize,
+) -> Result<Setup, ModelError> {
     let source = params.source.clone().unwrap_or_default();
     let required = |key: &str| {
         params.usize(key).ok_or_else(|| {
@@ -86,8 +181,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         )));
     }
     let want_t = 1usize << dim_t_log2;
-    if want_f != dim_f as usize || want_t != dim_t as usize || want_f > n_fft / 2 + 1 || n_fft < 16
-    {
+    if want_f != dim_f || want_t != dim_t || want_f > n_fft / 2 + 1 || n_fft < 16 {
         return Err(recognition.params_error(format!(
             "{source} says dim_f {want_f}, dim_t {want_t}, n_fft {n_fft}, but the graph takes dim_f {dim_f}, dim_t {dim_t}"
         )));
@@ -103,21 +197,21 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
                 ))
             })?,
     };
-    let overlap = checked_f64(&params, "overlap", 0.25)
+    let overlap = checked_f64(params, "overlap", 0.25)
         .map_err(|m| recognition.params_error(format!("{source}: {m}")))?;
     if !OVERLAP_RANGE.contains(&overlap) {
         return Err(recognition.params_error(format!(
             "{source}: overlap {overlap} is out of range (0 to below 0.95)"
         )));
     }
-    let chunk_frames = hop_frames * (dim_t as usize - 1);
+    let chunk_frames = hop_frames * (dim_t - 1);
     if chunk_frames > MAX_CHUNK_FRAMES || chunk_frames <= n_fft {
         return Err(recognition.params_error(format!(
             "{source}: chunk of {chunk_frames} frames out of range"
         )));
     }
     let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
-    let compensate = checked_f64(&params, "compensate", 1.0)
+    let compensate = checked_f64(params, "compensate", 1.0)
         .map_err(|m| recognition.params_error(format!("{source}: {m}")))?;
     if !COMPENSATE_RANGE.contains(&compensate) {
         return Err(recognition.params_error(format!(
@@ -136,16 +230,15 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         Some(stem) => stem_sources[stem.index()] = StemSource::Output(0, compensate),
         None => stem_sources[Stem::Vocals.index()] = StemSource::MixMinus(0, compensate),
     }
-    Ok(ModelDescription {
-        family: ModelFamily::MdxNet,
-        pipeline: std::sync::Arc::new(MdxParams {
+    Ok(Setup {
+        params: MdxParams {
             n_fft,
             hop_frames,
-            dim_f: dim_f as usize,
-            dim_t: dim_t as usize,
+            dim_f,
+            dim_t,
             compensate,
             primary_stem,
-        }),
+        },
         stems: vec![primary],
         stem_sources,
         layout: ChunkLayout {
@@ -154,14 +247,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             lead: Lead::Zeros(n_fft / 2),
             window_start_frames: 0,
         },
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        io: GraphIo::single(
-            &input.name,
-            &output.name,
-            vec![1, 4, dim_f as usize, dim_t as usize],
-        ),
-        params_source: source,
-        is_float16: false,
+        source,
     })
 }
 
@@ -179,13 +265,18 @@ fn checked_f64(params: &ModelParams, key: &str, default: f64) -> Result<f64, Str
 
 impl FamilyPipeline for MdxParams {
     fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
-        let window = window(chunk_frames);
-        (window.clone(), window)
+        equal_windows(chunk_frames)
     }
 
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
         Box::new(MdxCodec::new(self, description.layout.chunk_frames))
     }
+}
+
+/// [`window`] for the first chunk and every other.
+fn equal_windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+    let window = window(chunk_frames);
+    (window.clone(), window)
 }
 
 /// `np.hanning(n)`: the symmetric Hann window, the same for every chunk.

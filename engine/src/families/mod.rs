@@ -25,6 +25,7 @@
 //! piano are folded back into `Other` unless the user asks for them ([`crate::ExtraStems`]).
 
 pub mod description;
+mod device_graph;
 pub mod htdemucs;
 pub mod htdemucs_stft_outside;
 pub mod look_ahead_schedule;
@@ -37,6 +38,8 @@ pub mod roformer;
 pub mod spleeter;
 pub mod stem_sources;
 pub mod stft;
+pub mod waveform;
+mod waveform_family;
 
 pub use description::{ModelDescription, ModelFamily, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ};
 pub use model_separator::ModelSeparator;

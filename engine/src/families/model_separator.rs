@@ -1,22 +1,24 @@
 //! [`ModelSeparator`]: a model of any family, streamed chunk by chunk through the family's
 //! codec and the overlap-add its reference uses.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 use super::description::{ChunkCodec, ModelDescription};
+use super::device_graph::{
+    graph_for_choice, load_exact, load_graph, prepare_graph, LoadedGraph, ReadyGraph,
+};
 use super::look_ahead_schedule::look_ahead_schedule;
-use super::overlap_add::{OverlapAdd, ReadyChunk};
-use super::recognise::describe_model;
+use super::overlap_add::{ChunkLayout, OverlapAdd, ReadyChunk};
 use super::stem_sources::StemSource;
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
+use crate::runtime::device_id::DeviceId;
+use crate::runtime::device_switch::DeviceSwitch;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceEvent};
-use crate::runtime::model_file::read_model_file;
+use crate::runtime::graph_files::{graph_for, GraphChoice};
 use crate::runtime::runner::ModelRunner;
-use crate::runtime::session::discard_spare_session;
-use crate::runtime::session::AcquiredSession;
+use crate::runtime::session::{AcquiredSession, Precision, DEFAULT_GPU_PRECISION};
 use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest};
 use crate::stem::Stem;
 use crate::stream::SCHEDULING_MARGIN_MS;
@@ -38,6 +40,19 @@ pub struct ModelSeparator {
     info: SeparatorInfo,
     /// Chunks run through the model so far.
     model_runs: u64,
+    /// The model as chosen: where its graphs for every device lie.
+    model_path: PathBuf,
+    /// The graph running now.
+    graph: GraphChoice,
+    /// The precision of GPU graphs.
+    precision: Precision,
+    /// The chunking of the model's reference (before a shorter look-ahead): another graph of
+    /// the model must chunk alike to take over.
+    reference_layout: ChunkLayout,
+    /// Another graph being made ready on a helper thread (a device switch across graphs).
+    graph_switch: DeviceSwitch<ReadyGraph>,
+    /// Whether a mid-run fallback of a GPU graph to the CPU was answered with the CPU graph.
+    is_fallback_answered: bool,
 }
 
 impl ModelSeparator {
@@ -53,19 +68,54 @@ impl ModelSeparator {
         device: DeviceChoice,
         look_ahead: LookAhead,
     ) -> Result<Self, ModelError> {
-        let model = Arc::new(read_model_file(path)?);
-        let loaded = describe_model(path, &model).and_then(|description| {
-            let runner = ModelRunner::new(model.clone(), device, description.io.clone())?;
-            Ok((description, runner))
-        });
-        // The runner took the session built to read the signature, if it runs on the CPU.
-        discard_spare_session();
-        let (description, runner) = loaded?;
-        Ok(Self::with_runner(
-            runner,
-            description,
-            model.name.clone(),
-            look_ahead,
+        Self::load_at(path, device, look_ahead, DEFAULT_GPU_PRECISION)
+    }
+
+    /// [`ModelSeparator::load_with`] running GPU graphs at `precision`: the graph that runs is
+    /// the model's GPU graph of that precision on a GPU (`NAME.gpu.onnx`, `NAME.gpu-f16.onnx`,
+    /// see [`crate::runtime::graph_files`]), its CPU graph on the CPU. Not realtime-safe.
+    pub fn load_at(
+        path: &Path,
+        device: DeviceChoice,
+        look_ahead: LookAhead,
+        precision: Precision,
+    ) -> Result<Self, ModelError> {
+        let loaded = load_graph(path, device, precision)?;
+        Ok(Self::from_loaded(loaded, path, look_ahead, precision))
+    }
+
+    /// The separator of a graph `loaded` for the model `path`.
+    fn from_loaded(
+        loaded: LoadedGraph,
+        path: &Path,
+        look_ahead: LookAhead,
+        precision: Precision,
+    ) -> Self {
+        let reference_layout = loaded.description.layout;
+        let mut separator =
+            Self::with_runner(loaded.runner, loaded.description, loaded.name, look_ahead);
+        separator.model_path = path.to_path_buf();
+        separator.graph = loaded.graph;
+        separator.precision = precision;
+        separator.reference_layout = reference_layout;
+        separator
+    }
+
+    /// For tests: runs exactly `graph` of the model `path` on `device` (a GPU graph on the
+    /// CPU, say), whatever it is made for; device switches then choose as usual. Not
+    /// realtime-safe.
+    #[doc(hidden)]
+    pub fn load_exactly(
+        path: &Path,
+        graph: GraphChoice,
+        device: DeviceChoice,
+    ) -> Result<Self, ModelError> {
+        let loaded = load_exact(&graph, device)?;
+        Ok(Self::from_loaded(
+            loaded,
+            path,
+            LookAhead::Full,
+            DEFAULT_GPU_PRECISION,
         ))
     }
 
@@ -75,6 +125,7 @@ impl ModelSeparator {
         name: String,
         look_ahead: LookAhead,
     ) -> Self {
+        let reference_layout = description.layout;
         let num_outputs = description.stems.len();
         let chunk = description.layout.chunk_frames;
         let (mut first_window, mut window) = description.pipeline.windows(chunk);
@@ -121,6 +172,15 @@ impl ModelSeparator {
             description,
             info,
             model_runs: 0,
+            model_path: PathBuf::new(),
+            graph: GraphChoice {
+                path: PathBuf::new(),
+                gpu_precision: None,
+            },
+            precision: DEFAULT_GPU_PRECISION,
+            reference_layout,
+            graph_switch: DeviceSwitch::default(),
+            is_fallback_answered: false,
         };
         if is_shortened {
             let factor = separator.measure_real_time_factor();
@@ -159,6 +219,79 @@ impl ModelSeparator {
     /// The session in use.
     pub fn session(&self) -> &AcquiredSession {
         self.runner.session()
+    }
+
+    /// The graph file running now (the model's GPU graph or its CPU graph).
+    pub fn graph_path(&self) -> &Path {
+        &self.graph.path
+    }
+
+    /// Moves the model to `choice`: on the same graph through the runner; to the model's other
+    /// graph (a GPU graph on a GPU, the CPU graph on the CPU) built on a helper thread and
+    /// swapped in with its codec by [`ModelSeparator::poll_graph_switch`]. Not realtime-safe:
+    /// may spawn a thread.
+    fn request_device(&mut self, choice: DeviceChoice) {
+        let graph = graph_for_choice(&self.model_path, choice, self.precision);
+        // A newer request replaces an older one of either kind.
+        self.graph_switch = DeviceSwitch::default();
+        if self.model_path.as_os_str().is_empty() || graph.path == self.graph.path {
+            self.runner.request_device(choice);
+            return;
+        }
+        self.runner.cancel_device_switch();
+        self.start_graph_switch(graph, choice);
+    }
+
+    fn start_graph_switch(&mut self, graph: GraphChoice, choice: DeviceChoice) {
+        let cpu_graph = graph_for(&self.model_path, DeviceId::CPU, self.precision).path;
+        let name = self.info.name().to_owned();
+        self.graph_switch
+            .start_job(name, move || prepare_graph(graph, cpu_graph, choice));
+    }
+
+    /// Installs a graph made ready by a switch, with its codec, when it chunks as the running
+    /// one does; reports the switch (or why it failed). A GPU graph that fell back to the CPU
+    /// mid-run gives way to the CPU graph. Not realtime-safe: drops the old session.
+    fn poll_graph_switch(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
+        match self.graph_switch.poll() {
+            Some(Ok(ready)) => {
+                let same = ready.description.layout == self.reference_layout
+                    && ready.description.stems == self.description.stems
+                    && ready.description.sample_rate_hz == self.description.sample_rate_hz;
+                if !same {
+                    events(DeviceEvent::DeviceSwitchFailed(format!(
+                        "{} chunks or names its stems differently from {}: it is not the same \
+                         model's graph",
+                        ready.graph.path.display(),
+                        self.graph.path.display()
+                    )));
+                    return;
+                }
+                let mut description = ready.description;
+                description.layout = self.description.layout;
+                self.codec = description.pipeline.codec(&description);
+                let mut active =
+                    self.runner
+                        .replace_graph(ready.session, ready.source, description.io.clone());
+                if let Some(reason) = ready.fallback {
+                    active.fallback_reason = Some(reason);
+                }
+                self.description = description;
+                self.graph = ready.graph;
+                events(DeviceEvent::DeviceSwitched(active));
+            }
+            Some(Err(error)) => events(DeviceEvent::DeviceSwitchFailed(error.to_string())),
+            None => {}
+        }
+        let fell_back = self.graph.gpu_precision.is_some()
+            && self.runner.active_device().actual == DeviceId::CPU;
+        if fell_back && !self.is_fallback_answered && !self.graph_switch.is_pending() {
+            self.is_fallback_answered = true;
+            let cpu_graph = graph_for(&self.model_path, DeviceId::CPU, self.precision);
+            if cpu_graph.path != self.graph.path {
+                self.start_graph_switch(cpu_graph, DeviceChoice::Device(DeviceId::CPU));
+            }
+        }
     }
 }
 
@@ -236,12 +369,13 @@ impl Separator for ModelSeparator {
 
     fn request(&mut self, request: SeparatorRequest) {
         match request {
-            SeparatorRequest::SetDevice(choice) => self.runner.request_device(choice),
+            SeparatorRequest::SetDevice(choice) => self.request_device(choice),
         }
     }
 
     fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         self.runner.poll_events(events);
+        self.poll_graph_switch(events);
     }
 
     fn device(&self) -> Option<ActiveDevice> {

@@ -6,7 +6,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::description::{ModelDescription, Recognition, EXPECTED_SIGNATURES};
-use super::{htdemucs, htdemucs_stft_outside, mdx_net, params, roformer, spleeter};
+use super::{htdemucs_stft_outside, mdx_net, params, roformer, spleeter, waveform};
 use crate::model_error::ModelError;
 use crate::runtime::model_file::ModelBytes;
 use crate::runtime::session::with_spare_cpu_session;
@@ -106,9 +106,10 @@ pub fn describe_signature(
     let recognisers: &[Recogniser] = if signature.inputs.len() == 2 {
         &[htdemucs_stft_outside::recognise]
     } else {
+        // Waveform graphs first: a GPU graph carries its family's tag (Spleeter's too).
         &[
+            waveform::recognise,
             spleeter::recognise,
-            htdemucs::recognise,
             mdx_net::recognise,
             roformer::recognise,
         ]

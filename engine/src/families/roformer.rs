@@ -16,6 +16,7 @@ use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 
@@ -56,6 +57,77 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
     {
         return Err(recognition.mismatch());
     }
+    let setup = setup(
+        recognition,
+        num_stems as usize,
+        GraphShape::Spectrum { bins2, frames },
+    )?;
+    Ok(ModelDescription {
+        family: ModelFamily::RoFormer,
+        stem_sources: stem_sources_by_name(&setup.stems, 1.0),
+        pipeline: std::sync::Arc::new(setup.params),
+        stems: setup.stems,
+        layout: setup.layout,
+        sample_rate_hz: setup.sample_rate_hz,
+        io: GraphIo::single(
+            &input.name,
+            &output.name,
+            vec![1, bins2 as usize, frames as usize, 2],
+        ),
+        params_source: setup.source,
+        is_float16: false,
+    })
+}
+
+/// The shape of a RoFormer graph's chunks.
+#[derive(Debug, Clone, Copy)]
+enum GraphShape {
+    /// The spectrum contract: `2·(n_fft/2 + 1)` rows, `frames` frames.
+    Spectrum { bins2: i64, frames: i64 },
+    /// A waveform graph (a GPU graph): chunks of this many frames.
+    Waveform { chunk_frames: usize },
+}
+
+/// What a RoFormer's parameters make of its graph: the processing around it, the stems and
+/// the chunking.
+struct Setup {
+    params: RoFormerParams,
+    stems: Vec<String>,
+    layout: ChunkLayout,
+    sample_rate_hz: u32,
+    source: String,
+}
+
+/// The RoFormer of `num_stems` stems a waveform graph of `chunk_frames`-frame chunks is (a GPU
+/// graph Stemflow converted: its parameters in the graph's metadata).
+pub(super) fn waveform_family(
+    recognition: &Recognition<'_>,
+    chunk_frames: usize,
+    num_stems: usize,
+) -> Result<WaveformFamily, ModelError> {
+    let setup = setup(
+        recognition,
+        num_stems,
+        GraphShape::Waveform { chunk_frames },
+    )?;
+    Ok(WaveformFamily {
+        family: ModelFamily::RoFormer,
+        stem_sources: stem_sources_by_name(&setup.stems, 1.0),
+        stems: setup.stems,
+        layout: setup.layout,
+        windows,
+        sample_rate_hz: setup.sample_rate_hz,
+        params_source: setup.source,
+    })
+}
+
+/// Reads and checks a RoFormer's parameters (sidecar, else the graph's metadata, else MSST's
+/// defaults) against its graph.
+fn setup(
+    recognition: &Recognition<'_>,
+    num_stems: usize,
+    shape: GraphShape,
+) -> Result<Setup, ModelError> {
     let params = match recognition.sidecar.clone() {
         Some(sidecar) => sidecar,
         None => metadata_params(recognition)?.unwrap_or_default(),
@@ -88,18 +160,30 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             recognition.params_error(format!("{source}: hop_length 0 is not a valid STFT hop"))
         );
     }
-    if n_fft / 2 + 1 != bins2 as usize / 2 {
-        return Err(recognition.params_error(format!(
-            "the graph takes {} bins per channel, which does not match n_fft {n_fft} from {source} (set `n_fft` in the sidecar)",
-            bins2 / 2
-        )));
-    }
-    let chunk_frames = hop_frames * (frames as usize - 1);
+    let (chunk_frames, frames) = match shape {
+        GraphShape::Spectrum { bins2, frames } => {
+            if n_fft / 2 + 1 != bins2 as usize / 2 {
+                return Err(recognition.params_error(format!(
+                    "the graph takes {} bins per channel, which does not match n_fft {n_fft} from {source} (set `n_fft` in the sidecar)",
+                    bins2 / 2
+                )));
+            }
+            (hop_frames * (frames as usize - 1), frames as usize)
+        }
+        GraphShape::Waveform { chunk_frames } => {
+            if !chunk_frames.is_multiple_of(hop_frames) {
+                return Err(recognition.params_error(format!(
+                    "{source}: a chunk of {chunk_frames} frames is not a whole number of hops of {hop_frames}"
+                )));
+            }
+            (chunk_frames, chunk_frames / hop_frames + 1)
+        }
+    };
     if let Some((key, _)) = find(&["chunk_size", "inference.chunk_size", "audio.chunk_size"]) {
         let configured = get(&[key], 0)?;
         if configured != chunk_frames {
             return Err(recognition.params_error(format!(
-                "{source}: {key} {configured} does not match the graph's {frames} frames × hop {hop_frames}"
+                "{source}: {key} {configured} does not match the graph's chunk of {chunk_frames} frames ({frames} frames × hop {hop_frames})"
             )));
         }
     }
@@ -134,7 +218,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             )))
         }
     };
-    if stems.len() != num_stems as usize {
+    if stems.len() != num_stems {
         return Err(recognition.params_error(format!(
             "{source} names {} stems but the graph has {num_stems}",
             stems.len()
@@ -154,15 +238,13 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         )));
     }
     let border = chunk_frames - step_frames;
-    Ok(ModelDescription {
-        family: ModelFamily::RoFormer,
-        pipeline: std::sync::Arc::new(RoFormerParams {
+    Ok(Setup {
+        params: RoFormerParams {
             n_fft,
             hop_frames,
-            frames: frames as usize,
+            frames,
             zero_dc,
-        }),
-        stem_sources: stem_sources_by_name(&stems, 1.0),
+        },
         stems,
         layout: ChunkLayout {
             chunk_frames,
@@ -171,13 +253,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
             window_start_frames: 0,
         },
         sample_rate_hz: sample_rate_hz as u32,
-        io: GraphIo::single(
-            &input.name,
-            &output.name,
-            vec![1, bins2 as usize, frames as usize, 2],
-        ),
-        params_source: source,
-        is_float16: false,
+        source,
     })
 }
 

@@ -30,6 +30,7 @@ use super::description::{
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64};
+use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
 
@@ -177,6 +178,49 @@ fn stem_names(
     Ok((stems, source))
 }
 
+/// The Spleeter of `num_stems` stems a waveform graph of `chunk_frames`-frame chunks is (a GPU
+/// graph Stemflow converted: the STFT, masks and inverse STFT inside, each chunk's output
+/// divided by its own envelope, which weighs it here as for the CPU graph's codec).
+pub(super) fn waveform_family(
+    recognition: &Recognition<'_>,
+    chunk_frames: usize,
+    num_stems: usize,
+) -> Result<WaveformFamily, ModelError> {
+    let segment_frames = segment_frames_of(chunk_frames)
+        .filter(|frames| frames.is_multiple_of(SPLEETER_FRAMES_MULTIPLE))
+        .ok_or_else(|| {
+            recognition.params_error(format!(
+                "a Spleeter waveform graph takes chunks of (T − 1)·1024 + 4096 frames, T a \
+                 multiple of 64; this one takes {chunk_frames}"
+            ))
+        })?;
+    let (stems, source) = stem_names(recognition, num_stems)?;
+    Ok(WaveformFamily {
+        family: ModelFamily::Spleeter,
+        stem_sources: stem_sources_by_name(&stems, 1.0),
+        stems,
+        layout: chunk_layout(segment_frames),
+        windows: envelope_windows,
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        params_source: source,
+    })
+}
+
+/// The STFT frames a chunk of `chunk_frames` holds, when it holds a whole number of them.
+fn segment_frames_of(chunk_frames: usize) -> Option<usize> {
+    let rest = chunk_frames.checked_sub(SPLEETER_N_FFT)?;
+    rest.is_multiple_of(SPLEETER_HOP_FRAMES)
+        .then(|| rest / SPLEETER_HOP_FRAMES + 1)
+        .filter(|&frames| frames > 0)
+}
+
+/// Every chunk's overlap-add weights: its segment's envelope.
+fn envelope_windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
+    let frames = segment_frames_of(chunk_frames).unwrap_or(1);
+    let envelope = segment_envelope(frames);
+    (envelope.clone(), envelope)
+}
+
 /// Segments of `segment_frames` STFT frames as overlap-add chunks of the zero-led signal.
 pub fn chunk_layout(segment_frames: usize) -> ChunkLayout {
     ChunkLayout {
@@ -205,9 +249,8 @@ fn segment_envelope(segment_frames: usize) -> Vec<f64> {
 
 impl FamilyPipeline for SpleeterParams {
     fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
-        let envelope = segment_envelope(self.segment_frames);
-        debug_assert_eq!(envelope.len(), chunk_frames);
-        (envelope.clone(), envelope)
+        debug_assert_eq!(segment_frames_of(chunk_frames), Some(self.segment_frames));
+        envelope_windows(chunk_frames)
     }
 
     fn codec(&self, _description: &ModelDescription) -> Box<dyn ChunkCodec> {

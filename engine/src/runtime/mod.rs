@@ -25,6 +25,7 @@ pub mod fair_mutex;
 pub mod fold_plan;
 pub mod gpu_tuning;
 pub mod graph_cache;
+pub mod graph_files;
 pub mod graph_io;
 pub mod model_file;
 pub mod plain_run;

@@ -35,10 +35,7 @@ impl ModelRunner {
         device: DeviceChoice,
         io: GraphIo,
     ) -> Result<Self, ModelError> {
-        let warm_up: WarmUp = {
-            let io = io.clone();
-            Arc::new(move |slot| slot.warm_up(&io))
-        };
+        let warm_up = warm_up_for(&io);
         let session = acquire_session(&model, device, warm_up.as_ref())?;
         // The session holds what it needs: the bytes (the whole file) are not kept.
         let model = ModelSource::of(&model);
@@ -95,16 +92,38 @@ impl ModelRunner {
         fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
         read: impl FnOnce(&[&[f32]]) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut inputs: Vec<Vec<f32>> = self
-            .io
+        self.run_batch(1, fill, read)
+    }
+
+    /// [`ModelRunner::run_all`] on a batch of `batch` items in one model run, for a graph whose
+    /// inputs' first dimension is its batch ([`GraphIo`] holds one item's shapes, first
+    /// dimension 1): `fill` writes item after item, `read` gets the outputs of all of them, item
+    /// after item. The session's bound device buffers hold one item's shapes, so a batch of
+    /// several is handed to ONNX Runtime as tensors. Not realtime-safe.
+    pub fn run_batch(
+        &mut self,
+        batch: usize,
+        fill: impl FnOnce(&mut [Vec<f32>]) -> Result<(), String>,
+        read: impl FnOnce(&[&[f32]]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let io = GraphIo {
+            inputs: self
+                .io
+                .inputs
+                .iter()
+                .map(|(name, shape)| Ok((name.clone(), batch_shape(shape, batch)?)))
+                .collect::<Result<_, String>>()?,
+            outputs: self.io.outputs.clone(),
+        };
+        let mut inputs: Vec<Vec<f32>> = io
             .inputs
             .iter()
             .map(|(_, shape)| vec![0.0f32; shape.iter().product()])
             .collect();
         fill(&mut inputs)?;
         let mut read = Some(read);
-        let io = &self.io.clone();
-        let bound = match self.session.session.binds_io() {
+        let io = &io;
+        let bound = match batch == 1 && self.session.session.binds_io() {
             true => self
                 .session
                 .session
@@ -114,8 +133,8 @@ impl ModelRunner {
         let result = match bound {
             Some(Err(error)) => {
                 self.fall_back_to_cpu(error)?;
-                let tensors = to_tensors(&self.io, inputs)?;
-                run_tensors_on(&self.session, &self.io, &tensors, &mut read)
+                let tensors = to_tensors(io, inputs)?;
+                run_tensors_on(&self.session, io, &tensors, &mut read)
             }
             Some(result) => result,
             None => {
@@ -123,7 +142,7 @@ impl ModelRunner {
                 match run_tensors_on(&self.session, io, &tensors, &mut read) {
                     Err(error) if self.active.actual != DeviceId::CPU => {
                         self.fall_back_to_cpu(error)?;
-                        run_tensors_on(&self.session, &self.io, &tensors, &mut read)
+                        run_tensors_on(&self.session, io, &tensors, &mut read)
                     }
                     result => result,
                 }
@@ -156,11 +175,64 @@ impl ModelRunner {
         Ok(())
     }
 
+    /// Runs another graph from now on: `session` (acquired with [`ModelRunner::acquire`]) for
+    /// `model` with `io`. A graph switch made on a helper thread is installed this way (the same
+    /// graph on another device: [`ModelRunner::request_device`]). Returns the device it runs
+    /// on, reported as switched. Not realtime-safe: drops the old session.
+    pub fn replace_graph(
+        &mut self,
+        session: AcquiredSession,
+        model: ModelSource,
+        io: GraphIo,
+    ) -> ActiveDevice {
+        self.active = ActiveDevice {
+            requested: session.requested,
+            actual: session.device(),
+            fallback_reason: session.fallback_reason(),
+        };
+        self.warm_up = warm_up_for(&io);
+        self.session = session;
+        self.model = model;
+        self.io = io;
+        self.reported = self.active.clone();
+        self.active.clone()
+    }
+
+    /// Records that `requested` ended up where this runner runs, for `reason` (a GPU graph given
+    /// up for the CPU graph when the GPU failed). Not realtime-safe.
+    pub fn record_fallback(&mut self, requested: DeviceChoice, reason: Option<String>) {
+        self.active.requested = requested;
+        if reason.is_some() {
+            self.active.fallback_reason = reason;
+        }
+        self.reported = self.active.clone();
+    }
+
+    /// A warm session of `model` on `choice` for a graph of `io`, as [`ModelRunner::new`]
+    /// builds one, for [`ModelRunner::replace_graph`]. Not realtime-safe.
+    pub fn acquire(
+        model: &ModelBytes,
+        choice: DeviceChoice,
+        io: &GraphIo,
+    ) -> Result<AcquiredSession, ModelError> {
+        acquire_session(model, choice, warm_up_for(io).as_ref())
+    }
+
+    /// The graph's inputs and outputs.
+    pub fn io(&self) -> &GraphIo {
+        &self.io
+    }
+
     /// Starts moving the model to `choice`: the session is built and warmed up on a helper
     /// thread while this one keeps running; [`ModelRunner::poll_events`] swaps it in.
     pub fn request_device(&mut self, choice: DeviceChoice) {
         self.switch
             .start(self.model.clone(), choice, self.warm_up.clone());
+    }
+
+    /// Drops a device switch under way (another graph takes over instead).
+    pub fn cancel_device_switch(&mut self) {
+        self.switch = DeviceSwitch::default();
     }
 
     /// Installs a session that became ready and reports device changes: a finished switch, a
@@ -189,6 +261,24 @@ impl ModelRunner {
     /// The device running the model.
     pub fn active_device(&self) -> ActiveDevice {
         self.active.clone()
+    }
+}
+
+/// A run on silence of a graph of `io`, which makes a new session warm (and binds its buffers
+/// where the device takes them).
+fn warm_up_for(io: &GraphIo) -> WarmUp {
+    let io = io.clone();
+    Arc::new(move |slot| slot.warm_up(&io))
+}
+
+/// `shape` (one item's, first dimension 1) for `batch` items.
+fn batch_shape(shape: &[usize], batch: usize) -> Result<Vec<usize>, String> {
+    match shape.split_first() {
+        Some((1, rest)) if batch >= 1 => Ok(std::iter::once(batch).chain(rest.iter().copied()).collect()),
+        _ if batch == 1 => Ok(shape.to_vec()),
+        _ => Err(format!(
+            "a batch of {batch} needs a graph whose inputs take a batch first; this one takes {shape:?}"
+        )),
     }
 }
 

@@ -21,11 +21,49 @@ use crate::model_error::ModelError;
 /// ([`SessionSlot::warm_up`]).
 pub type WarmUp = Arc<dyn Fn(&mut SessionSlot) -> Result<(), String> + Send + Sync>;
 
-/// Numeric precision a session runs at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Numeric precision a session runs at. On a GPU it picks the graph: `NAME.gpu.onnx` (float32)
+/// or `NAME.gpu-f16.onnx` (float16: matrix products and convolutions in float16, norms,
+/// softmax and the STFT in float32); the CPU always runs `NAME.onnx` in float32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Precision {
     /// 32-bit float.
+    #[default]
     F32,
+    /// 16-bit float where it pays (GPUs only).
+    F16,
+}
+
+/// The precision GPU graphs run at unless the user picks the other one: float32. No GPU was
+/// lent when this was chosen; float16 becomes the default once a measurement on one shows it
+/// faster at an SDR that does not matter (its SDR against float32 on the CPU: docs/models.md).
+pub const DEFAULT_GPU_PRECISION: Precision = Precision::F32;
+
+impl Precision {
+    /// The id used on the command line and in saved state: `f32` or `f16`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// Parses [`Precision::id`] (also `float32`, `float16`, any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "f32" | "float32" | "fp32" => Some(Precision::F32),
+            "f16" | "float16" | "fp16" | "half" => Some(Precision::F16),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::F32 => "float32",
+            Precision::F16 => "float16",
+        })
+    }
 }
 
 /// What makes two sessions interchangeable.

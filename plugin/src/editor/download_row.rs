@@ -9,15 +9,21 @@ use super::theme;
 use super::view_state::ViewState;
 use super::widgets::format_download_size;
 
-/// "htdemucs — 84 MB, download".
+/// "htdemucs — 84 MB, download" ("…, weakly verified" when only part of the file can be
+/// checked).
 pub fn download_label(available: &AvailableModel) -> String {
+    let weak = if available.is_weakly_verified {
+        ", weakly verified"
+    } else {
+        ""
+    };
     match available.download_bytes {
         Some(bytes) => format!(
-            "{} — {}, download",
+            "{} — {}, download{weak}",
             available.name,
             format_download_size(bytes)
         ),
-        None => format!("{} — download", available.name),
+        None => format!("{} — download{weak}", available.name),
     }
 }
 
@@ -78,6 +84,15 @@ pub(super) fn terms_prompt(
             ui.label(
                 RichText::new(format!("The owner's terms: {}", available.terms)).color(theme::TEXT),
             );
+            if available.is_weakly_verified {
+                ui.label(
+                    RichText::new(
+                        "Weakly verified: no hash of the whole file is published; only its last \
+                         10 MB (UVR's key) can be checked.",
+                    )
+                    .color(theme::TEXT),
+                );
+            }
             ui.label(
                 RichText::new(
                     "Stemflow downloads it from its owner, checks it and installs it in the \
@@ -118,6 +133,7 @@ pub(super) fn download_progress(ui: &mut Ui, model: &EditorModel, actions: &mut 
             Some(DownloadStage::Checking) => "Checking",
             Some(DownloadStage::Converting) => "Converting",
             Some(DownloadStage::Installing) => "Installing",
+            Some(DownloadStage::Waiting) => "Another Stemflow is fetching",
         };
         ui.label(RichText::new(format!("{verb} {name}")).color(theme::TEXT));
         let fraction = progress.and_then(|p| p.fraction()).unwrap_or(0.0) as f32;
@@ -170,4 +186,33 @@ pub fn download_text(progress: &super::model::DownloadProgress) -> String {
         };
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_weakly_verified_model_says_so_where_it_is_offered() {
+        let mut available = AvailableModel {
+            name: "mel_roformer_viperx_1143".into(),
+            download_bytes: Some(913_000_000),
+            stems: "vocals, instrumental".into(),
+            source: "viperx".into(),
+            terms: "none".into(),
+            quality: "SDR 11.4".into(),
+            is_terms_accepted: false,
+            is_weakly_verified: true,
+        };
+        assert_eq!(
+            download_label(&available),
+            "mel_roformer_viperx_1143 — 913 MB, download, weakly verified"
+        );
+        available.is_weakly_verified = false;
+        available.download_bytes = None;
+        assert_eq!(
+            download_label(&available),
+            "mel_roformer_viperx_1143 — download"
+        );
+    }
 }

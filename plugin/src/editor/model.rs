@@ -69,6 +69,8 @@ pub struct AvailableModel {
     pub quality: String,
     /// Whether its terms were accepted before (then a download starts without asking).
     pub is_terms_accepted: bool,
+    /// Whether only part of the file can be checked (no SHA-256 of it is published): shown.
+    pub is_weakly_verified: bool,
 }
 
 /// Downloading a model of the catalogue, on a background thread.

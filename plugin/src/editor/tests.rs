@@ -268,6 +268,7 @@ fn fake_available() -> Arc<[AvailableModel]> {
         terms: terms.into(),
         quality: "SDR 9.00 dB on the MUSDB18-HQ test set (demucs README)".into(),
         is_terms_accepted: false,
+        is_weakly_verified: false,
     };
     let demucs_terms = "code MIT; the weights are \"not covered by the MIT license, and are \
                         provided only for scientific purposes\"";
