@@ -405,7 +405,7 @@ fn commit_once(
                 .map_err(|e| e.to_string())?;
         }
         let cpu = ep::CPU::default().with_arena_allocator(true).build();
-        let providers = match device.execution_provider(tuning) {
+        let providers = match tuning.execution_provider(device) {
             Some(provider) => vec![provider, cpu],
             None => vec![cpu],
         };

@@ -4,12 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ort::ep::{
-    self, ArbitrarilyConfigurableExecutionProvider, ExecutionProvider, ExecutionProviderDispatch,
-};
+use ort::ep::{self, ExecutionProvider};
 use serde::Serialize;
-
-use super::gpu_tuning::GpuTuning;
 
 /// An ONNX Runtime execution provider, in `Auto`'s order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -95,31 +91,6 @@ impl DeviceId {
         provider: Provider::Cpu,
         index: 0,
     };
-
-    /// The execution provider that runs a session on this device, set up as `tuning` says
-    /// ([`GpuTuning::provider_options`]) and registered so that a failure is reported instead of
-    /// silently falling back to the CPU. `None` for the CPU.
-    pub fn execution_provider(self, tuning: &GpuTuning) -> Option<ExecutionProviderDispatch> {
-        let index = self.index as i32;
-        let dispatch = match self.provider {
-            Provider::Cuda => self.cuda_provider(tuning).build(),
-            Provider::DirectMl => ep::DirectML::default().with_device_id(index).build(),
-            Provider::MiGraphX => ep::MIGraphX::default().with_device_id(index).build(),
-            Provider::CoreMl => ep::CoreML::default().build(),
-            Provider::Cpu => return None,
-        };
-        Some(dispatch.error_on_failure())
-    }
-}
-
-impl DeviceId {
-    /// CUDA's provider for this device, with `tuning`'s options.
-    fn cuda_provider(self, tuning: &GpuTuning) -> ep::CUDA {
-        tuning.provider_options(self).into_iter().fold(
-            ep::CUDA::default().with_device_id(self.index as i32),
-            |cuda, (key, value)| cuda.with_arbitrary_config(key, value),
-        )
-    }
 }
 
 impl fmt::Display for DeviceId {
@@ -231,33 +202,4 @@ pub enum DeviceEvent {
     DeviceFellBack(ActiveDevice),
     /// A requested device switch failed; the previous device keeps running.
     DeviceSwitchFailed(String),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runtime::gpu_tuning::ConvSearch;
-
-    #[test]
-    fn cuda_is_registered_with_the_tunings_options() {
-        let tuning = GpuTuning {
-            should_use_tf32: false,
-            conv_search: ConvSearch::Heuristic,
-            should_capture_graph: true,
-            should_bind_io: true,
-        };
-        let cuda: DeviceId = "cuda:1".parse().unwrap();
-        // ONNX Runtime gets these key/value pairs (OrtCUDAProviderOptionsV2) at registration.
-        let options = format!("{:?}", cuda.cuda_provider(&tuning));
-        for pair in [
-            "\"device_id\": \"1\"",
-            "\"use_tf32\": \"0\"",
-            "\"cudnn_conv_algo_search\": \"HEURISTIC\"",
-            "\"enable_cuda_graph\": \"1\"",
-        ] {
-            assert!(options.contains(pair), "{pair} not in {options}");
-        }
-        let default = format!("{:?}", cuda.cuda_provider(&GpuTuning::default()));
-        assert!(default.contains("\"use_tf32\": \"1\""), "{default}");
-    }
 }

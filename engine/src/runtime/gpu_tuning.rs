@@ -5,6 +5,7 @@
 
 use std::sync::Mutex;
 
+use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch};
 use stemflow_paths as paths;
 
 use super::device_id::{DeviceId, Provider};
@@ -207,6 +208,31 @@ fn settings_text(value: &serde_json::Value) -> String {
     }
 }
 
+impl GpuTuning {
+    /// The execution provider that runs a session on `device`, set up as this tuning says
+    /// ([`GpuTuning::provider_options`]) and registered so that a failure is reported instead of
+    /// silently falling back to the CPU. `None` for the CPU.
+    pub fn execution_provider(&self, device: DeviceId) -> Option<ExecutionProviderDispatch> {
+        let index = device.index as i32;
+        let dispatch = match device.provider {
+            Provider::Cuda => self.cuda_provider(device).build(),
+            Provider::DirectMl => ep::DirectML::default().with_device_id(index).build(),
+            Provider::MiGraphX => ep::MIGraphX::default().with_device_id(index).build(),
+            Provider::CoreMl => ep::CoreML::default().build(),
+            Provider::Cpu => return None,
+        };
+        Some(dispatch.error_on_failure())
+    }
+
+    /// CUDA's provider for `device`, with this tuning's options.
+    fn cuda_provider(&self, device: DeviceId) -> ep::CUDA {
+        self.provider_options(device).into_iter().fold(
+            ep::CUDA::default().with_device_id(device.index as i32),
+            |cuda, (key, value)| cuda.with_arbitrary_config(key, value),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,5 +309,28 @@ mod tests {
         assert!(default
             .summary()
             .starts_with("TF32 on, cuDNN search exhaustive"));
+    }
+
+    #[test]
+    fn cuda_is_registered_with_the_tunings_options() {
+        let tuning = GpuTuning {
+            should_use_tf32: false,
+            conv_search: ConvSearch::Heuristic,
+            should_capture_graph: true,
+            should_bind_io: true,
+        };
+        let cuda: DeviceId = "cuda:1".parse().unwrap();
+        // ONNX Runtime gets these key/value pairs (OrtCUDAProviderOptionsV2) at registration.
+        let options = format!("{:?}", tuning.cuda_provider(cuda));
+        for pair in [
+            "\"device_id\": \"1\"",
+            "\"use_tf32\": \"0\"",
+            "\"cudnn_conv_algo_search\": \"HEURISTIC\"",
+            "\"enable_cuda_graph\": \"1\"",
+        ] {
+            assert!(options.contains(pair), "{pair} not in {options}");
+        }
+        let default = format!("{:?}", GpuTuning::default().cuda_provider(cuda));
+        assert!(default.contains("\"use_tf32\": \"1\""), "{default}");
     }
 }
