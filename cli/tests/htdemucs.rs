@@ -2,7 +2,8 @@
 //! demucs itself: `convert/tests/fixtures/htdemucs/` holds small random-weight HTDemucs
 //! checkpoints written by demucs' own serialisation (float16 state) and the output of demucs
 //! 4's `apply_model` (shifts 0, overlap 0.25) on a fixed input, made once by
-//! `models/htdemucs_reference.py` (its README says how). Never downloads.
+//! `models/htdemucs_reference.py` (its README says how): `stemflow separate`'s whole file
+//! equals it from the first frame to the last. Never downloads.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use stemflow_convert::htdemucs::demucs_to_onnx;
+use stemflow_engine::whole_file::OtherStem;
 use stemflow_engine::{ExtraStems, Stem};
 use stemflow_kit::npy::read_npy;
 
@@ -34,7 +36,9 @@ fn frames_before_last_chunk(frames: usize, segment_frames: usize) -> usize {
     }
 }
 
-/// Converts `checkpoint` and checks every stem against demucs' `apply_model` output.
+/// Converts `checkpoint` and checks every stem against demucs' `apply_model` output: a whole
+/// file (`stemflow separate`) over every frame, with Other the residual and the model's own; the
+/// stream (the plugin) over the frames before the chunks that reach past the end.
 fn check_parity(checkpoint: &str, reference: &str) -> f32 {
     let bytes = std::fs::read(fixture(checkpoint)).unwrap();
     let converted = demucs_to_onnx(&[&bytes], None).unwrap();
@@ -55,58 +59,71 @@ fn check_parity(checkpoint: &str, reference: &str) -> f32 {
     );
 
     stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
-    let got = separate(&model, &input, ExtraStems::Separate);
-    let source = |name: &str, channel: usize| {
+    let source = |name: &str, channel: usize| -> Vec<f32> {
         let s = converted.sources.iter().position(|n| n == name).unwrap();
-        &expected[(s * 2 + channel) * frames..][..frames]
+        expected[(s * 2 + channel) * frames..][..frames].to_vec()
+    };
+    // Stemflow's stems from demucs': Other is the mix minus every stem routed elsewhere, or the
+    // model's own `other`.
+    let reference_of = |stem: Stem, channel: usize, other: OtherStem| -> Vec<f32> {
+        match (stem, other) {
+            (Stem::Other, OtherStem::Model) => source("other", channel),
+            (Stem::Other, OtherStem::Residual) => (0..frames)
+                .map(|i| {
+                    let routed: f32 = converted
+                        .sources
+                        .iter()
+                        .filter(|n| n.as_str() != "other")
+                        .map(|n| source(n, channel)[i])
+                        .sum();
+                    input[channel][i] - routed
+                })
+                .collect(),
+            _ => match converted.sources.iter().find(|n| n.as_str() == stem.file_name()) {
+                Some(name) => source(name, channel),
+                None => vec![0.0; frames],
+            },
+        }
     };
     let mut worst = 0.0f32;
-    for channel in 0..2 {
-        for stem in Stem::ALL {
-            let reference: Vec<f32> = match stem {
-                // Other is the residual: the mix minus every stem Stemflow routes elsewhere.
-                Stem::Other => (0..frames)
-                    .map(|i| {
-                        let routed: f32 = converted
-                            .sources
-                            .iter()
-                            .filter(|n| n.as_str() != "other")
-                            .map(|n| source(n, channel)[i])
-                            .sum();
-                        input[channel][i] - routed
-                    })
-                    .collect(),
-                _ => match converted
-                    .sources
-                    .iter()
-                    .find(|n| n.as_str() == stem.file_name())
-                {
-                    Some(name) => source(name, channel).to_vec(),
-                    None => vec![0.0; frames],
-                },
-            };
-            let actual = &got[stem.index()][channel];
-            for i in 0..valid {
-                let error = (reference[i] - actual[i]).abs();
-                assert!(
-                    error <= MAX_ABS_ERROR,
-                    "{checkpoint} {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
-                    reference[i],
-                    actual[i]
-                );
-                worst = worst.max(error);
+    let runs = [
+        ("whole file", OtherStem::Residual, frames),
+        ("whole file, the model's other", OtherStem::Model, frames),
+        ("stream", OtherStem::Residual, valid),
+    ];
+    for (what, other, compared) in runs {
+        let got = match what {
+            "stream" => separate(&model, &input, ExtraStems::Separate),
+            _ => separate_whole_file(&model, &input, ExtraStems::Separate, other),
+        };
+        let mut run_worst = 0.0f32;
+        for channel in 0..2 {
+            for stem in Stem::ALL {
+                let reference = reference_of(stem, channel, other);
+                let actual = &got[stem.index()][channel];
+                for i in 0..compared {
+                    let error = (reference[i] - actual[i]).abs();
+                    assert!(
+                        error <= MAX_ABS_ERROR,
+                        "{checkpoint}, {what}: {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
+                        reference[i],
+                        actual[i]
+                    );
+                    run_worst = run_worst.max(error);
+                }
             }
         }
+        worst = worst.max(run_worst);
+        // Not trivially silent.
+        let energy: f32 = got[Stem::Drums.index()][0][..compared]
+            .iter()
+            .map(|v| v * v)
+            .sum();
+        assert!(energy > 1.0, "{what}: drums are nearly silent ({energy})");
+        println!(
+            "{checkpoint}, {what}: largest difference from PyTorch demucs {run_worst:.2e} over {compared} of {frames} frames"
+        );
     }
-    // Not trivially silent.
-    let energy: f32 = got[Stem::Drums.index()][0][..valid]
-        .iter()
-        .map(|v| v * v)
-        .sum();
-    assert!(energy > 1.0, "drums are nearly silent ({energy})");
-    println!(
-        "{checkpoint}: largest difference from PyTorch demucs {worst:.2e} over {valid} frames"
-    );
     worst
 }
 

@@ -16,6 +16,8 @@
 //!   resamples host audio to the separator's rate and back; the handle computes `Other` as the
 //!   exact residual at the host rate.
 //! - [`offline`]: whole-file separation through the very same streaming path.
+//! - [`whole_file`]: whole-file separation exact to each family's reference, edges included
+//!   (what `stemflow separate` runs by default).
 //! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer, Spleeter), one file
 //!   each, and [`families::ModelSeparator`], which streams any of them.
 //! - [`hybrid`]: routes — separators chained stem by stem (e.g. Spleeter's vocals + built-in).
@@ -52,6 +54,7 @@ mod separator_info;
 mod stem;
 mod stem_sink;
 pub mod stream;
+pub mod whole_file;
 
 pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ};
 pub use model_error::ModelError;

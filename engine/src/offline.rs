@@ -37,10 +37,11 @@ impl SeparatedStems {
     }
 }
 
-/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`]. Borrows the
-/// stream's block buffers: copy or write them out before the next call.
+/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (and by
+/// [`crate::whole_file::WholeFileStream`]). Borrows the stream's block buffers: copy or write
+/// them out before the next call.
 pub struct StemFrames<'a> {
-    handle: &'a StemStreamHandle,
+    source: FramesSource<'a>,
     /// First frame of the handle's last block that belongs to the output (the rest of the
     /// block's beginning is latency).
     skip_frames: usize,
@@ -50,7 +51,30 @@ pub struct StemFrames<'a> {
     first_frame: u64,
 }
 
+/// Where [`StemFrames`] are.
+enum FramesSource<'a> {
+    /// The stream handle's last block.
+    Handle(&'a StemStreamHandle),
+    /// Stems `[stem][channel][frame]`.
+    Block(&'a [[Vec<f32>; 2]; NUM_STEMS]),
+}
+
 impl<'a> StemFrames<'a> {
+    /// The first `num_frames` frames of `block`, frame `first_frame` of the input's timeline
+    /// on. Realtime-safe.
+    pub(crate) fn from_block(
+        block: &'a [[Vec<f32>; 2]; NUM_STEMS],
+        num_frames: usize,
+        first_frame: u64,
+    ) -> Self {
+        Self {
+            source: FramesSource::Block(block),
+            skip_frames: 0,
+            end_frames: num_frames,
+            first_frame,
+        }
+    }
+
     /// Number of frames. Realtime-safe.
     pub fn num_frames(&self) -> usize {
         self.end_frames - self.skip_frames
@@ -63,7 +87,11 @@ impl<'a> StemFrames<'a> {
 
     /// One channel (0: left, 1: right) of one stem. Realtime-safe.
     pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
-        &self.handle.stem_output(stem, channel)[self.skip_frames..self.end_frames]
+        let samples = match self.source {
+            FramesSource::Handle(handle) => handle.stem_output(stem, channel),
+            FramesSource::Block(block) => &block[stem.index()][channel],
+        };
+        &samples[self.skip_frames..self.end_frames]
     }
 }
 
@@ -229,7 +257,7 @@ impl OfflineStream {
             return Ok(());
         }
         sink(StemFrames {
-            handle: &self.handle,
+            source: FramesSource::Handle(&self.handle),
             skip_frames,
             end_frames: block,
             first_frame: position + skip_frames as u64 - latency,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::offline::StemFrames;
 use stemflow_engine::Stem;
 
 use super::decode_ahead::PendingDecode;
@@ -69,11 +69,7 @@ pub(super) fn separate_file(
         .collect::<Result<_, _>>()
         .map_err(Failure::Input)?;
 
-    let separator = separator_slot.take()?;
-    let mut stream = OfflineStream::new(separator, info.sample_rate_hz)?;
-    stream.set_extra_stems(options.extra_stems);
-    separator_slot
-        .report_look_ahead(stream.latency_samples() as f64 / f64::from(info.sample_rate_hz));
+    let mut stream = separator_slot.start_file(info.sample_rate_hz)?;
     if !options.is_quiet() {
         let length = match info.num_frames {
             Some(n) => format!(
@@ -130,11 +126,11 @@ pub(super) fn separate_file(
                 return Err(Failure::Interrupted(signal));
             }
         }
-        stream.finish(&mut write)
+        Ok(())
     })();
-    let num_non_finite = stream.stats().non_finite_input_samples();
-    // The loaded model serves the next input, whatever happened to this one.
-    separator_slot.put_back(stream.into_separator());
+    let num_non_finite = stream.non_finite_input_samples();
+    // Finished or dropped, the stream leaves the loaded model to the next input.
+    let result = result.and_then(|()| stream.finish(&mut write));
     if let Err(failure) = result {
         progress.abandon();
         return Err(failure);

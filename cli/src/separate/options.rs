@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
-use stemflow_engine::separator::Separator;
+use stemflow_engine::separator::SeparatorInfo;
+use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 use stemflow_engine::{EngineError, Stem};
 
 use super::manifest::Shard;
@@ -20,7 +21,11 @@ pub struct SeparateOptions {
     pub separator: SeparatorChoice,
     /// Where models run.
     pub device: DeviceChoice,
-    /// How far past the audio a model may look.
+    /// With the reference's whole-file edges or the stream's (the plugin's).
+    pub mode: SeparationMode,
+    /// What `Other` is.
+    pub other: OtherStem,
+    /// How far past the audio a model may look (the stream's; `Full` for whole files).
     pub look_ahead: LookAhead,
     /// Fail instead of falling back to the CPU.
     pub is_strict_device: bool,
@@ -46,26 +51,26 @@ impl SeparateOptions {
         self.progress == ProgressMode::Quiet
     }
 
-    /// These options with the stems `separator` delivers: the named stems, each of which it
-    /// must deliver (the error says what it delivers), or those of the default set it
-    /// delivers. `Other`, the residual, is always delivered.
-    pub fn for_separator(&self, separator: &dyn Separator) -> Result<Self, String> {
+    /// These options with the stems a separator (`info`) delivers: the named stems, each of
+    /// which it must deliver (the error says what it delivers), or those of the default set it
+    /// delivers. `Other` is always delivered.
+    pub fn for_separator(&self, info: &SeparatorInfo) -> Result<Self, String> {
         let delivered: Vec<Stem> = self
             .stems
             .iter()
             .copied()
-            .filter(|&stem| separator.info().delivers_stem(stem))
+            .filter(|&stem| info.delivers_stem(stem))
             .collect();
         if self.are_stems_named {
             if let Some(missing) = self.stems.iter().find(|s| !delivered.contains(s)) {
                 let separated: Vec<&str> = Stem::OUTPUT_ORDER
                     .into_iter()
-                    .filter(|&stem| stem != Stem::Other && separator.info().delivers_stem(stem))
+                    .filter(|&stem| stem != Stem::Other && info.delivers_stem(stem))
                     .map(Stem::file_name)
                     .collect();
                 return Err(format!(
                     "{} has no {} stem: it separates {}, and other holds the rest; leave {} out of --stems",
-                    separator.info().name(),
+                    info.name(),
                     missing.file_name(),
                     if separated.is_empty() {
                         "nothing".to_owned()
@@ -95,7 +100,11 @@ pub enum Failure {
 
 impl From<EngineError> for Failure {
     fn from(error: EngineError) -> Self {
-        Failure::Input(error.to_string())
+        match error {
+            // The model: every input would fail the same way.
+            EngineError::Model(error) => Failure::Fatal(error.to_string()),
+            error => Failure::Input(error.to_string()),
+        }
     }
 }
 

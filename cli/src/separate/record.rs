@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 use stemflow_engine::choice::{models_dirs, SeparatorChoice};
 use stemflow_engine::hybrid::{is_route_file, RouteFile};
 
+use stemflow_engine::whole_file::{OtherStem, SeparationMode};
+
 use super::options::SeparateOptions;
 use crate::encode::BitDepth;
 
@@ -66,6 +68,14 @@ pub fn record_key(
         "bit_depth": options.bit_depth.map(BitDepth::describe),
         // Records written before hold this key: its spelling stays.
         "lookahead": options.look_ahead.label(),
+        "mode": match options.mode {
+            SeparationMode::WholeFile => "file",
+            SeparationMode::Stream(_) => "stream",
+        },
+        "other": match options.other {
+            OtherStem::Residual => "residual",
+            OtherStem::Model => "model",
+        },
     })
 }
 

@@ -254,3 +254,25 @@ pub fn separate(
     }
     out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
 }
+
+/// `input` through `model` as `stemflow separate` runs a whole file (the reference's edges,
+/// `--mode file`) on the CPU, with `other` (`--other`), stems aligned to the input.
+pub fn separate_whole_file(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    extra_stems: ExtraStems,
+    other: stemflow_engine::whole_file::OtherStem,
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
+    use stemflow_engine::whole_file::{WholeFileOptions, WholeFileSeparator};
+    let options = WholeFileOptions {
+        device: DeviceChoice::Device(DeviceId::CPU),
+        other,
+        extra_stems,
+        ..WholeFileOptions::default()
+    };
+    WholeFileSeparator::load(&SeparatorChoice::Model(model.to_path_buf()), &options)
+        .unwrap()
+        .separate(input, 44_100, |_| {})
+        .unwrap()
+        .stems
+}

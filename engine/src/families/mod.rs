@@ -25,6 +25,7 @@
 //! piano are folded back into `Other` unless the user asks for them ([`crate::ExtraStems`]).
 
 pub mod description;
+pub mod file_edges;
 pub mod htdemucs;
 pub mod htdemucs_stft_outside;
 pub mod look_ahead_schedule;
