@@ -1057,7 +1057,11 @@ fn check_family_case(
             continue;
         }
         let (spec, got) = read_wav(&path);
-        assert_eq!((spec.channels, spec.sample_rate), (2, 44_100), "{name} {stem}");
+        assert_eq!(
+            (spec.channels, spec.sample_rate),
+            (2, 44_100),
+            "{name} {stem}"
+        );
         for channel in 0..2 {
             assert_eq!(got[channel].len(), frames, "{name} {stem}: length");
             let worst = got[channel][..compared]
@@ -1066,7 +1070,10 @@ fn check_family_case(
                 .map(|(g, e)| (g - e).abs())
                 .fold(0.0f32, f32::max);
             println!("{name} {stem} ch{channel} {extra:?}: max abs error {worst:.2e} over {compared} frames");
-            assert!(worst <= MAX_ABS_ERROR, "{name} {stem} ch{channel} {extra:?}: error {worst}");
+            assert!(
+                worst <= MAX_ABS_ERROR,
+                "{name} {stem} ch{channel} {extra:?}: error {worst}"
+            );
         }
     }
 }
@@ -1103,15 +1110,28 @@ fn a_look_ahead_is_the_streams_and_the_models_other_the_whole_files() {
     let wav = dir.join("in.wav");
     write_test_wav(&wav);
     for (args, expected) in [
-        (&["--mode", "file", "--look-ahead", "1s"][..], "--look-ahead applies to --mode stream"),
-        (&["--mode", "stream", "--other", "model"][..], "--other model needs --mode file"),
-        (&["--look-ahead", "500ms", "--other", "model"][..], "--other model needs --mode file"),
+        (
+            &["--mode", "file", "--look-ahead", "1s"][..],
+            "--look-ahead applies to --mode stream",
+        ),
+        (
+            &["--mode", "stream", "--other", "model"][..],
+            "--other model needs --mode file",
+        ),
+        (
+            &["--look-ahead", "500ms", "--other", "model"][..],
+            "--other model needs --mode file",
+        ),
     ] {
         let mut all = vec!["separate", path_str(&wav), "-o", path_str(&dir)];
         all.extend_from_slice(args);
         let output = run(&all);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(text(&output.stderr).contains(expected), "{args:?}: {}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains(expected),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

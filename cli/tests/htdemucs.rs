@@ -79,23 +79,18 @@ fn check_parity(checkpoint: &str, reference: &str) -> f32 {
                     input[channel][i] - routed
                 })
                 .collect(),
-            _ => match converted.sources.iter().find(|n| n.as_str() == stem.file_name()) {
+            _ => match converted
+                .sources
+                .iter()
+                .find(|n| n.as_str() == stem.file_name())
+            {
                 Some(name) => source(name, channel),
                 None => vec![0.0; frames],
             },
         }
     };
     let mut worst = 0.0f32;
-    let runs = [
-        ("whole file", OtherStem::Residual, frames),
-        ("whole file, the model's other", OtherStem::Model, frames),
-        ("stream", OtherStem::Residual, valid),
-    ];
-    for (what, other, compared) in runs {
-        let got = match what {
-            "stream" => separate(&model, &input, ExtraStems::Separate),
-            _ => separate_whole_file(&model, &input, ExtraStems::Separate, other),
-        };
+    for (what, other, compared, got) in parity_separations(&model, &input, valid) {
         let mut run_worst = 0.0f32;
         for channel in 0..2 {
             for stem in Stem::ALL {

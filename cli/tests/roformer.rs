@@ -50,16 +50,7 @@ fn check_parity(name: &str, batch_size: usize, input: &str, reference: &str) -> 
     // Both fixtures: chunks of 8192 frames, 2 overlaps.
     let valid = stemflow_kit::metrics::frames_before_end_chunks(frames, converted.chunk_frames, 2);
     let mut worst = 0.0f32;
-    let runs = [
-        ("whole file", OtherStem::Residual, frames),
-        ("whole file, the model's other", OtherStem::Model, frames),
-        ("stream", OtherStem::Residual, valid),
-    ];
-    for (what, other, compared) in runs {
-        let got = match what {
-            "stream" => separate(&model, &input, ExtraStems::Separate),
-            _ => separate_whole_file(&model, &input, ExtraStems::Separate, other),
-        };
+    for (what, other, compared, got) in parity_separations(&model, &input, valid) {
         let mut run_worst = 0.0f32;
         for channel in 0..2 {
             let vocals = stem_of("vocals", channel).unwrap();
@@ -109,7 +100,12 @@ fn a_converted_mel_roformer_matches_msst() {
 /// The converted graph keeps the config's batch size, and a whole file fades as `demix` does.
 #[test]
 fn a_roformer_fades_a_whole_file_as_msst_does_with_its_configs_batch_size() {
-    check_parity("bs_tiny", 4, "input_batch4.npy", "bs_tiny_batch4_reference.npy");
+    check_parity(
+        "bs_tiny",
+        4,
+        "input_batch4.npy",
+        "bs_tiny_batch4_reference.npy",
+    );
 }
 
 #[test]

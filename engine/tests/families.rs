@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::families::{describe_model, ModelFamily, ModelSeparator};
+use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;
-use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator};
+use stemflow_engine::whole_file::{
+    OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,
+};
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
 /// The largest difference from the reference accepted, on a full-scale signal.
@@ -73,12 +75,13 @@ fn all_cases() -> Vec<Case> {
                 Some(file) => read_f32(&dir.join(file), frames),
                 None => [vec![0.0; frames], vec![0.0; frames]],
             });
-            let expected_model = Stem::ALL.map(|stem| {
-                match case["model_stems"][stem.file_name()].as_str() {
-                    Some(file) => read_f32(&dir.join(file), frames),
-                    None => expected[stem.index()].clone(),
-                }
-            });
+            let expected_model =
+                Stem::ALL.map(
+                    |stem| match case["model_stems"][stem.file_name()].as_str() {
+                        Some(file) => read_f32(&dir.join(file), frames),
+                        None => expected[stem.index()].clone(),
+                    },
+                );
             Case {
                 name: case["name"].as_str().unwrap().to_string(),
                 model: dir.join(case["model"].as_str().unwrap()),
@@ -398,20 +401,26 @@ fn truncated_and_external_data_models_are_refused_cleanly() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_hybrid_route_takes_vocals_from_one_model_and_splits_the_rest_with_another() {
-    let spleeter = fixtures_dir().join("spleeter_test.onnx");
-    let dir = std::env::temp_dir().join(format!("stemflow-hybrid-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A route in `dir`: `model`'s vocals, the built-in separator for the rest.
+fn hybrid_route(dir: &Path, model: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
     let route = dir.join("hybrid.stemflow-route");
     std::fs::write(
         &route,
         format!(
             r#"{{"name": "test hybrid", "stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
-            spleeter.display()
+            model.display()
         ),
     )
     .unwrap();
+    route
+}
+
+#[test]
+fn a_hybrid_route_takes_vocals_from_one_model_and_splits_the_rest_with_another() {
+    let spleeter = fixtures_dir().join("spleeter_test.onnx");
+    let dir = std::env::temp_dir().join(format!("stemflow-hybrid-{}", std::process::id()));
+    let route = hybrid_route(&dir, &spleeter);
     let case = cases().into_iter().find(|c| c.name == "spleeter").unwrap();
     let input = &case.input;
     let small = stream(&route, input, 64, ExtraStems::IntoOther);
@@ -548,21 +557,29 @@ fn a_file_runs_htdemucs_as_often_as_apply_model() {
     );
 }
 
+/// A test graph of each family.
+const ONE_MODEL_PER_FAMILY: [&str; 4] = [
+    "htdemucs_test.onnx",
+    "mdx_vocals_test.onnx",
+    "roformer_test.onnx",
+    "spleeter_test.onnx",
+];
+
+/// A fixture model's path and description.
+fn fixture_model(file: &str) -> (PathBuf, stemflow_engine::families::ModelDescription) {
+    let model = fixtures_dir().join(file);
+    let description = describe_model(&model, &read_model_file(&model).unwrap()).unwrap();
+    (model, description)
+}
+
 /// Every family, on a file at its model's rate: a model run only for a chunk whose window
 /// covers a frame of the file (in the reference's padded coordinates, chunk `k` starts at
 /// `k · step` and the file's frames are `lead .. lead + length`), and never more runs than the
 /// reference pipeline makes.
 #[test]
 fn a_file_runs_only_the_chunks_that_cover_it_in_every_family() {
-    let dir = fixtures_dir();
-    for file in [
-        "htdemucs_test.onnx",
-        "mdx_vocals_test.onnx",
-        "roformer_test.onnx",
-        "spleeter_test.onnx",
-    ] {
-        let model = dir.join(file);
-        let description = describe_model(&model, &read_model_file(&model).unwrap()).unwrap();
+    for file in ONE_MODEL_PER_FAMILY {
+        let (model, description) = fixture_model(file);
         let layout = description.layout;
         let (chunk, step, lead) = (
             layout.chunk_frames,
@@ -652,7 +669,10 @@ fn whole_file_in_blocks(
         }
         Ok(())
     };
-    for (left, right) in input[0].chunks(block_frames).zip(input[1].chunks(block_frames)) {
+    for (left, right) in input[0]
+        .chunks(block_frames)
+        .zip(input[1].chunks(block_frames))
+    {
         stream.push(left, right, &mut collect).unwrap();
         pushed += left.len();
         let out = out.get();
@@ -679,10 +699,26 @@ fn every_family_matches_its_reference_over_the_whole_file() {
         assert!(separator.is_whole_file());
         let whole = separator.separate(&case.input, 44_100, |_| {}).unwrap();
         assert_eq!(whole.latency_samples, 0);
-        assert_parity_over(case, &case.expected, &whole.stems, case.frames(), "whole file");
+        assert_parity_over(
+            case,
+            &case.expected,
+            &whole.stems,
+            case.frames(),
+            "whole file",
+        );
         for block_frames in [1_000, 65_536] {
-            let blocks = whole_file_in_blocks(&mut separator, &case.input, 44_100, block_frames, 3 * 352_800);
-            assert!(blocks == whole.stems, "{}: blocks of {block_frames} differ", case.name);
+            let blocks = whole_file_in_blocks(
+                &mut separator,
+                &case.input,
+                44_100,
+                block_frames,
+                3 * 352_800,
+            );
+            assert!(
+                blocks == whole.stems,
+                "{}: blocks of {block_frames} differ",
+                case.name
+            );
         }
     }
 }
@@ -697,7 +733,13 @@ fn the_models_own_other_makes_every_stem_the_references() {
         let mut separator = whole_file_separator(choice, OtherStem::Model);
         assert!(separator.has_model_other());
         let got = separator.separate(&case.input, 44_100, |_| {}).unwrap();
-        assert_parity_over(case, &case.expected_model, &got.stems, case.frames(), "model's Other");
+        assert_parity_over(
+            case,
+            &case.expected_model,
+            &got.stems,
+            case.frames(),
+            "model's Other",
+        );
     }
     // The stream has only the residual.
     let options = WholeFileOptions {
@@ -706,7 +748,10 @@ fn the_models_own_other_makes_every_stem_the_references() {
         ..WholeFileOptions::default()
     };
     let model = SeparatorChoice::Model(fixtures_dir().join("htdemucs_test.onnx"));
-    let error = WholeFileSeparator::load(&model, &options).err().unwrap().to_string();
+    let error = WholeFileSeparator::load(&model, &options)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(error.contains("only for whole files"), "{error}");
 }
 
@@ -714,16 +759,12 @@ fn the_models_own_other_makes_every_stem_the_references() {
 /// length, and for the padded references the chunks that start before the file's end.
 #[test]
 fn a_whole_file_runs_the_references_chunks() {
-    let dir = fixtures_dir();
-    for file in [
-        "htdemucs_test.onnx",
-        "mdx_vocals_test.onnx",
-        "roformer_test.onnx",
-        "spleeter_test.onnx",
-    ] {
-        let model = dir.join(file);
-        let description = describe_model(&model, &read_model_file(&model).unwrap()).unwrap();
-        let (chunk, step) = (description.layout.chunk_frames, description.layout.step_frames);
+    for file in ONE_MODEL_PER_FAMILY {
+        let (model, description) = fixture_model(file);
+        let (chunk, step) = (
+            description.layout.chunk_frames,
+            description.layout.step_frames,
+        );
         for num_frames in [30 * 44_100, 5 * step + 1, chunk / 3] {
             let expected = match description.family {
                 ModelFamily::HtDemucs => apply_model_runs(num_frames, chunk),
@@ -736,12 +777,20 @@ fn a_whole_file_runs_the_references_chunks() {
                 ModelFamily::Spleeter => (1 + num_frames / 1024).div_ceil(step / 1024),
                 ModelFamily::Hybrid => unreachable!(),
             };
-            let input: [Vec<f32>; 2] =
-                std::array::from_fn(|c| (0..num_frames).map(|i| 0.2 * ((i * (c + 3)) as f32 * 0.001).sin()).collect());
-            let mut separator = whole_file_separator(SeparatorChoice::Model(model.clone()), OtherStem::Residual);
+            let input: [Vec<f32>; 2] = std::array::from_fn(|c| {
+                (0..num_frames)
+                    .map(|i| 0.2 * ((i * (c + 3)) as f32 * 0.001).sin())
+                    .collect()
+            });
+            let mut separator =
+                whole_file_separator(SeparatorChoice::Model(model.clone()), OtherStem::Residual);
             let stems = separator.separate(&input, 44_100, |_| {}).unwrap();
             assert_eq!(stems.stems[0][0].len(), num_frames);
-            assert_eq!(separator.model_runs() as usize, expected, "{file}, {num_frames} frames");
+            assert_eq!(
+                separator.model_runs() as usize,
+                expected,
+                "{file}, {num_frames} frames"
+            );
         }
     }
 }
@@ -751,7 +800,10 @@ fn a_whole_file_runs_the_references_chunks() {
 /// and summing to it; a route runs each stage with its whole-file edges.
 #[test]
 fn batches_resampling_and_routes_in_whole_files() {
-    let case = all_cases().into_iter().find(|c| c.name == "htdemucs6").unwrap();
+    let case = all_cases()
+        .into_iter()
+        .find(|c| c.name == "htdemucs6")
+        .unwrap();
     let choice = SeparatorChoice::Model(case.model.clone());
     let single = whole_file_separator(choice.clone(), OtherStem::Residual)
         .separate(&case.input, 44_100, |_| {})
@@ -762,8 +814,14 @@ fn batches_resampling_and_routes_in_whole_files() {
         batch_chunks: Some(3),
         ..WholeFileOptions::default()
     };
-    let batched = WholeFileSeparator::load(&choice, &options).unwrap().separate(&case.input, 44_100, |_| {}).unwrap();
-    assert!(batched.stems == single.stems, "batches of 3 changed the stems");
+    let batched = WholeFileSeparator::load(&choice, &options)
+        .unwrap()
+        .separate(&case.input, 44_100, |_| {})
+        .unwrap();
+    assert!(
+        batched.stems == single.stems,
+        "batches of 3 changed the stems"
+    );
 
     let mut progress = Vec::new();
     let resampled = whole_file_separator(choice, OtherStem::Residual)
@@ -785,18 +843,12 @@ fn batches_resampling_and_routes_in_whole_files() {
     }
 
     // A route: the spleeter's whole-file vocals, the built-in's drums and bass from the rest.
-    let spleeter = all_cases().into_iter().find(|c| c.name == "spleeter").unwrap();
+    let spleeter = all_cases()
+        .into_iter()
+        .find(|c| c.name == "spleeter")
+        .unwrap();
     let dir = std::env::temp_dir().join(format!("stemflow-whole-route-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let route = dir.join("hybrid.stemflow-route");
-    std::fs::write(
-        &route,
-        format!(
-            r#"{{"name": "test hybrid", "stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
-            spleeter.model.display()
-        ),
-    )
-    .unwrap();
+    let route = hybrid_route(&dir, &spleeter.model);
     let mut routed = whole_file_separator(SeparatorChoice::Model(route), OtherStem::Residual);
     assert!(routed.is_whole_file());
     let got = whole_file_in_blocks(&mut routed, &spleeter.input, 44_100, 4_096, 2 * 600_000);
@@ -810,7 +862,10 @@ fn batches_resampling_and_routes_in_whole_files() {
         assert!(worst <= MAX_ABS_ERROR, "route vocals ch{channel}: {worst}");
         for t in 0..spleeter.frames() {
             let sum: f32 = (0..NUM_STEMS).map(|s| got[s][channel][t]).sum();
-            assert!((sum - spleeter.input[channel][t]).abs() <= 1e-5, "route ch{channel} t={t}");
+            assert!(
+                (sum - spleeter.input[channel][t]).abs() <= 1e-5,
+                "route ch{channel} t={t}"
+            );
         }
     }
     for stem in [Stem::Drums, Stem::Bass] {

@@ -182,11 +182,10 @@ pub fn mode_selection(
     other: Option<OtherArg>,
 ) -> Result<(SeparationMode, OtherStem), CliError> {
     let mode = match (mode, look_ahead) {
-        (Some(ModeArg::File), LookAhead::Millis(_)) => {
-            return Err(CliError::Usage(
-                "--look-ahead applies to --mode stream (a whole file has no latency): drop one of them".into(),
-            ))
-        }
+        (Some(ModeArg::File), LookAhead::Millis(_)) => return Err(CliError::Usage(
+            "--look-ahead applies to --mode stream (a whole file has no latency): drop one of them"
+                .into(),
+        )),
         (Some(ModeArg::File), _) | (None, LookAhead::Full) => SeparationMode::WholeFile,
         (Some(ModeArg::Stream), _) | (None, LookAhead::Millis(_)) => {
             SeparationMode::Stream(look_ahead)

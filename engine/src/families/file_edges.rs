@@ -88,6 +88,23 @@ pub struct PlannedChunk {
     pub file_end: Option<usize>,
 }
 
+impl PlannedChunk {
+    /// A chunk at `start` that takes `input_frames` there (silence after them) and adds its
+    /// first `output_frames` outputs there, weighted by `window`, run as in a stream.
+    pub fn at(start: usize, input_frames: usize, output_frames: usize, window: Arc<[f32]>) -> Self {
+        Self {
+            input_start: start as isize,
+            input_frames,
+            fill: Fill::Zeros,
+            output_from: 0,
+            output_frames,
+            dest: start,
+            window,
+            file_end: None,
+        }
+    }
+}
+
 /// A family's whole-file chunking.
 pub trait FileEdges: Send + std::fmt::Debug {
     /// The padding, once `length` decides it; `None` while it does not (the file may still
@@ -162,20 +179,12 @@ impl FileEdges for StreamEdges {
             FileLength::Exactly(_) if start >= file_end => return None,
             _ => {}
         }
-        Some(PlannedChunk {
-            input_start: start as isize,
-            input_frames: chunk,
-            fill: Fill::Zeros,
-            output_from: 0,
-            output_frames: chunk,
-            dest: start,
-            window: if index == 0 {
-                self.first_window.clone()
-            } else {
-                self.window.clone()
-            },
-            file_end: None,
-        })
+        let window = if index == 0 {
+            &self.first_window
+        } else {
+            &self.window
+        };
+        Some(PlannedChunk::at(start, chunk, chunk, window.clone()))
     }
 }
 

@@ -8,9 +8,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ,
 };
-use super::file_edges::{
-    window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk,
-};
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
 use crate::model_error::ModelError;
@@ -157,13 +155,8 @@ impl FileEdges for DemucsEdges {
         let delta = segment - covered;
         Some(PlannedChunk {
             input_start: offset as isize - (delta / 2) as isize,
-            input_frames: segment,
-            fill: Fill::Zeros,
             output_from: delta / 2,
-            output_frames: covered,
-            dest: offset,
-            window: self.window.clone(),
-            file_end: None,
+            ..PlannedChunk::at(offset, segment, covered, self.window.clone())
         })
     }
 }
@@ -233,7 +226,12 @@ mod tests {
         let last = edges.plan(3, &padding, length).unwrap();
         // delta = 65: input from 225 − 32, the output's middle 35 frames from 32 on.
         assert_eq!(
-            (last.input_start, last.output_from, last.output_frames, last.dest),
+            (
+                last.input_start,
+                last.output_from,
+                last.output_frames,
+                last.dest
+            ),
             (193, 32, 35, 225)
         );
         assert!(edges.plan(4, &padding, length).is_none());
@@ -247,6 +245,9 @@ mod tests {
         );
         // A file shorter than a segment sits in its middle, silence before and after.
         let short = edges.plan(0, &padding, FileLength::Exactly(40)).unwrap();
-        assert_eq!((short.input_start, short.output_from, short.output_frames), (-30, 30, 40));
+        assert_eq!(
+            (short.input_start, short.output_from, short.output_frames),
+            (-30, 30, 40)
+        );
     }
 }

@@ -11,9 +11,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
-use super::file_edges::{
-    window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk,
-};
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{uvr_table_entry, ModelParams};
 use super::stem_sources::{stem_for_name, ReferenceSources, StemSource};
@@ -286,20 +284,12 @@ impl FileEdges for MdxEdges {
             lead: Lead::Zeros(trim),
             window_start_frames: 0,
         };
-        Some(PlannedChunk {
-            input_start: start as isize,
-            input_frames: chunk,
-            fill: Fill::Zeros,
-            output_from: 0,
-            output_frames: frames,
-            dest: start,
-            window: if frames == chunk {
-                self.window.clone()
-            } else {
-                window_f32(&edge_window(frames, layout))
-            },
-            file_end: None,
-        })
+        let window = if frames == chunk {
+            self.window.clone()
+        } else {
+            window_f32(&edge_window(frames, layout))
+        };
+        Some(PlannedChunk::at(start, chunk, frames, window))
     }
 }
 
@@ -438,6 +428,11 @@ mod tests {
             ..layout
         };
         let edges = MdxEdges::new(no_overlap, 10);
-        assert!(edges.plan(1, &padding, length).unwrap().window.iter().all(|&w| w == 1.0));
+        assert!(edges
+            .plan(1, &padding, length)
+            .unwrap()
+            .window
+            .iter()
+            .all(|&w| w == 1.0));
     }
 }

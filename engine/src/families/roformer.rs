@@ -12,9 +12,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
-use super::file_edges::{
-    window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk,
-};
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
 use super::stem_sources::stem_sources_by_name;
@@ -331,18 +329,12 @@ impl FileEdges for MsstEdges {
             }
         };
         Some(PlannedChunk {
-            input_start: start as isize,
-            input_frames,
             fill: if input_frames > chunk / 2 {
                 Fill::Reflect
             } else {
                 Fill::Zeros
             },
-            output_from: 0,
-            output_frames: input_frames,
-            dest: start,
-            window,
-            file_end: None,
+            ..PlannedChunk::at(start, input_frames, input_frames, window)
         })
     }
 }
@@ -515,7 +507,10 @@ mod tests {
                     } else {
                         "both fades"
                     };
-                    assert_eq!(got, name, "batch {batch}, {num_chunks} chunks, chunk {index}");
+                    assert_eq!(
+                        got, name,
+                        "batch {batch}, {num_chunks} chunks, chunk {index}"
+                    );
                 }
             }
         }

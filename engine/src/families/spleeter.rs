@@ -27,9 +27,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
-use super::file_edges::{
-    window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk,
-};
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64};
@@ -282,14 +280,8 @@ impl FileEdges for SpleeterEdges {
             }
         };
         Some(PlannedChunk {
-            input_start: start as isize,
-            input_frames: chunk,
-            fill: Fill::Zeros,
-            output_from: 0,
-            output_frames: chunk,
-            dest: start,
-            window,
             file_end,
+            ..PlannedChunk::at(start, chunk, chunk, window)
         })
     }
 }
@@ -482,8 +474,12 @@ mod tests {
         assert_eq!(edges.plan(1, &padding, length).unwrap().file_end, None);
         assert!(edges.plan(3, &padding, length).is_none());
         // Streaming: segment 1 runs once its whole input is in.
-        assert!(edges.plan(1, &padding, FileLength::AtLeast(9_215)).is_none());
-        assert!(edges.plan(1, &padding, FileLength::AtLeast(9_216)).is_some());
+        assert!(edges
+            .plan(1, &padding, FileLength::AtLeast(9_215))
+            .is_none());
+        assert!(edges
+            .plan(1, &padding, FileLength::AtLeast(9_216))
+            .is_some());
     }
 
     #[test]

@@ -88,7 +88,10 @@ mod tests {
         let demucs = names(&["drums", "bass", "other", "vocals"]);
         let sources = ReferenceSources::by_name(&demucs, stem_sources_by_name(&demucs, 1.0));
         assert_eq!(sources.other, Some(StemSource::Output(2, 1.0)));
-        assert_eq!(sources.separated[Stem::Vocals.index()], StemSource::Output(3, 1.0));
+        assert_eq!(
+            sources.separated[Stem::Vocals.index()],
+            StemSource::Output(3, 1.0)
+        );
         let spleeter = names(&["vocals", "accompaniment"]);
         let sources = ReferenceSources::by_name(&spleeter, stem_sources_by_name(&spleeter, 1.0));
         assert_eq!(sources.other, Some(StemSource::Output(1, 1.0)));

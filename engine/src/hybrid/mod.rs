@@ -12,4 +12,4 @@ pub mod route_file;
 mod routed_separator;
 
 pub use route_file::{is_route_file, RouteFile, RouteStage, ROUTE_EXTENSION};
-pub use routed_separator::RoutedSeparator;
+pub use routed_separator::{shared_rate, RoutedSeparator};

@@ -55,6 +55,26 @@ impl PlanarDelay {
     }
 }
 
+/// The rate every stage of a route runs at (`infos`: theirs, in order); an error naming two
+/// that differ, or for a route without stages. Not realtime-safe: allocates the message.
+pub fn shared_rate<'a>(
+    mut infos: impl Iterator<Item = &'a SeparatorInfo> + Clone,
+) -> Result<u32, String> {
+    let Some(first) = infos.clone().next() else {
+        return Err("a route needs at least one separator".into());
+    };
+    let rate = first.sample_rate_hz();
+    match infos.find(|info| info.sample_rate_hz() != rate) {
+        Some(other) => Err(format!(
+            "{} runs at {} Hz and {} at {rate} Hz: a route's separators must share a rate",
+            other.name(),
+            other.sample_rate_hz(),
+            first.name()
+        )),
+        None => Ok(rate),
+    }
+}
+
 /// One separator of the chain and the stems it serves.
 struct Stage {
     separator: Box<dyn Separator>,
@@ -86,21 +106,7 @@ impl RoutedSeparator {
     /// rate; the router's hop is the least common multiple of theirs. Not realtime-safe:
     /// allocates.
     pub fn new(name: String, stages: Vec<(Box<dyn Separator>, Vec<Stem>)>) -> Result<Self, String> {
-        let Some(first) = stages.first() else {
-            return Err("a route needs at least one separator".into());
-        };
-        let sample_rate_hz = first.0.info().sample_rate_hz();
-        if let Some((other, _)) = stages
-            .iter()
-            .find(|(s, _)| s.info().sample_rate_hz() != sample_rate_hz)
-        {
-            return Err(format!(
-                "{} runs at {} Hz and {} at {sample_rate_hz} Hz: a route's separators must share a rate",
-                other.info().name(),
-                other.info().sample_rate_hz(),
-                first.0.info().name()
-            ));
-        }
+        let sample_rate_hz = shared_rate(stages.iter().map(|(s, _)| s.info()))?;
         let mut hop_frames = 1usize;
         for (separator, _) in &stages {
             let hop = separator.info().hop_frames().max(1);

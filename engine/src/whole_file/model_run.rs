@@ -225,12 +225,12 @@ fn push_source(
     let frames = (from..from + mix.len()).zip(mix);
     match source {
         StemSource::Silent => plane.resize(plane.len() + mix.len(), 0.0),
-        StemSource::Output(output, gain) => plane.extend(
-            frames.map(|(u, _)| (sums.value(output, channel, u) as f32) * gain),
-        ),
-        StemSource::MixMinus(output, gain) => plane.extend(
-            frames.map(|(u, &x)| x - (sums.value(output, channel, u) as f32) * gain),
-        ),
+        StemSource::Output(output, gain) => {
+            plane.extend(frames.map(|(u, _)| (sums.value(output, channel, u) as f32) * gain))
+        }
+        StemSource::MixMinus(output, gain) => {
+            plane.extend(frames.map(|(u, &x)| x - (sums.value(output, channel, u) as f32) * gain))
+        }
     }
 }
 

@@ -50,8 +50,8 @@ impl OverlapSums {
         let window = &plan.window[..plan.output_frames];
         for (output, sums) in self.sums.iter_mut().enumerate() {
             for (channel, sum) in sums.iter_mut().enumerate() {
-                let source =
-                    &values[(output * 2 + channel) * chunk_frames + plan.output_from..][..plan.output_frames];
+                let source = &values[(output * 2 + channel) * chunk_frames + plan.output_from..]
+                    [..plan.output_frames];
                 for ((acc, &y), &w) in sum[from..to].iter_mut().zip(source).zip(window) {
                     *acc += w * y;
                 }
@@ -111,8 +111,16 @@ mod tests {
         };
         // Chunks of 4 frames, outputs [channel][frame]; the first uses frames 0–1 at 0, the
         // second frames 2–3 at 1.
-        sums.add(&plan(0, 0, &[1.0, 1.0]), &[1.0, 2.0, 0.0, 0.0, 5.0, 5.0, 0.0, 0.0], 4);
-        sums.add(&plan(1, 2, &[3.0, 1.0]), &[0.0, 0.0, 4.0, 8.0, 0.0, 0.0, 0.0, 0.0], 4);
+        sums.add(
+            &plan(0, 0, &[1.0, 1.0]),
+            &[1.0, 2.0, 0.0, 0.0, 5.0, 5.0, 0.0, 0.0],
+            4,
+        );
+        sums.add(
+            &plan(1, 2, &[3.0, 1.0]),
+            &[0.0, 0.0, 4.0, 8.0, 0.0, 0.0, 0.0, 0.0],
+            4,
+        );
         assert_eq!(sums.value(0, 0, 0), 1.0);
         assert_eq!(sums.value(0, 0, 1), (2.0 + 3.0 * 4.0) / 4.0);
         assert_eq!(sums.value(0, 0, 2), 8.0);

@@ -72,7 +72,9 @@ impl PaddedSignal {
     /// Reads `out.len()` frames of `channel` of the padded signal from `start` (negative:
     /// silence before it). The padding must be decided.
     pub fn read(&self, channel: usize, start: isize, out: &mut [f32]) {
-        let padding = self.padding.expect("the padding is decided before a chunk runs");
+        let padding = self
+            .padding
+            .expect("the padding is decided before a chunk runs");
         let lead = padding.lead_frames as isize;
         let reflect = padding.fill == Fill::Reflect;
         for (offset, value) in out.iter_mut().enumerate() {
@@ -145,7 +147,10 @@ mod tests {
         let signal = signal(5, padding, true);
         let mut out = [9.0; 12];
         signal.read(0, -1, &mut out);
-        assert_eq!(out, [0.0, 3.0, 2.0, 1.0, 2.0, 3.0, 4.0, 5.0, 4.0, 3.0, 0.0, 0.0]);
+        assert_eq!(
+            out,
+            [0.0, 3.0, 2.0, 1.0, 2.0, 3.0, 4.0, 5.0, 4.0, 3.0, 0.0, 0.0]
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! first separates the file, each later one what the earlier ones left (their input minus the
 //! stems they serve), and a frame is final once the last stage handed it out.
 
+use crate::hybrid::shared_rate;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{stem_channel, SeparatorError, SeparatorInfo};
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
@@ -28,26 +29,15 @@ impl RouteRun {
     /// Chains `stages` (the run and the stems it serves) under `name`. Every stage must run at
     /// the same rate. Not realtime-safe: allocates.
     pub fn new(name: &str, stages: Vec<(Box<dyn FileRun>, Vec<Stem>)>) -> Result<Self, String> {
-        let Some((first, _)) = stages.first() else {
-            return Err("a route needs at least one separator".into());
-        };
-        let rate = first.info().sample_rate_hz();
-        if let Some((other, _)) = stages
-            .iter()
-            .find(|(run, _)| run.info().sample_rate_hz() != rate)
-        {
-            return Err(format!(
-                "{} runs at {} Hz and {} at {rate} Hz: a route's separators must share a rate",
-                other.info().name(),
-                other.info().sample_rate_hz(),
-                first.info().name()
-            ));
-        }
+        let rate = shared_rate(stages.iter().map(|(run, _)| run.info()))?;
         let stages: Vec<Stage> = stages
             .into_iter()
             .map(|(run, stems)| {
                 let mut serves = [false; NUM_SEPARATED_STEMS];
-                for stem in stems.into_iter().filter(|s| s.index() < NUM_SEPARATED_STEMS) {
+                for stem in stems
+                    .into_iter()
+                    .filter(|s| s.index() < NUM_SEPARATED_STEMS)
+                {
                     serves[stem.index()] = true;
                 }
                 Stage {

@@ -145,11 +145,9 @@ fn build_run(
             for stage in &route.stages {
                 stages.push((build_run(&stage.choice, options)?, stage.stems.clone()));
             }
-            let run = RouteRun::new(&route.name, stages).map_err(|message| {
-                ModelError::Params {
-                    model: route.name.clone(),
-                    message,
-                }
+            let run = RouteRun::new(&route.name, stages).map_err(|message| ModelError::Params {
+                model: route.name.clone(),
+                message,
             })?;
             Ok(Box::new(run))
         }

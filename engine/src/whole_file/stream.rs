@@ -58,7 +58,6 @@ impl WholeFileSeparator {
             latency_samples,
         })
     }
-
 }
 
 /// One file being separated. Dropping it before [`WholeFileStream::finish`] abandons the file;
@@ -249,7 +248,12 @@ impl FileState {
 
     /// Sanitises one block (NaN and infinities become silence, as in the stream) and runs it
     /// through the model at its rate.
-    fn push(&mut self, run: &mut dyn FileRun, left: &[f32], right: &[f32]) -> Result<(), EngineError> {
+    fn push(
+        &mut self,
+        run: &mut dyn FileRun,
+        left: &[f32],
+        right: &[f32],
+    ) -> Result<(), EngineError> {
         for (channel, source) in [left, right].into_iter().enumerate() {
             let scratch = &mut self.scratch[channel];
             scratch.resize(source.len(), 0.0);
