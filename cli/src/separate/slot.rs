@@ -86,7 +86,16 @@ impl<'a> SeparatorSlot<'a> {
                     );
                 }
                 if is_first && !options.is_quiet() {
-                    crate::output::say!("Running {} on {}", separator.info().name(), active.actual);
+                    crate::output::say!(
+                        "Running {} on {} ({})",
+                        separator.info().name(),
+                        active.actual,
+                        if separator.is_whole_file() {
+                            "whole files, as its reference runs them"
+                        } else {
+                            "streamed, as the plugin renders"
+                        }
+                    );
                     if options.look_ahead != LookAhead::Full {
                         self.look_ahead_cost = Some((
                             separator.info().compute_factor(),

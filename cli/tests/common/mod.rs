@@ -277,19 +277,22 @@ pub fn separate_whole_file(
         .stems
 }
 
-/// The three ways the parity tests separate `input` with `model`: a whole file with the
-/// residual Other and with the model's own, compared over every frame, and the stream (the
-/// plugin), compared over the first `stream_frames`: `(what, Other, frames compared, stems)`.
-pub fn parity_separations(
-    model: &Path,
-    input: &[Vec<f32>; 2],
-    stream_frames: usize,
-) -> Vec<(
+/// One way of separating a file in the parity tests: `(what, Other, frames compared, stems)`.
+pub type ParitySeparation = (
     &'static str,
     stemflow_engine::whole_file::OtherStem,
     usize,
     [[Vec<f32>; 2]; NUM_STEMS],
-)> {
+);
+
+/// The three ways the parity tests separate `input` with `model`: a whole file with the
+/// residual Other and with the model's own, compared over every frame, and the stream (the
+/// plugin), compared over the first `stream_frames`.
+pub fn parity_separations(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    stream_frames: usize,
+) -> Vec<ParitySeparation> {
     use stemflow_engine::whole_file::OtherStem;
     let frames = input[0].len();
     let whole = |other| separate_whole_file(model, input, ExtraStems::Separate, other);

@@ -68,7 +68,7 @@ pub struct WholeFileStream<'a> {
 }
 
 enum State {
-    Stream(Option<OfflineStream>),
+    Stream(Option<Box<OfflineStream>>),
     WholeFile(Box<FileState>),
 }
 
@@ -104,7 +104,7 @@ impl<'a> WholeFileStream<'a> {
             let separator = owner.take_stream_separator()?;
             let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
             stream.set_extra_stems(owner.options.extra_stems);
-            State::Stream(Some(stream))
+            State::Stream(Some(Box::new(stream)))
         };
         Ok(Self { owner, state })
     }
@@ -112,7 +112,7 @@ impl<'a> WholeFileStream<'a> {
     /// The latency taken off: the stream's (what the plugin reports), 0 for whole files.
     pub fn latency_samples(&self) -> usize {
         match &self.state {
-            State::Stream(stream) => stream.as_ref().map_or(0, OfflineStream::latency_samples),
+            State::Stream(stream) => stream.as_ref().map_or(0, |s| s.latency_samples()),
             State::WholeFile(_) => 0,
         }
     }
@@ -169,7 +169,7 @@ impl<'a> WholeFileStream<'a> {
             State::Stream(stream) => {
                 let mut stream = stream.take().expect("the stream runs until finished");
                 let result = stream.finish(&mut sink);
-                self.put_back(stream);
+                self.put_back(*stream);
                 result
             }
             State::WholeFile(file) => {
@@ -202,7 +202,7 @@ impl Drop for WholeFileStream<'_> {
     fn drop(&mut self) {
         if let State::Stream(stream) = &mut self.state {
             if let Some(stream) = stream.take() {
-                self.put_back(stream);
+                self.put_back(*stream);
             }
         }
     }
