@@ -22,6 +22,7 @@ mod models;
 mod models_available;
 mod models_get;
 mod models_import;
+mod models_inspect;
 mod output;
 mod plot;
 mod progress;

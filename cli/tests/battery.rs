@@ -111,7 +111,7 @@ fn model_configuration_mistakes_get_the_right_message() {
             path_str(model),
         ])
     };
-    // A RoFormer config that is there but broken: the key is named, not "put a config there".
+    // A RoFormer config that is not YAML: the file and the place, not "put a config there".
     let roformer = dir.join("roformer.onnx");
     std::fs::copy(fixtures.join("roformer_test.onnx"), &roformer).unwrap();
     std::fs::write(
@@ -121,8 +121,20 @@ fn model_configuration_mistakes_get_the_right_message() {
     .unwrap();
     let stderr = assert_clean_failure(&separate_with(&roformer), "malformed yaml");
     assert!(
-        stderr.contains("sidecar roformer.yaml: audio.chunk_size must be a whole number")
+        stderr.contains("sidecar roformer.yaml:")
+            && stderr.contains("line 4")
             && !stderr.contains("put the MSST config next to it"),
+        "{stderr}"
+    );
+    // A config that is YAML but holds the wrong kind of value: the key is named.
+    std::fs::write(
+        dir.join("roformer.yaml"),
+        "audio:\n  chunk_size: broken\n  sample_rate: 44100\n",
+    )
+    .unwrap();
+    let stderr = assert_clean_failure(&separate_with(&roformer), "wrong value in yaml");
+    assert!(
+        stderr.contains("sidecar roformer.yaml: audio.chunk_size must be a whole number"),
         "{stderr}"
     );
     // A config without its stems' names says so.

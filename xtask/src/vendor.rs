@@ -7,14 +7,17 @@
 //!   last patch into `vendor/patches/NNNN-NAME.patch`.
 //!
 //! The releases are downloaded from crates.io (checked against pinned SHA-256 sums) into
-//! `target/vendor-crates/`; the series is applied with `git am` in `target/vendor-work/`.
+//! `target/vendor-crates/` and unpacked in Rust (no Python); the series is applied with `git am`
+//! in `target/vendor-work/`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use nice_plug_xtask::Result;
+use ureq::tls::{RootCerts, TlsConfig};
 
-use crate::tools::{copy_recursively, python, sha256_hex};
+use crate::tools::{copy_recursively, sha256_hex};
 
 /// A crate release the vendored copy starts from.
 struct Release {
@@ -40,6 +43,9 @@ const RELEASES: [Release; 2] = [
 /// Files of a published `.crate` that a path dependency does not read (the manifest before
 /// cargo normalised it, and a lock file cargo ignores in a dependency): `vendor/` leaves them out.
 const UNUSED_FILES: [&str; 2] = ["Cargo.toml.orig", "Cargo.lock"];
+
+/// No release vendored is larger.
+const MAX_CRATE_BYTES: u64 = 64 << 20;
 
 const PATCHES_DIR: &str = "vendor/patches";
 const WORK_DIR: &str = "target/vendor-work";
@@ -82,7 +88,7 @@ fn write() -> Result<()> {
 /// Fails, naming the files, when `vendor/` is not the release plus the patch series.
 fn check_vendor() -> Result<()> {
     let work = stage()?;
-    let mut differences = Vec::new();
+    let mut differences = patches_without_upstream_note()?;
     for release in &RELEASES {
         let expected = work.join(release.name);
         let actual = Path::new("vendor").join(release.name);
@@ -110,8 +116,9 @@ fn check_vendor() -> Result<()> {
     }
     if !differences.is_empty() {
         anyhow::bail!(
-            "vendor/ is not the crates.io releases plus vendor/patches/:\n  {}\nMake the change a \
-             patch (`cargo xtask vendor --new-patch NAME -m MESSAGE`) or re-create vendor/ \
+            "vendor/ is not the crates.io releases plus vendor/patches/, each saying where it \
+             stands upstream:\n  {}\nMake the change a patch (`cargo xtask vendor --new-patch \
+             NAME -m MESSAGE`, the message with an `Upstream:` line) or re-create vendor/ \
              (`cargo xtask vendor`)",
             differences.join("\n  ")
         );
@@ -193,7 +200,7 @@ fn stage() -> Result<PathBuf> {
     std::fs::create_dir_all(&work)?;
     for release in &RELEASES {
         let archive = download(release)?;
-        python_script(EXTRACT_CRATE_PY, &[archive.as_os_str(), work.as_os_str()])?;
+        extract_crate(&archive, &work)?;
         let unpacked = work.join(format!("{}-{}", release.name, release.version));
         let folder = work.join(release.name);
         std::fs::rename(&unpacked, &folder)?;
@@ -229,7 +236,7 @@ fn download(release: &Release) -> Result<PathBuf> {
         let url = format!("https://static.crates.io/crates/{}/{file}", release.name);
         let partial = cache.join(format!("{file}.partial"));
         eprintln!("xtask: downloading {url}");
-        python_script(DOWNLOAD_PY, &[url.as_ref(), partial.as_os_str()])?;
+        download_to(&url, &partial)?;
         let sum = sha256_hex(&partial)?;
         if sum != release.sha256 {
             let _ = std::fs::remove_file(&partial);
@@ -264,16 +271,58 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Runs a Python snippet with `args`, failing with its exit status.
-fn python_script(script: &str, args: &[&std::ffi::OsStr]) -> Result<()> {
-    let status = Command::new(python()?)
-        .args(["-c", script])
-        .args(args)
-        .status()?;
-    if !status.success() {
-        anyhow::bail!("python3 -c <script> {args:?} failed with {status}");
-    }
+/// Downloads `url` into `path` over HTTPS, with the system's certificates (so proxies the
+/// system trusts work) and the proxy environment.
+fn download_to(url: &str, path: &Path) -> Result<()> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .proxy(ureq::Proxy::try_from_env())
+        .timeout_global(Some(Duration::from_secs(300)))
+        .build()
+        .into();
+    let mut response = agent
+        .get(url)
+        .call()
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+    let mut out = std::fs::File::create(path)?;
+    std::io::copy(
+        &mut response
+            .body_mut()
+            .with_config()
+            .limit(MAX_CRATE_BYTES)
+            .reader(),
+        &mut out,
+    )?;
+    out.sync_all()?;
     Ok(())
+}
+
+/// Unpacks a `.crate` (a gzipped tar holding `NAME-VERSION/…`) into `into`; entries that would
+/// land outside it are skipped.
+fn extract_crate(archive: &Path, into: &Path) -> Result<()> {
+    let file = std::fs::File::open(archive)?;
+    tar::Archive::new(flate2::read::GzDecoder::new(file)).unpack(into)?;
+    Ok(())
+}
+
+/// Patches whose message has no `Upstream:` line (sent to nice-plug, with the link, or why not).
+fn patches_without_upstream_note() -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for patch in patch_files()? {
+        let text = std::fs::read_to_string(&patch)?;
+        let message = text.split("\n---\n").next().unwrap_or_default();
+        if !message.lines().any(|line| line.starts_with("Upstream:")) {
+            missing.push(format!(
+                "{} does not say where it stands upstream (an `Upstream:` line)",
+                patch.display()
+            ));
+        }
+    }
+    Ok(missing)
 }
 
 /// Every file below `root`, as paths relative to it.
@@ -296,19 +345,3 @@ fn relative_files(root: &Path) -> Result<Vec<PathBuf>> {
     }
     Ok(files)
 }
-
-const DOWNLOAD_PY: &str = r#"
-import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=60) as response, open(sys.argv[2], "wb") as out:
-    while chunk := response.read(1 << 16):
-        out.write(chunk)
-"#;
-
-const EXTRACT_CRATE_PY: &str = r#"
-import sys, tarfile
-with tarfile.open(sys.argv[1]) as archive:
-    if hasattr(tarfile, "data_filter"):
-        archive.extractall(sys.argv[2], filter="data")
-    else:
-        archive.extractall(sys.argv[2])
-"#;

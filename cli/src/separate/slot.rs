@@ -1,9 +1,9 @@
-//! [`SeparatorSlot`]: the run's separator, built on first use and kept from input to input,
+//! [`SeparatorSlot`]: the run's separator, built on first use and handed from input to input,
 //! so a model is loaded (and its device reported) once per run, not once per file.
 
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
-use stemflow_engine::whole_file::{WholeFileOptions, WholeFileSeparator, WholeFileStream};
+use stemflow_engine::whole_file::{WholeFileOptions, WholeFileSeparator};
 
 use super::options::{Failure, SeparateOptions};
 
@@ -27,33 +27,12 @@ impl<'a> SeparatorSlot<'a> {
         }
     }
 
-    /// Starts the next input, at `sample_rate_hz`, on the run's separator, and says once what a
-    /// shortened look-ahead costs (the first stream tells its latency).
-    pub fn start_file(&mut self, sample_rate_hz: u32) -> Result<WholeFileStream<'_>, Failure> {
-        let options = self.options;
-        self.separator()?;
-        let cost = self.look_ahead_cost.take();
-        let separator = self.separator.as_mut().expect("built above");
-        let stream = separator.stream(sample_rate_hz)?;
-        if let Some((compute_factor, predicted_rtf)) = cost {
-            let latency_s = stream.latency_samples() as f64 / f64::from(sample_rate_hz);
-            report_look_ahead(options, latency_s, compute_factor, predicted_rtf);
+    /// The separator for the next input: the one the last input gave back, or a new one. A
+    /// failure to build it would repeat for every input, so it is fatal.
+    pub fn take(&mut self) -> Result<WholeFileSeparator, Failure> {
+        if let Some(separator) = self.separator.take() {
+            return Ok(separator);
         }
-        Ok(stream)
-    }
-
-    /// The run's separator, built on first use. A failure to build it would repeat for every
-    /// input, so it is fatal.
-    fn separator(&mut self) -> Result<&mut WholeFileSeparator, Failure> {
-        if self.separator.is_none() {
-            let separator = self.build()?;
-            self.separator = Some(separator);
-        }
-        Ok(self.separator.as_mut().expect("built above"))
-    }
-
-    /// Builds the separator and says where it runs, once per run.
-    fn build(&mut self) -> Result<WholeFileSeparator, Failure> {
         let options = self.options;
         let file_options = WholeFileOptions {
             device: options.device,
@@ -123,36 +102,40 @@ impl<'a> SeparatorSlot<'a> {
         Ok(separator)
     }
 
+    /// Says what a shortened look-ahead costs, once per run, when the first input's stream
+    /// reports its latency (`latency_s`: what the plugin reports at this rate).
+    pub fn report_look_ahead(&mut self, latency_s: f64) {
+        let Some((compute_factor, predicted_rtf)) = self.look_ahead_cost.take() else {
+            return;
+        };
+        crate::output::say!(
+            "Look-ahead {}: latency {:.0} ms, the model runs {compute_factor:.1}× as often as at Full",
+            self.options.look_ahead,
+            latency_s * 1000.0
+        );
+        if let Some(rtf) = predicted_rtf {
+            crate::output::say!(
+                "  measured: {rtf:.2} s of model time per second of audio ({})",
+                if rtf < 1.0 {
+                    "the plugin keeps up in real time on this device"
+                } else {
+                    "too heavy for real-time playback on this device"
+                }
+            );
+        }
+    }
+
     /// The run's options with the stems its separator delivers (built now if it is not yet).
     pub fn resolve_stems(&mut self) -> Result<SeparateOptions, Failure> {
-        let options = self.options;
-        let separator = self.separator()?;
-        options
-            .for_separator(separator.info())
-            .map_err(Failure::Fatal)
+        let separator = self.take()?;
+        let resolved = self.options.for_separator(separator.info());
+        self.put_back(Some(separator));
+        resolved.map_err(Failure::Fatal)
     }
-}
 
-/// Says what a shortened look-ahead costs (`latency_s`: what the plugin reports at this rate).
-fn report_look_ahead(
-    options: &SeparateOptions,
-    latency_s: f64,
-    compute_factor: f64,
-    predicted_rtf: Option<f64>,
-) {
-    crate::output::say!(
-        "Look-ahead {}: latency {:.0} ms, the model runs {compute_factor:.1}× as often as at Full",
-        options.look_ahead,
-        latency_s * 1000.0
-    );
-    if let Some(rtf) = predicted_rtf {
-        crate::output::say!(
-            "  measured: {rtf:.2} s of model time per second of audio ({})",
-            if rtf < 1.0 {
-                "the plugin keeps up in real time on this device"
-            } else {
-                "too heavy for real-time playback on this device"
-            }
-        );
+    /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
+    /// died) means the next input builds a new one.
+    pub fn put_back(&mut self, separator: Option<WholeFileSeparator>) {
+        self.separator = separator;
     }
 }

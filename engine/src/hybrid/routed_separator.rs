@@ -3,10 +3,9 @@
 
 use crate::dsp::gcd;
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::ActiveDevice;
+use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
-    SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -286,7 +285,7 @@ impl Separator for RoutedSeparator {
         }
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         for stage in &mut self.stages {
             stage.separator.poll_events(events);
         }

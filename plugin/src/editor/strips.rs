@@ -182,6 +182,20 @@ fn strip(
             });
         });
 }
+/// Where a strip's scale, meter and fader go: the travel of 0 to full scale and the strip's centre.
+#[derive(Clone, Copy)]
+struct FaderGeometry {
+    travel: Rect,
+    centre_x: f32,
+}
+
+impl FaderGeometry {
+    /// The height in the travel of a normalised gain.
+    fn y_of(&self, normalized: f32) -> f32 {
+        self.travel.bottom() - normalized.clamp(0.0, 1.0) * self.travel.height()
+    }
+}
+
 /// The meter (left), the fader (middle) and the dB scale (right) in `area`.
 fn fader_and_meter(
     ui: &mut Ui,
@@ -192,19 +206,26 @@ fn fader_and_meter(
     peak_hold: f32,
     setter: &ParamSetter,
 ) {
-    let colour = theme::stem_colour(stem);
-    let travel = Rect::from_min_max(
-        pos2(area.left(), area.top() + 8.0),
-        pos2(area.right(), area.bottom() - 8.0),
-    );
-    let y_of = |normalized: f32| travel.bottom() - normalized.clamp(0.0, 1.0) * travel.height();
-    let centre_x = area.center().x;
-    let meter_x = centre_x - 34.0;
-    let scale_x = centre_x + 18.0;
-
-    // Scale: ticks on both sides of the fader track and labels, shared by the meter and the
-    // fader (same gain mapping).
+    let geometry = FaderGeometry {
+        travel: Rect::from_min_max(
+            pos2(area.left(), area.top() + 8.0),
+            pos2(area.right(), area.bottom() - 8.0),
+        ),
+        centre_x: area.center().x,
+    };
+    // The scale's ticks sit on both sides of the fader track, shared by the meter and the fader
+    // (same gain mapping).
     let painter = ui.painter().clone();
+    paint_scale(&painter, geometry, gain);
+    paint_meter(&painter, geometry, stem, gain, meter_level, peak_hold);
+    fader(ui, &painter, geometry, area, stem, gain, setter);
+}
+
+/// The dB scale: ticks beside the fader track and their labels.
+fn paint_scale(painter: &egui::Painter, geometry: FaderGeometry, gain: &FloatParam) {
+    let FaderGeometry { travel, centre_x } = geometry;
+    let y_of = |normalized: f32| geometry.y_of(normalized);
+    let scale_x = centre_x + 18.0;
     let mut last_label_y = f32::NEG_INFINITY;
     for db in FADER_TICKS_DB {
         let y = y_of(gain.preview_normalized(util::db_to_gain(db)));
@@ -247,8 +268,21 @@ fn fader_and_meter(
         theme::small_font(),
         theme::TEXT_DIM,
     );
+}
 
-    // Meter.
+/// The level meter left of the fader, with its peak hold.
+fn paint_meter(
+    painter: &egui::Painter,
+    geometry: FaderGeometry,
+    stem: Stem,
+    gain: &FloatParam,
+    meter_level: f32,
+    peak_hold: f32,
+) {
+    let FaderGeometry { travel, centre_x } = geometry;
+    let y_of = |normalized: f32| geometry.y_of(normalized);
+    let colour = theme::stem_colour(stem);
+    let meter_x = centre_x - 34.0;
     let meter_rect = Rect::from_min_max(
         pos2(meter_x - 4.0, travel.top()),
         pos2(meter_x + 4.0, travel.bottom()),
@@ -284,8 +318,21 @@ fn fader_and_meter(
             Stroke::new(1.5, theme::TEXT),
         );
     }
+}
 
-    // Fader.
+/// The gain fader: its track, cap, interaction and accessibility.
+fn fader(
+    ui: &mut Ui,
+    painter: &egui::Painter,
+    geometry: FaderGeometry,
+    area: Rect,
+    stem: Stem,
+    gain: &FloatParam,
+    setter: &ParamSetter,
+) {
+    let FaderGeometry { travel, centre_x } = geometry;
+    let y_of = |normalized: f32| geometry.y_of(normalized);
+    let colour = theme::stem_colour(stem);
     let label = format!("{} gain", stem.display_name());
     let fader_rect = Rect::from_min_max(
         pos2(centre_x - 18.0, area.top()),
