@@ -555,7 +555,7 @@ fn a_file_runs_only_the_chunks_that_cover_it_in_every_family() {
                     let hop = 1024;
                     Some((1 + num_frames / hop).div_ceil(step / hop))
                 }
-                ModelFamily::Hybrid => unreachable!(),
+                ModelFamily::Hybrid | ModelFamily::Ensemble => unreachable!(),
             };
             let runs = file_model_runs(&model, num_frames, 44_100) as usize;
             println!(
