@@ -37,10 +37,17 @@ impl SeparatedStems {
     }
 }
 
-/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`]. Borrows the
-/// stream's block buffers: copy or write them out before the next call.
+/// Where [`StemFrames`] are: a stream handle's block, or stems of their own.
+enum FramesSource<'a> {
+    Handle(&'a StemStreamHandle),
+    Stems(&'a [[Vec<f32>; 2]; NUM_STEMS]),
+}
+
+/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (or
+/// [`crate::ensemble::EnsembleOfflineStream`]). Borrows the stream's block buffers: copy or
+/// write them out before the next call.
 pub struct StemFrames<'a> {
-    handle: &'a StemStreamHandle,
+    source: FramesSource<'a>,
     /// First frame of the handle's last block that belongs to the output (the rest of the
     /// block's beginning is latency).
     skip_frames: usize,
@@ -51,6 +58,21 @@ pub struct StemFrames<'a> {
 }
 
 impl<'a> StemFrames<'a> {
+    /// The frames `range` of `stems` (`[stem][channel][frame]` in [`Stem::ALL`] order), the
+    /// first of them frame `first_frame` of the input. Realtime-safe.
+    pub fn from_stems(
+        stems: &'a [[Vec<f32>; 2]; NUM_STEMS],
+        range: std::ops::Range<usize>,
+        first_frame: u64,
+    ) -> Self {
+        Self {
+            source: FramesSource::Stems(stems),
+            skip_frames: range.start,
+            end_frames: range.end,
+            first_frame,
+        }
+    }
+
     /// Number of frames. Realtime-safe.
     pub fn num_frames(&self) -> usize {
         self.end_frames - self.skip_frames
@@ -63,7 +85,11 @@ impl<'a> StemFrames<'a> {
 
     /// One channel (0: left, 1: right) of one stem. Realtime-safe.
     pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
-        &self.handle.stem_output(stem, channel)[self.skip_frames..self.end_frames]
+        let samples = match self.source {
+            FramesSource::Handle(handle) => handle.stem_output(stem, channel),
+            FramesSource::Stems(stems) => &stems[stem.index()][channel],
+        };
+        &samples[self.skip_frames..self.end_frames]
     }
 }
 
@@ -229,7 +255,7 @@ impl OfflineStream {
             return Ok(());
         }
         sink(StemFrames {
-            handle: &self.handle,
+            source: FramesSource::Handle(&self.handle),
             skip_frames,
             end_frames: block,
             first_frame: position + skip_frames as u64 - latency,

@@ -15,18 +15,23 @@
 //!   2048 samples a sample waits for both of its STFT frames. A stream cannot know where the
 //!   file ends: its spectral combination equals the whole file's except over the last 2048
 //!   samples (46 ms at 44.1 kHz), whose last frames see the members' stems of what follows.
+//! - [`EnsembleOfflineStream`]: a whole file through every member (each as `stemflow separate`
+//!   would run it alone) and their stems combined at the file's rate to its last sample, as MSST
+//!   combines the members' files — what `stemflow separate --model a+b --ensemble` writes.
 //! - [`EnsembleSpec`]: which separators and how, as a route file or `--model a+b --ensemble`
 //!   says it.
 
 mod channel_combiner;
 mod frame_transform;
 pub mod method;
+mod offline_stream;
 mod reduce;
 mod separator;
 mod spec;
 
 pub use channel_combiner::{delay_samples_of, ChannelCombiner, SPECTRAL_DELAY_SAMPLES};
 pub use method::{EnsembleAlgorithm, EnsembleMethod};
+pub use offline_stream::EnsembleOfflineStream;
 pub use separator::EnsembleSeparator;
 pub use spec::EnsembleSpec;
 
