@@ -88,7 +88,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
             }
         }
         let options = SeparateOptions {
-            separator,
+            model: crate::model_spec::ModelSpec::One(separator),
             device: DeviceChoice::Auto,
             look_ahead: stemflow_engine::look_ahead::LookAhead::Full,
             is_strict_device: false,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::offline::StemFrames;
 use stemflow_engine::Stem;
 
 use super::decode_ahead::PendingDecode;
@@ -69,8 +69,7 @@ pub(super) fn separate_file(
         .collect::<Result<_, _>>()
         .map_err(Failure::Input)?;
 
-    let separator = separator_slot.take()?;
-    let mut stream = OfflineStream::new(separator, info.sample_rate_hz)?;
+    let mut stream = separator_slot.take()?.open(info.sample_rate_hz)?;
     stream.set_extra_stems(options.extra_stems);
     separator_slot
         .report_look_ahead(stream.latency_samples() as f64 / f64::from(info.sample_rate_hz));
@@ -132,9 +131,9 @@ pub(super) fn separate_file(
         }
         stream.finish(&mut write)
     })();
-    let num_non_finite = stream.stats().non_finite_input_samples();
+    let num_non_finite = stream.non_finite_input_samples();
     // The loaded model serves the next input, whatever happened to this one.
-    separator_slot.put_back(stream.into_separator());
+    separator_slot.put_back(stream.into_model());
     if let Err(failure) = result {
         progress.abandon();
         return Err(failure);

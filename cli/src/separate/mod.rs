@@ -224,7 +224,7 @@ pub fn separate_jobs(
             let identity = match &identity {
                 Some(identity) => identity.clone(),
                 None => {
-                    let computed = record::separator_identity(&options.separator)
+                    let computed = record::model_identity(&options.model)
                         .map_err(|e| Failure::Fatal(format!("the model: {e}")))?;
                     identity.insert(computed).clone()
                 }

@@ -5,9 +5,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::model_spec::ModelSpec;
 use sha2::{Digest, Sha256};
 use stemflow_engine::choice::{models_dirs, SeparatorChoice};
-use stemflow_engine::hybrid::{is_route_file, RouteFile};
+use stemflow_engine::hybrid::{is_route_file, RouteFile, StageSeparator};
 
 use super::options::SeparateOptions;
 use crate::encode::BitDepth;
@@ -41,11 +42,35 @@ pub fn separator_identity(choice: &SeparatorChoice) -> Result<String, String> {
             let route = RouteFile::read(path, &models_dirs(&[])).map_err(|e| e.to_string())?;
             let mut identity = format!("route:{}", file_sha256(path)?);
             for stage in &route.stages {
-                identity.push_str(&format!(" + {}", separator_identity(&stage.choice)?));
+                for choice in stage.separator.choices() {
+                    identity.push_str(&format!(" + {}", separator_identity(choice)?));
+                }
+                if let StageSeparator::Ensemble(spec) = &stage.separator {
+                    identity.push_str(&format!(" ({})", spec.method));
+                }
             }
             Ok(identity)
         }
         SeparatorChoice::Model(path) => Ok(format!("model:{}", file_sha256(path)?)),
+    }
+}
+
+/// [`separator_identity`] of one model, or of an ensemble's members with its method.
+pub fn model_identity(model: &ModelSpec) -> Result<String, String> {
+    match model {
+        ModelSpec::One(choice) => separator_identity(choice),
+        ModelSpec::Ensemble(spec) => {
+            let members = spec
+                .members
+                .iter()
+                .map(separator_identity)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(format!(
+                "ensemble:{} ({})",
+                members.join(" + "),
+                spec.method
+            ))
+        }
     }
 }
 
