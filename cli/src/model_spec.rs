@@ -83,14 +83,6 @@ impl ModelSpec {
             ModelSpec::Ensemble(spec) => spec.label(),
         }
     }
-
-    /// The separators it runs.
-    pub fn choices(&self) -> &[SeparatorChoice] {
-        match self {
-            ModelSpec::One(choice) => std::slice::from_ref(choice),
-            ModelSpec::Ensemble(spec) => &spec.members,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -124,7 +116,6 @@ mod tests {
         assert_eq!(spec.label(), "alpha + beta (max_spec)");
         let default = ModelSpec::resolve("alpha+beta+builtin", &args(None, None), &dirs).unwrap();
         assert_eq!(default.label(), "alpha + beta + builtin (avg_wave)");
-        assert_eq!(default.choices().len(), 3);
         assert_eq!(
             ModelSpec::resolve("a+b", &args(None, None), &dirs).unwrap(),
             ModelSpec::One(SeparatorChoice::Model(dir.join("a+b.onnx")))

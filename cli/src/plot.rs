@@ -83,20 +83,20 @@ struct Legend<'a> {
 }
 
 /// Image width in pixels.
-const WIDTH_PX: u32 = 1120;
+pub(crate) const WIDTH_PX: u32 = 1120;
 /// Image height in pixels.
-const HEIGHT_PX: u32 = 600;
+pub(crate) const HEIGHT_PX: u32 = 600;
 /// Width of the legend column on the right.
 const LEGEND_WIDTH_PX: u32 = 250;
 /// The family name the embedded font is registered under (plotters' default family).
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 /// Marker size (radius) in pixels.
 const MARKER_PX: i32 = 6;
 /// Colour of the text, axes and the legend's variant markers.
-const INK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
 
 /// Registers the embedded font with plotters once per process.
-fn register_font() -> Result<(), String> {
+pub(crate) fn register_font() -> Result<(), String> {
     static IS_REGISTERED: OnceLock<bool> = OnceLock::new();
     let is_registered = *IS_REGISTERED.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
@@ -113,11 +113,7 @@ impl LinePlot {
     /// Draws the chart and writes it to `path` as a PNG (through `FILE.png.partial`, so a failed
     /// write leaves no half file under the name).
     pub fn write_png(&self, path: &Path) -> Result<(), String> {
-        let rgb = self.draw()?;
-        let partial = path.with_extension("png.partial");
-        encode_png(&partial, &rgb)
-            .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        write_png(path, &self.draw()?)
     }
 
     /// The chart as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row.
@@ -319,6 +315,15 @@ fn format_tick(x: f64) -> String {
         let digits = (-x.log10().floor()) as usize;
         format!("{x:.digits$}")
     }
+}
+
+/// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG, through
+/// `FILE.png.partial`, so a failed write leaves no half file under the name.
+pub(crate) fn write_png(path: &Path, rgb: &[u8]) -> Result<(), String> {
+    let partial = path.with_extension("png.partial");
+    encode_png(&partial, rgb)
+        .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG.
