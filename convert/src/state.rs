@@ -1,29 +1,46 @@
-//! [`ModelState`]: a checkpoint's tensors (an HTDemucs `state`, an MSST state dict), taken one
-//! by one with their expected shapes; what is left over when the graph is built is an error, so a checkpoint
-//! with layers the converter does not know is refused, never half-used.
+//! [`ModelState`]: a checkpoint's tensors (an HTDemucs `state`, an MSST state dict, a Spleeter
+//! checkpoint's arrays), taken one by one with their expected shapes; what is left over when the
+//! graph is built is an error, so a checkpoint with layers the converter does not know is
+//! refused, never half-used.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::error::ConvertError;
 use crate::torch::Tensor;
 
+/// A tensor of a checkpoint: its shape and its values as float32 (borrowed where they already
+/// are float32).
+pub trait CheckpointTensor<'a> {
+    /// Dimensions, outermost first.
+    fn shape(&self) -> &[usize];
+    /// The values, row-major.
+    fn values(&self) -> Result<Cow<'a, [f32]>, ConvertError>;
+}
+
+impl<'a> CheckpointTensor<'a> for Tensor<'a> {
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    fn values(&self) -> Result<Cow<'a, [f32]>, ConvertError> {
+        self.to_f32().map(Cow::Owned)
+    }
+}
+
 /// The state dict of one model, consumed as the graph is built.
-pub struct ModelState<'c, 'a> {
-    tensors: BTreeMap<&'c str, &'c Tensor<'a>>,
+pub struct ModelState<'c, X> {
+    tensors: BTreeMap<&'c str, &'c X>,
     /// For messages: which model (of a bag) this is.
     what: String,
     /// For messages: what describes the network (`kwargs`, `config`).
     described_by: &'static str,
 }
 
-impl<'c, 'a> ModelState<'c, 'a> {
+impl<'c, 'a, X: CheckpointTensor<'a>> ModelState<'c, X> {
     /// The tensors of `state` (name, tensor pairs); `what` names the model in messages and
     /// `described_by` what its shapes come from (`"kwargs"`, `"config"`).
-    pub fn new(
-        state: Vec<(&'c str, &'c Tensor<'a>)>,
-        what: &str,
-        described_by: &'static str,
-    ) -> Self {
+    pub fn new(state: Vec<(&'c str, &'c X)>, what: &str, described_by: &'static str) -> Self {
         ModelState {
             tensors: state.into_iter().collect(),
             what: what.to_owned(),
@@ -38,6 +55,16 @@ impl<'c, 'a> ModelState<'c, 'a> {
 
     /// Takes `key` as float32 values, checking its shape.
     pub fn take(&mut self, key: &str, shape: &[usize]) -> Result<Vec<f32>, ConvertError> {
+        self.take_borrowed(key, shape).map(Cow::into_owned)
+    }
+
+    /// Takes `key` as float32 values, checking its shape; borrowed from the checkpoint where
+    /// its values are float32 already.
+    pub fn take_borrowed(
+        &mut self,
+        key: &str,
+        shape: &[usize],
+    ) -> Result<Cow<'a, [f32]>, ConvertError> {
         let tensor = self.tensors.remove(key).ok_or_else(|| {
             ConvertError::Layout(format!(
                 "{}: the checkpoint has no tensor {key} (of shape {shape:?}) that its {} \
@@ -45,13 +72,15 @@ impl<'c, 'a> ModelState<'c, 'a> {
                 self.what, self.described_by
             ))
         })?;
-        if tensor.shape != shape {
+        if tensor.shape() != shape {
             return Err(ConvertError::Layout(format!(
                 "{}: {key} has shape {:?}; its {} calls for {shape:?}",
-                self.what, tensor.shape, self.described_by
+                self.what,
+                tensor.shape(),
+                self.described_by
             )));
         }
-        tensor.to_f32()
+        tensor.values()
     }
 
     /// Takes `key` whatever its shape, dropping it (a buffer that changes nothing).

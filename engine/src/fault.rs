@@ -16,8 +16,9 @@ use std::time::Duration;
 use crate::builtin::BuiltinSeparator;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
+use crate::runtime::devices::DeviceEvent;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceId};
-use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorInfo};
+use crate::separator::{Separator, SeparatorError, SeparatorInfo};
 
 /// The extension of a fault plan file.
 pub const FAULT_PLAN_EXTENSION: &str = "stemflow-fault";
@@ -99,7 +100,7 @@ pub struct FaultSeparator {
     has_panicked: bool,
     has_failed: bool,
     device: Option<ActiveDevice>,
-    pending_event: Option<SeparatorEvent>,
+    pending_event: Option<DeviceEvent>,
 }
 
 impl FaultSeparator {
@@ -175,14 +176,14 @@ impl Separator for FaultSeparator {
                 if device.actual != DeviceId::CPU {
                     device.actual = DeviceId::CPU;
                     device.fallback_reason = Some(format!("injected device loss at hop {hop}"));
-                    self.pending_event = Some(SeparatorEvent::DeviceFellBack(device.clone()));
+                    self.pending_event = Some(DeviceEvent::DeviceFellBack(device.clone()));
                 }
             }
         }
         self.inner.process_hop(input, stems)
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         if let Some(event) = self.pending_event.take() {
             events(event);
         }

@@ -4,7 +4,7 @@
 //! hops.
 
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::{ActiveDevice, DeviceChoice};
+use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceEvent};
 pub use crate::separator_info::SeparatorInfo;
 use crate::stem::NUM_SEPARATED_STEMS;
 
@@ -43,18 +43,6 @@ pub enum SeparatorRequest {
     SetDevice(DeviceChoice),
 }
 
-/// What changed in a separator, reported to the worker between hops (see
-/// [`Separator::poll_events`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SeparatorEvent {
-    /// A requested device switch is done: the model now runs on this device.
-    DeviceSwitched(ActiveDevice),
-    /// The device failed while running; the model moved (to the CPU) without a gap.
-    DeviceFellBack(ActiveDevice),
-    /// A requested device switch failed; the previous device keeps running.
-    DeviceSwitchFailed(String),
-}
-
 /// A source separator that works on fixed hops of stereo audio at its own sample rate.
 ///
 /// The contract, which the pipeline relies on for exact latency and block-size independence:
@@ -90,7 +78,7 @@ pub trait Separator: Send {
 
     /// Finishes work prepared in the background (e.g. installs a session built for another
     /// device) and reports what changed. Called by the worker between hops.
-    fn poll_events(&mut self, _events: &mut dyn FnMut(SeparatorEvent)) {}
+    fn poll_events(&mut self, _events: &mut dyn FnMut(DeviceEvent)) {}
 
     /// The device running the model right now (it changes on a switch or a fallback); `None`
     /// for DSP separators, which run on the CPU of the thread that calls them.

@@ -243,9 +243,12 @@ mod tests {
         [left, right]
     }
 
+    /// A target's reference and estimate.
+    type Pair<'a> = (&'a [Vec<f32>; 2], &'a [Vec<f32>; 2]);
+
     /// Scores whole buffers, pushed in blocks of `block` frames.
     fn score(
-        targets: &[(&[Vec<f32>; 2], &[Vec<f32>; 2])],
+        targets: &[Pair<'_>],
         rate: u32,
         block: usize,
     ) -> Result<Vec<TargetScore>, Refusal> {

@@ -10,6 +10,8 @@
 //! - [`encode`]: messages encoded from their parts (what rewriters add to a graph).
 //! - [`graph`]: [`OnnxGraph`], the builder the converters write whole models with.
 //! - [`external_data`]: every external-data reference in a file, subgraphs included.
+//! - [`kernels`]: which nodes ONNX Runtime's CPU, CUDA and DirectML providers have kernels for,
+//!   from a committed table of its registrations (`stemflow models inspect`).
 //!
 //! No dependencies. Generated protobuf types were measured against these readers and writers:
 //! see `docs/internals.md`.
@@ -18,6 +20,7 @@ pub mod encode;
 pub mod external_data;
 pub mod field;
 pub mod graph;
+pub mod kernels;
 pub mod model;
 pub mod view;
 pub mod wire;

@@ -40,21 +40,27 @@ impl<'a> ModelView<'a> {
 
     /// The default domain's operator set version, if the model imports one.
     pub fn default_opset(&self) -> Result<Option<i64>, String> {
+        Ok(self.opsets()?.get("ai.onnx").copied())
+    }
+
+    /// Every operator set the model imports, by domain (`ai.onnx` for the default one, which
+    /// files write as `""` or `ai.onnx`).
+    pub fn opsets(&self) -> Result<std::collections::HashMap<String, i64>, String> {
+        let mut opsets = std::collections::HashMap::new();
         for body in self.bodies(model::OPSET_IMPORT) {
             let mut domain = "";
-            let mut version = None;
+            let mut version = 1;
             for entry in Fields::new(body) {
                 match entry? {
                     (opset_id::DOMAIN, FieldValue::Bytes(name)) => domain = text(name)?,
-                    (opset_id::VERSION, FieldValue::Varint(v)) => version = Some(v as i64),
+                    (opset_id::VERSION, FieldValue::Varint(v)) => version = v as i64,
                     _ => {}
                 }
             }
-            if matches!(domain, "" | "ai.onnx") {
-                return Ok(version);
-            }
+            let domain = if domain.is_empty() { "ai.onnx" } else { domain };
+            opsets.insert(domain.to_owned(), version);
         }
-        Ok(None)
+        Ok(opsets)
     }
 
     /// Every metadata property (`metadata_props`), in order, as UTF-8 (lossy where it is not).

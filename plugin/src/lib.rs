@@ -10,6 +10,7 @@
 pub mod editor;
 pub mod editor_size;
 mod look_ahead_change;
+mod output_stage;
 mod params;
 pub mod port_set;
 mod render_speed;
@@ -39,24 +40,13 @@ use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use swap::{stream_swap_channel, StreamSwapHandle};
 
 use look_ahead_change::{apply_look_ahead, PluginTask};
+use output_stage::{HostBuffers, OutputLayout, OutputStage};
 pub use params::{
     GuitarPianoOutput, StemParams, StemflowParams, GAIN_SMOOTHING_MS, MAX_STEM_GAIN_DB,
     SWITCH_SMOOTHING_MS,
 };
 use shared::PluginShared;
 pub use state::{SavedState, StateNotice, SAVED_STATE_VERSION};
-
-/// How the plugin's outputs are laid out, derived from the host's chosen audio layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OutputLayout {
-    /// Stereo main output plus six stereo aux outputs.
-    Stereo,
-    /// Mono main output plus six mono aux outputs.
-    Mono,
-    /// One 10-channel main output: mix, vocals, drums, bass, other (each L/R); guitar and piano
-    /// stay in Other.
-    TenChannel,
-}
 
 /// The plugin, in one of its [`PortSet`]s: [`Stemflow`] (multi-output) or
 /// [`StemflowSingleBus`].
@@ -71,16 +61,13 @@ pub struct StemflowPlugin<V: PortSet> {
     stream: Option<Box<StemStreamHandle>>,
     /// The audio thread's end of the mailbox through which the editor swaps in a new stream.
     swap: Option<StreamSwapHandle>,
-    layout: OutputLayout,
     sample_rate_hz: f32,
-    /// Mute/solo gain per stem (0 or 1), ramped.
-    switch_gains: [Smoother<f32>; NUM_STEMS],
+    /// The layout, the scratch and the ramps of the outputs.
+    output: OutputStage,
+    /// Where the mute/solo ramps are heading, per stem.
     switch_targets: [f32; NUM_STEMS],
-    /// Bypass crossfade: 0 = processed, 1 = dry.
-    bypass_mix: Smoother<f32>,
+    /// Where the bypass crossfade is heading.
     bypass_target: f32,
-    /// Input copies for the stream (the host's main buffer is overwritten in place).
-    input_scratch: [Vec<f32>; 2],
     /// Notices a host bouncing faster than real time without saying so.
     render_speed: RenderSpeedDetector,
     /// The Look-ahead setting last applied (at activation) or requested (from `process()`).
@@ -100,15 +87,10 @@ impl<V: PortSet> Default for StemflowPlugin<V> {
             shared: Arc::new(PluginShared::default()),
             stream: None,
             swap: None,
-            layout: OutputLayout::Stereo,
             sample_rate_hz: 44_100.0,
-            switch_gains: std::array::from_fn(|_| {
-                Smoother::new(SmoothingStyle::Linear(SWITCH_SMOOTHING_MS))
-            }),
+            output: OutputStage::default(),
             switch_targets: [1.0; NUM_STEMS],
-            bypass_mix: Smoother::new(SmoothingStyle::Linear(SWITCH_SMOOTHING_MS)),
             bypass_target: 0.0,
-            input_scratch: [Vec::new(), Vec::new()],
             render_speed: RenderSpeedDetector::new(44_100.0),
             requested_look_ahead: LookAhead::Full,
             _port_set: PhantomData,
@@ -158,7 +140,7 @@ impl<V: PortSet> Plugin for StemflowPlugin<V> {
         buffer_config: &BufferConfig,
         context: &mut impl ActivateContext<Self>,
     ) -> bool {
-        self.layout = match (
+        let layout = match (
             audio_io_layout.main_input_channels.map(NonZeroU32::get),
             audio_io_layout.main_output_channels.map(NonZeroU32::get),
         ) {
@@ -194,7 +176,7 @@ impl<V: PortSet> Plugin for StemflowPlugin<V> {
         context.set_latency_samples(handle.latency_samples() as u32);
         self.stream = Some(handle);
         drop(self.shared.replace_stream(Some(running)));
-        self.input_scratch = [vec![0.0; max_block_frames], vec![0.0; max_block_frames]];
+        self.output.activate(layout, max_block_frames);
         self.render_speed = RenderSpeedDetector::new(buffer_config.sample_rate);
         self.reset_smoothers();
         true
@@ -260,79 +242,25 @@ impl<V: PortSet> Plugin for StemflowPlugin<V> {
             }
         }
         let max_block = stream.max_block_frames();
-        let main = buffer.as_slice();
+        let mut buffers = HostBuffers {
+            main: buffer.as_slice(),
+            aux_outputs: aux.outputs,
+        };
         // Meters cost a max per sample, so they only run while someone looks at them.
         let should_meter = self.shared.is_editor_open();
         let mut peaks = [0.0f32; NUM_STEMS];
         let mut start = 0;
         // Hosts should never exceed the maximum block size, but if one does, split the block.
         while start < num_frames {
-            let block = max_block.min(num_frames - start);
-            let end = start + block;
-            // Copy the input: the main buffer is also the main output.
-            match self.layout {
-                OutputLayout::Mono => {
-                    self.input_scratch[0][..block].copy_from_slice(&main[0][start..end]);
-                    self.input_scratch[1][..block].copy_from_slice(&main[0][start..end]);
-                }
-                OutputLayout::Stereo | OutputLayout::TenChannel => {
-                    for channel in 0..2 {
-                        self.input_scratch[channel][..block]
-                            .copy_from_slice(&main[channel][start..end]);
-                    }
-                }
-            }
-            stream.process(
-                &self.input_scratch[0][..block],
-                &self.input_scratch[1][..block],
+            let end = start + max_block.min(num_frames - start);
+            self.output.render_block(
+                &self.params,
+                stream,
+                is_fading.then_some(&mut *swap),
+                &mut buffers,
+                start..end,
+                should_meter.then_some(&mut peaks),
             );
-
-            for i in 0..block {
-                let frame = start + i;
-                let fade = if is_fading { swap.next_gain() } else { 1.0 };
-                let bypass = self.bypass_mix.next() * fade;
-                let wet = fade - bypass;
-                let mut mix = [0.0f32; 2];
-                for stem in Stem::ALL {
-                    let params = self.params.stem(stem);
-                    let gain =
-                        params.gain.smoothed.next() * self.switch_gains[stem.index()].next() * wet;
-                    let left = stream.stem_output(stem, 0)[i] * gain;
-                    let right = stream.stem_output(stem, 1)[i] * gain;
-                    mix[0] += left;
-                    mix[1] += right;
-                    if should_meter {
-                        let peak = &mut peaks[stem.index()];
-                        *peak = peak.max(left.abs()).max(right.abs());
-                    }
-                    let port = stem.output_index();
-                    match self.layout {
-                        OutputLayout::Stereo => {
-                            let port = aux.outputs[port].as_slice();
-                            port[0][frame] = left;
-                            port[1][frame] = right;
-                        }
-                        OutputLayout::Mono => {
-                            aux.outputs[port].as_slice()[0][frame] = 0.5 * (left + right);
-                        }
-                        // Guitar and piano are folded into Other (silent) here.
-                        OutputLayout::TenChannel if stem.is_extra() => {}
-                        OutputLayout::TenChannel => {
-                            main[2 + 2 * port][frame] = left;
-                            main[3 + 2 * port][frame] = right;
-                        }
-                    }
-                }
-                let dry = [stream.dry_output(0)[i], stream.dry_output(1)[i]];
-                let out = [mix[0] + bypass * dry[0], mix[1] + bypass * dry[1]];
-                match self.layout {
-                    OutputLayout::Mono => main[0][frame] = 0.5 * (out[0] + out[1]),
-                    OutputLayout::Stereo | OutputLayout::TenChannel => {
-                        main[0][frame] = out[0];
-                        main[1][frame] = out[1];
-                    }
-                }
-            }
             start = end;
         }
         if should_meter {
@@ -490,7 +418,7 @@ impl<V: PortSet> StemflowPlugin<V> {
 
     /// Where guitar and piano go in the current layout.
     fn extra_stems(&self) -> ExtraStems {
-        match self.layout {
+        match self.output.layout {
             OutputLayout::TenChannel => ExtraStems::IntoOther,
             OutputLayout::Stereo | OutputLayout::Mono => {
                 self.params.guitar_piano.value().extra_stems()
@@ -523,13 +451,14 @@ impl<V: PortSet> StemflowPlugin<V> {
             let target = targets[stem.index()];
             if target != self.switch_targets[stem.index()] {
                 self.switch_targets[stem.index()] = target;
-                self.switch_gains[stem.index()].set_target(self.sample_rate_hz, target);
+                self.output.switch_gains[stem.index()].set_target(self.sample_rate_hz, target);
             }
         }
         let bypass_target = if self.params.bypass.value() { 1.0 } else { 0.0 };
         if bypass_target != self.bypass_target {
             self.bypass_target = bypass_target;
-            self.bypass_mix
+            self.output
+                .bypass_mix
                 .set_target(self.sample_rate_hz, bypass_target);
         }
     }
@@ -540,10 +469,10 @@ impl<V: PortSet> StemflowPlugin<V> {
         for stem in Stem::ALL {
             let target = targets[stem.index()];
             self.switch_targets[stem.index()] = target;
-            self.switch_gains[stem.index()].reset(target);
+            self.output.switch_gains[stem.index()].reset(target);
         }
         self.bypass_target = if self.params.bypass.value() { 1.0 } else { 0.0 };
-        self.bypass_mix.reset(self.bypass_target);
+        self.output.bypass_mix.reset(self.bypass_target);
     }
 }
 

@@ -223,6 +223,12 @@ impl TestPlugin {
 
     /// Loads the plugin from `path` and creates an instance of `audio.stemflow.stemflow`.
     pub fn load_from(path: &Path) -> Self {
+        Self::load_id(path, PLUGIN_ID)
+    }
+
+    /// Loads the bundle at `path` and creates an instance of the plugin `plugin_id` in it
+    /// (`audio.stemflow.stemflow` or `audio.stemflow.stemflow-single-bus`).
+    pub fn load_id(path: &Path, plugin_id: &str) -> Self {
         let entry = entry_for(path);
         let factory = entry
             .get_plugin_factory()
@@ -232,8 +238,8 @@ impl TestPlugin {
             .filter_map(|d| d.id().map(|id| id.to_string_lossy().into_owned()))
             .collect();
         assert!(
-            ids.iter().any(|id| id == PLUGIN_ID),
-            "plugin id {PLUGIN_ID} not in {ids:?}"
+            ids.iter().any(|id| id == plugin_id),
+            "plugin id {plugin_id} not in {ids:?}"
         );
 
         let host_info = HostInfo::new(
@@ -243,7 +249,7 @@ impl TestPlugin {
             env!("CARGO_PKG_VERSION"),
         )
         .expect("host info");
-        let plugin_id = CString::new(PLUGIN_ID).expect("plugin id");
+        let plugin_id = CString::new(plugin_id).expect("plugin id");
         let instance = PluginInstance::<TestHost>::new(
             |_| TestHostShared::default(),
             |_| TestHostMainThread::default(),
@@ -251,7 +257,7 @@ impl TestPlugin {
             &plugin_id,
             &host_info,
         )
-        .unwrap_or_else(|e| panic!("cannot instantiate {PLUGIN_ID}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot instantiate {plugin_id:?}: {e}"));
 
         let mut plugin = Self {
             processor: None,

@@ -1,5 +1,6 @@
 //! The workspace's shape, checked: no module of any crate imports, directly or through others,
-//! a module that imports it back, and no engine file grows past the size a reader can hold.
+//! a module that imports it back, no engine file grows past the size a reader can hold, and the
+//! CLI and the plugin build the crates they share with the same features.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -544,4 +545,58 @@ fn onnx_is_read_and_written_only_through_the_onnx_crate() {
         "a zip header field is not protobuf"
     );
     assert!(spells_onnx_by_hand("wire::put_int64(&mut a, 20, 4);"));
+}
+
+/// Every crate `package`'s normal and build dependencies reach, with the features enabled on
+/// it: `cargo tree`'s view of one `cargo build -p package`.
+fn resolved_features(package: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = std::process::Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["tree", "--locked", "-q", "-p", package])
+        .args(["-e", "normal,build,features", "--prefix", "none"])
+        .args(["-f", "{p}|{f}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut crates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some((package, features)) = line.trim_end_matches(" (*)").split_once('|') else {
+            continue;
+        };
+        crates
+            .entry(package.to_owned())
+            .or_default()
+            .extend(features.split(',').filter(|f| !f.is_empty()).map(str::to_owned));
+    }
+    crates
+}
+
+#[test]
+fn the_cli_and_the_plugin_build_what_they_share_with_one_feature_set() {
+    let cli = resolved_features("stemflow-cli");
+    let plugin = resolved_features("stemflow");
+    let shared: Vec<&String> = cli.keys().filter(|c| plugin.contains_key(*c)).collect();
+    assert!(shared.len() > 50, "cargo tree found too little: {shared:?}");
+    let differ: Vec<String> = shared
+        .into_iter()
+        .filter(|c| cli[*c] != plugin[*c])
+        .map(|c| {
+            format!(
+                "{c}: the CLI alone enables {:?}, the plugin alone {:?}",
+                cli[c].difference(&plugin[c]).collect::<Vec<_>>(),
+                plugin[c].difference(&cli[c]).collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "building the CLI and then the plugin (or the other way) would rebuild these and all \
+         above them; add the union of their features to build-features/Cargo.toml:\n{}",
+        differ.join("\n")
+    );
 }

@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::options::{Failure, SeparateOptions};
+use crate::decode::io_reason;
+
 /// The claim's file name in a stem folder.
 pub const CLAIM_FILE: &str = ".stemflow-claim";
 /// The file that makes taking over a stale claim exclusive.
@@ -306,6 +309,75 @@ fn is_running(pid: u32, start: Option<u64>) -> bool {
         let _ = (pid, start);
         true
     }
+}
+
+/// Claims `folder` for `input`'s job. When another worker holds it: `None`
+/// when `may_defer` (the caller takes the job up later), otherwise waits for it, saying so once.
+/// Returns the claim and the worker waited for, if any.
+pub(super) fn claim_folder(
+    folder: &Path,
+    input: &Path,
+    may_defer: bool,
+) -> Result<Option<(Claim, Option<Holder>)>, Failure> {
+    let mut waited_for: Option<Holder> = None;
+    let mut has_said = false;
+    loop {
+        let outcome = Claim::take(folder).map_err(|e| {
+            Failure::Input(format!(
+                "cannot claim {}: {}",
+                folder.display(),
+                io_reason(&e)
+            ))
+        })?;
+        let holder = match outcome {
+            ClaimOutcome::Taken(claim) => return Ok(Some((claim, waited_for))),
+            ClaimOutcome::Held(holder) => holder,
+        };
+        let who = holder.as_ref().map_or_else(
+            || "another worker".to_owned(),
+            |h| format!("another worker ({})", h.describe()),
+        );
+        if may_defer {
+            crate::output::say_err!(
+                "stemflow: {}: {} is being separated by {who}; back to it after the other inputs",
+                input.display(),
+                folder.display()
+            );
+            return Ok(None);
+        }
+        if !has_said {
+            crate::output::say_err!(
+                "stemflow: {}: waiting for {who}, which is separating it into {}",
+                input.display(),
+                folder.display()
+            );
+            has_said = true;
+        }
+        waited_for = holder.or(waited_for);
+        if let Some(signal) = crate::interrupt::received() {
+            return Err(Failure::Interrupted(signal));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The stem files of `options` in `folder`, when every one is there and was written after
+/// `other` claimed the folder: that worker separated it.
+pub(super) fn stems_written_since(
+    folder: &Path,
+    options: &SeparateOptions,
+    other: &Holder,
+) -> Option<Vec<PathBuf>> {
+    let since = std::time::UNIX_EPOCH + Duration::from_secs(other.since_unix_s);
+    options
+        .stems
+        .iter()
+        .map(|&stem| {
+            let path = options.stem_path(folder, stem);
+            let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+            (modified >= since).then_some(path)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! [`SeparateOptions`]: how to separate; [`Catalogue`]: how a run treats its jobs; [`Failure`]:
 //! why an input failed; [`Separated`]: what it produced.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
@@ -44,6 +44,11 @@ pub struct SeparateOptions {
 impl SeparateOptions {
     pub(crate) fn is_quiet(&self) -> bool {
         self.progress == ProgressMode::Quiet
+    }
+
+    /// Where `stem`'s file goes in `folder`.
+    pub fn stem_path(&self, folder: &Path, stem: Stem) -> PathBuf {
+        folder.join(format!("{}.{}", stem.file_name(), self.format.extension()))
     }
 
     /// These options with the stems `model` delivers: the named stems, each of which it

@@ -2,40 +2,54 @@
 //! separated, by what, with which settings, so a rerun skips what is already done and redoes
 //! what changed. It is written last, atomically, after every stem is in place.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::model_spec::ModelSpec;
-use sha2::{Digest, Sha256};
 use stemflow_engine::choice::{models_dirs, SeparatorChoice};
 use stemflow_engine::hybrid::{is_route_file, RouteFile, StageSeparator};
 
-use super::options::SeparateOptions;
+use super::options::{Failure, SeparateOptions};
 use crate::encode::BitDepth;
+use crate::model_spec::ModelSpec;
 
 /// The record's file name in a stem folder.
 pub const RECORD_FILE: &str = "stemflow-result.json";
 
 /// SHA-256 of a file's content, lower-case hex. Not realtime-safe.
-pub fn file_sha256(path: &Path) -> Result<String, String> {
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        let n = file
-            .read(&mut buffer)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
+fn file_sha256(path: &Path) -> Result<String, String> {
+    stemflow_fetch::files::file_sha256(path).map_err(|e| e.to_string())
+}
+
+/// The record keys of a resumable run: the separator's identity is computed once, on first
+/// need (a run whose jobs are all skipped still reads the model once).
+#[derive(Default)]
+pub(super) struct Resume {
+    identity: Option<String>,
+}
+
+impl Resume {
+    /// The key `input`'s record must match. The separator's identity failing is fatal (it
+    /// would fail every job); the input's hash failing is this job's.
+    pub(super) fn key(
+        &mut self,
+        input: &Path,
+        options: &SeparateOptions,
+    ) -> Result<serde_json::Value, Failure> {
+        let identity = match &self.identity {
+            Some(identity) => identity,
+            None => {
+                let computed = model_identity(&options.model)
+                    .map_err(|e| Failure::Fatal(format!("the model: {e}")))?;
+                self.identity.insert(computed)
+            }
+        };
+        let input_sha256 = file_sha256(input).map_err(Failure::Input)?;
+        Ok(record_key(&input_sha256, identity, options))
     }
-    Ok(format!("{:x}", hasher.finalize()))
 }
 
 /// What makes a separator's output what it is: `builtin` with Stemflow's version, a model's
 /// content hash, or a route's hash with each stage's. Not realtime-safe: reads the model files.
-pub fn separator_identity(choice: &SeparatorChoice) -> Result<String, String> {
+fn separator_identity(choice: &SeparatorChoice) -> Result<String, String> {
     match choice {
         SeparatorChoice::Builtin => Ok("builtin".into()),
         SeparatorChoice::Model(path) if is_route_file(path) => {
@@ -56,7 +70,7 @@ pub fn separator_identity(choice: &SeparatorChoice) -> Result<String, String> {
 }
 
 /// [`separator_identity`] of one model, or of an ensemble's members with its method.
-pub fn model_identity(model: &ModelSpec) -> Result<String, String> {
+fn model_identity(model: &ModelSpec) -> Result<String, String> {
     match model {
         ModelSpec::One(choice) => separator_identity(choice),
         ModelSpec::Ensemble(spec) => {
@@ -76,7 +90,7 @@ pub fn model_identity(model: &ModelSpec) -> Result<String, String> {
 
 /// The key a record must match for its folder to count as done: Stemflow's version, the input's
 /// content, the separator's identity and every setting that changes the files.
-pub fn record_key(
+fn record_key(
     input_sha256: &str,
     separator_identity: &str,
     options: &SeparateOptions,

@@ -9,6 +9,7 @@ use super::config::HtDemucsConfig;
 use crate::error::ConvertError;
 use crate::ops::{Builder, DataType, T};
 use crate::state::ModelState;
+use crate::torch::Tensor;
 
 /// Blocks of frequencies a decoder's `DConv` goes through one after the other. ONNX Runtime's
 /// allocation planner hands a freed buffer to the next tensor of exactly the same shape and keeps
@@ -130,7 +131,7 @@ pub fn normalise(b: &mut Builder<'_>, x: &T) -> Result<(T, T, T), ConvertError> 
 /// denormalised.
 pub fn build_network(
     b: &mut Builder<'_>,
-    state: ModelState<'_, '_>,
+    state: ModelState<'_, Tensor<'_>>,
     config: &HtDemucsConfig,
     prefix: &str,
     inputs: &Inputs,
@@ -149,7 +150,7 @@ pub fn build_network(
 /// A model under construction: the builder, the checkpoint's remaining tensors.
 pub(super) struct Network<'x, 'a, 'c, 't> {
     pub(super) b: &'x mut Builder<'a>,
-    pub(super) state: ModelState<'c, 't>,
+    pub(super) state: ModelState<'c, Tensor<'t>>,
     pub(super) config: &'x HtDemucsConfig,
     /// Prefix of the initializer names (the model's place in a bag).
     pub(super) prefix: String,

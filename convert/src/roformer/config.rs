@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::error::ConvertError;
+use crate::yaml::read_msst_yaml;
 
 /// Which RoFormer the checkpoint is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,88 +120,6 @@ const DEFAULT_FREQS_PER_BANDS: [usize; 62] = [
 /// The largest width, depth or count a config may ask for (a bound against absurd graphs).
 const MAX_SIZE: usize = 1 << 16;
 
-/// Reads an MSST YAML config (two levels: `section:` then `  key: value`, values scalars,
-/// `[a, b]` lists or `- item` block lists, `!!python/tuple` tags accepted) into
-/// `section.key` → value. Fails on lines it cannot read rather than skipping them.
-pub fn read_msst_yaml(text: &str) -> Result<BTreeMap<String, Value>, ConvertError> {
-    let scalar = |raw: &str| -> Value {
-        let raw = raw.trim();
-        let unquoted = raw.trim_matches(|c| c == '\'' || c == '"');
-        if unquoted.len() != raw.len() {
-            return Value::from(unquoted);
-        }
-        if let Ok(i) = raw.parse::<i64>() {
-            return Value::from(i);
-        }
-        if let Ok(f) = raw.parse::<f64>() {
-            return Value::from(f);
-        }
-        match raw.to_ascii_lowercase().as_str() {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            "null" | "~" | "none" => Value::Null,
-            _ => Value::from(raw),
-        }
-    };
-    let mut values = BTreeMap::new();
-    let mut section = String::new();
-    let mut open_list: Option<(String, Vec<Value>)> = None;
-    for (number, line) in text.lines().enumerate() {
-        let content = match line.find(" #") {
-            Some(at) => &line[..at],
-            None => line,
-        };
-        if content.trim().is_empty() || content.trim_start().starts_with('#') {
-            continue;
-        }
-        let indent = content.len() - content.trim_start().len();
-        let content = content.trim();
-        if let Some(item) = content.strip_prefix('-') {
-            match open_list.as_mut() {
-                Some((_, items)) => items.push(scalar(item)),
-                None => {
-                    return Err(ConvertError::Layout(format!(
-                        "config line {}: a list item outside a list",
-                        number + 1
-                    )))
-                }
-            }
-            continue;
-        }
-        if let Some((key, items)) = open_list.take() {
-            values.insert(key, Value::Array(items));
-        }
-        let Some((key, value)) = content.split_once(':') else {
-            return Err(ConvertError::Layout(format!(
-                "config line {} is not `key: value`: {content}",
-                number + 1
-            )));
-        };
-        let (key, value) = (key.trim(), value.trim());
-        if indent == 0 {
-            section = key.to_owned();
-            continue;
-        }
-        let full = format!("{section}.{key}");
-        if value.is_empty() || value.starts_with("!!") {
-            open_list = Some((full, Vec::new()));
-        } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-            let items = inner
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(scalar)
-                .collect();
-            values.insert(full, Value::Array(items));
-        } else {
-            values.insert(full, scalar(value));
-        }
-    }
-    if let Some((key, items)) = open_list {
-        values.insert(key, Value::Array(items));
-    }
-    Ok(values)
-}
-
 /// The config's values with typed getters that name the key in their errors.
 struct Keys<'a>(&'a BTreeMap<String, Value>);
 
@@ -270,7 +189,7 @@ impl RoFormerConfig {
     /// not built here (`use_pope`, a mono model, a window other than Hann over `n_fft`,
     /// unknown keys), and for bands that do not cover the spectrum.
     pub fn from_yaml(text: &str, is_band_split: bool) -> Result<Self, ConvertError> {
-        let values = read_msst_yaml(text)?;
+        let values = read_msst_yaml(text).map_err(ConvertError::Layout)?;
         let keys = Keys(&values);
         let model = |key: &str| format!("model.{key}");
         for key in values.keys().filter_map(|k| k.strip_prefix("model.")) {
@@ -558,15 +477,5 @@ mod tests {
             }
         );
         assert_eq!(config.mask_estimator_depth, 2);
-    }
-
-    #[test]
-    fn yaml_lines_that_cannot_be_read_are_errors() {
-        assert!(read_msst_yaml("model:\n  dim 3\n").is_err());
-        assert!(read_msst_yaml("- 3\n").is_err());
-        let v = read_msst_yaml("a:\n  b: [1, 2]\n  c: 'x'\n  d: 1.0e-05\n").unwrap();
-        assert_eq!(v["a.b"], serde_json::json!([1, 2]));
-        assert_eq!(v["a.c"], "x");
-        assert_eq!(v["a.d"], 1e-5);
     }
 }

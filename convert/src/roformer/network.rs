@@ -12,6 +12,7 @@ use super::config::{RoFormerConfig, Variant};
 use crate::error::ConvertError;
 use crate::ops::{Builder, T};
 use crate::state::ModelState;
+use crate::torch::Tensor;
 
 /// Attention weights computed at once (per block of bands or frames): 128 MB of float32.
 const MAX_SCORES_PER_BLOCK: usize = 32 << 20;
@@ -72,7 +73,7 @@ pub(super) struct Network<'n, 'g, 'c, 'a> {
     /// The graph.
     pub b: &'n mut Builder<'g>,
     /// The tensors, each taken once.
-    pub state: ModelState<'c, 'a>,
+    pub state: ModelState<'c, Tensor<'a>>,
     /// The hyper-parameters.
     pub config: &'n RoFormerConfig,
 }

@@ -5,10 +5,9 @@ use super::channel_combiner::{delay_samples_of, ChannelCombiner};
 use super::method::EnsembleMethod;
 use crate::hybrid::{combined_info, PlanarDelay, StageRunner};
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::ActiveDevice;
+use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
-    SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -225,7 +224,7 @@ impl Separator for EnsembleSeparator {
         }
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         for member in &mut self.members {
             member.runner.separator.poll_events(events);
         }

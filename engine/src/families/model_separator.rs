@@ -12,14 +12,12 @@ use super::stem_sources::StemSource;
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::{ActiveDevice, DeviceChoice};
+use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceEvent};
 use crate::runtime::model_file::read_model_file;
 use crate::runtime::runner::ModelRunner;
 use crate::runtime::session::discard_spare_session;
 use crate::runtime::session::AcquiredSession;
-use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
-};
+use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest};
 use crate::stem::Stem;
 use crate::stream::SCHEDULING_MARGIN_MS;
 
@@ -242,7 +240,7 @@ impl Separator for ModelSeparator {
         }
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         self.runner.poll_events(events);
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
 use serde_json::Value;
+use stemflow_convert::yaml::read_msst_yaml;
 
 /// UVR's `mdx_model_data/model_data_new.json` (TRvlvr/application_data, commit 3826b05).
 const UVR_MDX_TABLE: &str = include_str!("../../data/uvr_mdx_model_data.json");
@@ -101,7 +102,10 @@ pub fn read_sidecar(model: &Path) -> Result<Option<ModelParams>, String> {
                 _ => return Err(format!("sidecar {name}: expected a JSON object")),
             }
         } else {
-            parse_msst_yaml(&text)
+            read_msst_yaml(&text)
+                .map_err(|e| format!("sidecar {name}: {e}"))?
+                .into_iter()
+                .collect()
         };
         return Ok(Some(ModelParams {
             values,
@@ -109,75 +113,6 @@ pub fn read_sidecar(model: &Path) -> Result<Option<ModelParams>, String> {
         }));
     }
     Ok(None)
-}
-
-/// Picks the keys Stemflow needs out of a Music-Source-Separation-Training YAML config (which
-/// uses Python-specific tags a strict YAML parser refuses): `audio.{chunk_size, n_fft,
-/// hop_length, sample_rate}`, `model.{stft_n_fft, stft_hop_length, zero_dc}`,
-/// `training.{instruments, target_instrument}`, `inference.{num_overlap, chunk_size}`.
-/// Keys come out flattened as `section.key`.
-pub fn parse_msst_yaml(text: &str) -> HashMap<String, Value> {
-    let mut values = HashMap::new();
-    let mut section = String::new();
-    let mut open_list: Option<(String, Vec<Value>)> = None;
-    let scalar = |raw: &str| -> Value {
-        let raw = raw.trim().trim_matches(|c| c == '\'' || c == '"');
-        if let Ok(i) = raw.parse::<i64>() {
-            Value::from(i)
-        } else if let Ok(f) = raw.parse::<f64>() {
-            Value::from(f)
-        } else {
-            match raw.to_ascii_lowercase().as_str() {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                "null" | "~" | "none" => Value::Null,
-                _ => Value::from(raw),
-            }
-        }
-    };
-    for line in text.lines() {
-        let without_comment = line.split(" #").next().unwrap_or("");
-        if without_comment.trim().is_empty() || without_comment.trim_start().starts_with('#') {
-            continue;
-        }
-        let indent = without_comment.len() - without_comment.trim_start().len();
-        let content = without_comment.trim();
-        if let Some(item) = content.strip_prefix("- ") {
-            if let Some((_, items)) = open_list.as_mut() {
-                items.push(scalar(item));
-            }
-            continue;
-        }
-        if let Some((key, items)) = open_list.take() {
-            values.insert(key, Value::Array(items));
-        }
-        let Some((key, value)) = content.split_once(':') else {
-            continue;
-        };
-        let key = key.trim();
-        let value = value.trim();
-        if indent == 0 {
-            section = key.to_string();
-            continue;
-        }
-        let full = format!("{section}.{key}");
-        if value.is_empty() || value.starts_with("!!") {
-            open_list = Some((full, Vec::new()));
-        } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-            let items = inner
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(scalar)
-                .collect();
-            values.insert(full, Value::Array(items));
-        } else {
-            values.insert(full, scalar(value));
-        }
-    }
-    if let Some((key, items)) = open_list {
-        values.insert(key, Value::Array(items));
-    }
-    values
 }
 
 #[cfg(test)]
@@ -206,29 +141,5 @@ mod tests {
         assert_eq!(entry["mdx_dim_f_set"], 2048);
         assert_eq!(entry["primary_stem"], "Vocals");
         assert!(table.len() > 20);
-    }
-
-    #[test]
-    fn msst_yaml_keys_are_found_with_python_tags_and_both_list_styles() {
-        let yaml = "audio:\n  chunk_size: 485100\n  n_fft: 2048\n  hop_length: 441 # comment\n\
-                    model:\n  freqs_per_bands: !!python/tuple\n  - 2\n  - 4\n  stft_hop_length: 441\n  zero_dc: false\n\
-                    training:\n  instruments: ['Drums', 'Bass', 'Other', 'Vocals']\n  target_instrument: null\n\
-                    inference:\n  num_overlap: 2\n";
-        let v = parse_msst_yaml(yaml);
-        assert_eq!(v["audio.chunk_size"], 485100);
-        assert_eq!(v["audio.hop_length"], 441);
-        assert_eq!(v["model.zero_dc"], false);
-        assert_eq!(v["model.freqs_per_bands"], serde_json::json!([2, 4]));
-        assert_eq!(
-            v["training.instruments"],
-            serde_json::json!(["Drums", "Bass", "Other", "Vocals"])
-        );
-        assert_eq!(v["training.target_instrument"], Value::Null);
-        assert_eq!(v["inference.num_overlap"], 2);
-        let block = parse_msst_yaml("training:\n  instruments:\n  - vocals\n  - other\n");
-        assert_eq!(
-            block["training.instruments"],
-            serde_json::json!(["vocals", "other"])
-        );
     }
 }

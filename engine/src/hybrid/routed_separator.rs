@@ -4,10 +4,9 @@
 use super::planar_delay::PlanarDelay;
 use super::stage_runner::{combined_info, StageRunner};
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::ActiveDevice;
+use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorEvent, SeparatorInfo, SeparatorRequest,
-    SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -188,7 +187,7 @@ impl Separator for RoutedSeparator {
         }
     }
 
-    fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         for stage in &mut self.stages {
             stage.runner.separator.poll_events(events);
         }

@@ -205,3 +205,15 @@ pub struct ActiveDevice {
     /// Why they differ (or a later failure), if they do.
     pub fallback_reason: Option<String>,
 }
+
+/// What changed about the device a model runs on, reported between hops (see
+/// `Separator::poll_events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceEvent {
+    /// A requested device switch is done: the model now runs on this device.
+    DeviceSwitched(ActiveDevice),
+    /// The device failed while running; the model moved (to the CPU) without a gap.
+    DeviceFellBack(ActiveDevice),
+    /// A requested device switch failed; the previous device keeps running.
+    DeviceSwitchFailed(String),
+}

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{runtime, RuntimeError};
 
-pub use super::device_id::{ActiveDevice, DeviceChoice, DeviceId, Provider};
+pub use super::device_id::{ActiveDevice, DeviceChoice, DeviceEvent, DeviceId, Provider};
 
 /// A tiny graph (`y = x + 1` on `[1, 4]`) used to prove a provider works on a device.
 /// Written by `models/make_test_models.py`.

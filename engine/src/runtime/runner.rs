@@ -7,11 +7,10 @@ use ort::session::Session;
 use ort::value::Tensor;
 
 use super::device_switch::DeviceSwitch;
-use super::devices::{ActiveDevice, DeviceChoice, DeviceId};
+use super::devices::{ActiveDevice, DeviceChoice, DeviceEvent, DeviceId};
 use super::model_file::{ModelBytes, ModelSource};
 use super::session::{acquire_session, AcquiredSession, WarmUp};
 use crate::model_error::ModelError;
-use crate::separator::SeparatorEvent;
 
 /// A graph's inputs (name and shape, in the order a codec fills them) and outputs (names, in
 /// the order it reads them).
@@ -180,7 +179,7 @@ impl ModelRunner {
 
     /// Installs a session that became ready and reports device changes: a finished switch, a
     /// failed one, or a fallback that happened inside [`ModelRunner::run`].
-    pub fn poll_events(&mut self, events: &mut dyn FnMut(SeparatorEvent)) {
+    pub fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         match self.switch.poll() {
             Some(Ok(session)) => {
                 self.active = ActiveDevice {
@@ -190,14 +189,14 @@ impl ModelRunner {
                 };
                 self.session = session;
                 self.reported = self.active.clone();
-                events(SeparatorEvent::DeviceSwitched(self.active.clone()));
+                events(DeviceEvent::DeviceSwitched(self.active.clone()));
             }
-            Some(Err(error)) => events(SeparatorEvent::DeviceSwitchFailed(error.to_string())),
+            Some(Err(error)) => events(DeviceEvent::DeviceSwitchFailed(error.to_string())),
             None => {}
         }
         if self.active != self.reported {
             self.reported = self.active.clone();
-            events(SeparatorEvent::DeviceFellBack(self.active.clone()));
+            events(DeviceEvent::DeviceFellBack(self.active.clone()));
         }
     }
 

@@ -13,7 +13,8 @@ use rtrb::{Consumer, Producer};
 use super::shared::Shared;
 use crate::interleave::deinterleave_stereo;
 use crate::pipeline::StemPipeline;
-use crate::separator::{Separator, SeparatorError, SeparatorEvent, SeparatorRequest};
+use crate::runtime::devices::DeviceEvent;
+use crate::separator::{Separator, SeparatorError, SeparatorRequest};
 use crate::stem_sink::StemSink;
 
 /// How long the worker sleeps at most when it has nothing to do and nobody wakes it: a safety
@@ -137,9 +138,9 @@ impl StemStreamWorker {
         }
         let stats = &self.shared.stats;
         separator.poll_events(&mut |event| match event {
-            SeparatorEvent::DeviceSwitched(device) => stats.record_device_switch(device),
-            SeparatorEvent::DeviceFellBack(device) => stats.set_active_device(Some(device)),
-            SeparatorEvent::DeviceSwitchFailed(warning) => stats.set_device_warning(warning),
+            DeviceEvent::DeviceSwitched(device) => stats.record_device_switch(device),
+            DeviceEvent::DeviceFellBack(device) => stats.set_active_device(Some(device)),
+            DeviceEvent::DeviceSwitchFailed(warning) => stats.set_device_warning(warning),
         });
     }
 

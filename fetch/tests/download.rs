@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use stemflow_convert::catalogue::FileCheck;
-use stemflow_convert::download::{part_path, Downloader};
-use stemflow_convert::ConvertError;
+use stemflow_fetch::catalogue::FileCheck;
+use stemflow_fetch::download::{part_path, Downloader};
+use stemflow_fetch::FetchError;
 
 /// How the server misbehaves.
 #[derive(Default, Clone)]
@@ -298,7 +298,7 @@ fn a_damaged_file_is_refused_and_its_part_deleted() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Checksum { what, .. } if what == "m.onnx"),
+        matches!(&error, FetchError::Checksum { what, .. } if what == "m.onnx"),
         "{error:?}"
     );
     assert!(
@@ -328,7 +328,7 @@ fn a_file_that_is_gone_says_so_without_retrying() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
+        matches!(&error, FetchError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
         "{error:?}"
     );
     assert_eq!(server.ranges.lock().unwrap().len(), 1);
@@ -355,7 +355,7 @@ fn a_server_that_keeps_dropping_is_given_up_on_with_the_part_kept_for_later() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Download(m) if m.contains("gave up after 20 attempts") && m.contains("resume")),
+        matches!(&error, FetchError::Download(m) if m.contains("gave up after 20 attempts") && m.contains("resume")),
         "{error:?}"
     );
     assert_eq!(
@@ -434,7 +434,7 @@ fn a_busy_server_is_retried_and_a_refusal_is_not() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Download(m) if m.contains("HTTP 403")),
+        matches!(&error, FetchError::Download(m) if m.contains("HTTP 403")),
         "{error:?}"
     );
     assert_eq!(server.ranges.lock().unwrap().len(), 1, "not retried");
@@ -462,7 +462,7 @@ fn a_truncated_file_is_refused_by_its_size_or_its_hash_and_nothing_kept() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Download(m) if m.contains("is 200000 bytes, the catalogue says 300000")),
+        matches!(&error, FetchError::Download(m) if m.contains("is 200000 bytes, the catalogue says 300000")),
         "{error:?}"
     );
     assert!(!part.exists());
@@ -475,7 +475,7 @@ fn a_truncated_file_is_refused_by_its_size_or_its_hash_and_nothing_kept() {
     let error = Downloader::direct()
         .fetch(&server.url, &check, &part, &mut |_, _| {}, &no_cancel())
         .unwrap_err();
-    assert!(matches!(&error, ConvertError::Checksum { .. }), "{error:?}");
+    assert!(matches!(&error, FetchError::Checksum { .. }), "{error:?}");
     assert!(!part.exists());
 }
 
@@ -504,7 +504,7 @@ fn a_cancelled_download_stops_and_keeps_its_part_for_the_next_attempt() {
             &cancel,
         )
         .unwrap_err();
-    assert_eq!(error, ConvertError::Cancelled);
+    assert_eq!(error, FetchError::Cancelled);
     let kept = std::fs::metadata(&part).unwrap().len();
     assert!((50_000..bytes.len() as u64).contains(&kept), "{kept}");
     assert_eq!(std::fs::read(&part).unwrap(), bytes[..kept as usize]);
@@ -545,7 +545,7 @@ fn no_server_at_all_is_unreachable() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Unreachable(m) if m.contains("tried 3 times")),
+        matches!(&error, FetchError::Unreachable(m) if m.contains("tried 3 times")),
         "{error:?}"
     );
 }
@@ -568,7 +568,7 @@ fn a_full_disk_fails_at_once_and_says_so() {
         )
         .unwrap_err();
     assert!(
-        matches!(&error, ConvertError::Io(m) if m.contains("the disk is full")),
+        matches!(&error, FetchError::Io(m) if m.contains("the disk is full")),
         "{error:?}"
     );
     assert_eq!(server.ranges.lock().unwrap().len(), 1, "not retried");
