@@ -394,6 +394,15 @@ mod tests {
                     .fold(0.0f32, f32::max);
                 assert!(largest < 1e-6, "{algorithm}: {largest}");
                 assert!(whole.iter().any(|x| x.abs() > 0.1), "{algorithm}: silent");
+                let at_end = streamed[index][compared..]
+                    .iter()
+                    .zip(&whole[compared..])
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                let peak = whole.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                println!(
+                    "{algorithm}: the last 2048 samples differ by {at_end:.1e} (peak {peak:.2})"
+                );
                 // Bass comes from the first member alone, unchanged.
                 let bass = stem_channel(Stem::Bass.index(), channel);
                 assert_eq!(streamed[bass], alone[0][bass], "{algorithm}");
