@@ -83,9 +83,9 @@ struct Legend<'a> {
 }
 
 /// Image width in pixels.
-pub(crate) const WIDTH_PX: u32 = 1120;
+const WIDTH_PX: u32 = 1120;
 /// Image height in pixels.
-pub(crate) const HEIGHT_PX: u32 = 600;
+const HEIGHT_PX: u32 = 600;
 /// Width of the legend column on the right.
 const LEGEND_WIDTH_PX: u32 = 250;
 /// The family name the embedded font is registered under (plotters' default family).
@@ -96,7 +96,7 @@ const MARKER_PX: i32 = 6;
 pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
 
 /// Registers the embedded font with plotters once per process.
-pub(crate) fn register_font() -> Result<(), String> {
+fn register_font() -> Result<(), String> {
     static IS_REGISTERED: OnceLock<bool> = OnceLock::new();
     let is_registered = *IS_REGISTERED.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, epaint_default_fonts::UBUNTU_LIGHT)
@@ -118,16 +118,7 @@ impl LinePlot {
 
     /// The chart as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row.
     fn draw(&self) -> Result<Vec<u8>, String> {
-        register_font()?;
-        let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
-        {
-            let root =
-                BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-            self.draw_on(&root)
-                .and_then(|()| root.present().map_err(Into::into))
-                .map_err(|e| format!("cannot draw the chart: {e}"))?;
-        }
-        Ok(rgb)
+        render(|root| self.draw_on(root))
     }
 
     fn draw_on(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), Box<dyn Error>> {
@@ -315,6 +306,24 @@ fn format_tick(x: f64) -> String {
         let digits = (-x.log10().floor()) as usize;
         format!("{x:.digits$}")
     }
+}
+
+/// What a chart draws on.
+pub(crate) type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+/// `draw_on`'s drawing as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row, the font registered.
+pub(crate) fn render(
+    draw_on: impl FnOnce(&Area<'_>) -> Result<(), Box<dyn Error>>,
+) -> Result<Vec<u8>, String> {
+    register_font()?;
+    let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        draw_on(&root)
+            .and_then(|()| root.present().map_err(Into::into))
+            .map_err(|e| format!("cannot draw the chart: {e}"))?;
+    }
+    Ok(rgb)
 }
 
 /// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG, through

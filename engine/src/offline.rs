@@ -83,6 +83,16 @@ impl<'a> StemFrames<'a> {
         self.first_frame
     }
 
+    /// Appends these frames of every stem to `stems` (`[stem][channel][frame]`, [`Stem::ALL`]
+    /// order). Not realtime-safe: grows the vectors.
+    pub fn append_to(&self, stems: &mut [[Vec<f32>; 2]; NUM_STEMS]) {
+        for stem in Stem::ALL {
+            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
+                samples.extend_from_slice(self.channel(stem, channel));
+            }
+        }
+    }
+
     /// One channel (0: left, 1: right) of one stem. Realtime-safe.
     pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
         let samples = match self.source {
@@ -317,11 +327,7 @@ pub fn separate_with_progress(
         ]
     });
     let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        for stem in Stem::ALL {
-            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
-                samples.extend_from_slice(frames.channel(stem, channel));
-            }
-        }
+        frames.append_to(&mut stems);
         Ok(())
     };
     for (left, right) in input[0]
@@ -381,11 +387,7 @@ mod tests {
         let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
         let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
             assert_eq!(frames.first_frame(), stems[0][0].len() as u64);
-            for stem in Stem::ALL {
-                for channel in 0..2 {
-                    stems[stem.index()][channel].extend_from_slice(frames.channel(stem, channel));
-                }
-            }
+            frames.append_to(&mut stems);
             Ok(())
         };
         for (left, right) in input[0]

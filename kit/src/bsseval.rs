@@ -125,7 +125,10 @@ impl TrackScorer {
         assert!(references.len() == self.current.len() && estimates.len() == self.current.len());
         let len = references.first().map_or(0, |r| r[0].len());
         for signal in references.iter().chain(estimates) {
-            assert!(signal[0].len() == len && signal[1].len() == len, "lengths differ");
+            assert!(
+                signal[0].len() == len && signal[1].len() == len,
+                "lengths differ"
+            );
         }
         let mut start = 0;
         while start < len {
@@ -151,8 +154,7 @@ impl TrackScorer {
     /// shorter than one (then it is one window). When museval would refuse the track, the
     /// refusal, and every target's SDR NaN without windows (the uSDR stays).
     pub fn finish(mut self) -> TrackScores {
-        let refusal = if let Some(index) = self.whole.iter().position(|s| !s.is_reference_heard)
-        {
+        let refusal = if let Some(index) = self.whole.iter().position(|s| !s.is_reference_heard) {
             Some(Refusal::SilentReference(index))
         } else {
             self.whole
@@ -223,10 +225,7 @@ pub fn nan_median(values: &[f64]) -> f64 {
 /// Not realtime-safe: walks whole buffers.
 pub fn usdr_db(reference: &[Vec<f32>; 2], estimate: &[Vec<f32>; 2]) -> f64 {
     let mut sums = Sums::default();
-    sums.add(
-        [&reference[0], &reference[1]],
-        [&estimate[0], &estimate[1]],
-    );
+    sums.add([&reference[0], &reference[1]], [&estimate[0], &estimate[1]]);
     usdr_from_sums(sums.signal, sums.error)
 }
 
@@ -247,11 +246,7 @@ mod tests {
     type Pair<'a> = (&'a [Vec<f32>; 2], &'a [Vec<f32>; 2]);
 
     /// Scores whole buffers, pushed in blocks of `block` frames.
-    fn score(
-        targets: &[Pair<'_>],
-        rate: u32,
-        block: usize,
-    ) -> Result<Vec<TargetScore>, Refusal> {
+    fn score(targets: &[Pair<'_>], rate: u32, block: usize) -> Result<Vec<TargetScore>, Refusal> {
         let mut scorer = TrackScorer::new(targets.len(), rate);
         let len = targets[0].0[0].len();
         let mut start = 0;
@@ -268,7 +263,10 @@ mod tests {
         let scores = scorer.finish();
         match scores.refusal {
             Some(refusal) => {
-                assert!(scores.targets.iter().all(|t| t.sdr_db.is_nan() && t.usdr_db.is_finite()));
+                assert!(scores
+                    .targets
+                    .iter()
+                    .all(|t| t.sdr_db.is_nan() && t.usdr_db.is_finite()));
                 Err(refusal)
             }
             None => Ok(scores.targets),

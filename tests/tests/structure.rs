@@ -568,10 +568,12 @@ fn resolved_features(package: &str) -> BTreeMap<String, BTreeSet<String>> {
         let Some((package, features)) = line.trim_end_matches(" (*)").split_once('|') else {
             continue;
         };
-        crates
-            .entry(package.to_owned())
-            .or_default()
-            .extend(features.split(',').filter(|f| !f.is_empty()).map(str::to_owned));
+        crates.entry(package.to_owned()).or_default().extend(
+            features
+                .split(',')
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned),
+        );
     }
     crates
 }

@@ -4,10 +4,9 @@
 use std::error::Error;
 use std::path::Path;
 
-use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::plot::{register_font, write_png, FONT, HEIGHT_PX, INK, WIDTH_PX};
+use crate::plot::{render, write_png, Area, FONT, INK};
 
 /// Colours of the targets, in order (then again).
 const COLOURS: [RGBColor; 6] = [
@@ -38,16 +37,7 @@ fn median(values: &[f64]) -> Option<f64> {
 impl ScoreChart {
     /// Draws the chart and writes it to `path` as a PNG.
     pub fn write_png(&self, path: &Path) -> Result<(), String> {
-        register_font()?;
-        let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
-        {
-            let root =
-                BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-            self.draw_on(&root)
-                .and_then(|()| root.present().map_err(Into::into))
-                .map_err(|e| format!("cannot draw the chart: {e}"))?;
-        }
-        write_png(path, &rgb)
+        write_png(path, &render(|root| self.draw_on(root))?)
     }
 
     /// The y range: whole steps of 2 dB around every finite score.
@@ -65,7 +55,7 @@ impl ScoreChart {
         lo..((hi / 2.0).ceil() * 2.0).max(lo + 2.0)
     }
 
-    fn draw_on(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), Box<dyn Error>> {
+    fn draw_on(&self, root: &Area<'_>) -> Result<(), Box<dyn Error>> {
         root.fill(&WHITE)?;
         let root = root.titled(&self.title, (FONT, 24).into_font().color(&INK))?;
         let count = self.targets.len().max(1);

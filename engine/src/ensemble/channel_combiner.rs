@@ -13,9 +13,16 @@
 
 use realfft::num_complex::{Complex32, Complex64};
 
-use super::frame_transform::{FrameTransform, FRAME_SAMPLES, HOP_SAMPLES, NUM_BINS};
 use super::method::{EnsembleAlgorithm, Reduction};
 use super::reduce::{reduce_bins, reduce_samples};
+use crate::families::stft::Stft;
+
+/// The STFT's size (`n_fft=2048` in MSST and UVR).
+const FRAME_SAMPLES: usize = 2048;
+/// The STFT's hop (`hop_length=1024`).
+const HOP_SAMPLES: usize = 1024;
+/// Bins of one frame.
+const NUM_BINS: usize = FRAME_SAMPLES / 2 + 1;
 
 /// How much later than its input a spectral combination's output comes.
 pub const SPECTRAL_DELAY_SAMPLES: usize = FRAME_SAMPLES;
@@ -126,7 +133,9 @@ impl SampleCombiner {
 pub struct SpectralCombiner {
     reduction: Reduction,
     weights: Vec<f64>,
-    transform: FrameTransform,
+    /// librosa's STFT of 2048 points every 1024 (periodic Hann, one-sided, unnormalised), one
+    /// frame at a time.
+    stft: Stft,
     /// Each member's last [`RING_SAMPLES`] input samples, member after member, `t` at
     /// `t & RING_MASK`.
     history: Vec<f32>,
@@ -136,14 +145,12 @@ pub struct SpectralCombiner {
     received: u64,
     /// The next frame to compute.
     next_frame: u64,
-    /// One member's frame, its spectrum per member, a bin's values, the combined spectrum and
-    /// its inverse.
+    /// One member's frame, its spectrum per member, a bin's values, the combined spectrum.
     frame: Vec<f32>,
     spectra: Vec<Complex32>,
     bin_values: Vec<Complex32>,
     bin_scratch: Vec<Complex32>,
     combined: Vec<Complex64>,
-    inverse: Vec<f64>,
 }
 
 impl SpectralCombiner {
@@ -152,7 +159,7 @@ impl SpectralCombiner {
         Self {
             reduction: algorithm.reduction(),
             weights: weights.to_vec(),
-            transform: FrameTransform::new(),
+            stft: Stft::new(FRAME_SAMPLES, HOP_SAMPLES),
             history: vec![0.0; num_members * RING_SAMPLES],
             overlap_add: vec![0.0; RING_SAMPLES],
             received: 0,
@@ -162,7 +169,6 @@ impl SpectralCombiner {
             bin_values: vec![Complex32::default(); num_members],
             bin_scratch: vec![Complex32::default(); num_members],
             combined: vec![Complex64::default(); NUM_BINS],
-            inverse: vec![0.0; FRAME_SAMPLES],
         }
     }
 
@@ -239,8 +245,13 @@ impl SpectralCombiner {
             for j in 0..FRAME_SAMPLES {
                 self.frame[j] = self.input_at(member, start + j as i64, end);
             }
+            let frame = &self.frame;
+            let bins = self.stft.analyse_frame(|j| f64::from(frame[j]));
+            // librosa stores the STFT of float32 audio as complex64.
             let spectrum = &mut self.spectra[member * NUM_BINS..(member + 1) * NUM_BINS];
-            self.transform.analyse(&self.frame, spectrum);
+            for (out, bin) in spectrum.iter_mut().zip(bins) {
+                *out = Complex32::new(bin.re as f32, bin.im as f32);
+            }
         }
         for bin in 0..NUM_BINS {
             for (member, value) in self.bin_values.iter_mut().enumerate() {
@@ -253,9 +264,10 @@ impl SpectralCombiner {
                 &mut self.bin_scratch,
             );
         }
-        self.transform.synthesise(&self.combined, &mut self.inverse);
+        let combined = &self.combined;
+        let inverse = self.stft.synthesise_frame(|bin| combined[bin]);
         let length = end.map_or(i64::MAX, |end| end as i64);
-        for (j, &value) in self.inverse.iter().enumerate() {
+        for (j, &value) in inverse.iter().enumerate() {
             let t = start + j as i64;
             if t >= 0 && t < length {
                 self.overlap_add[(t as u64 & RING_MASK) as usize] += value;
@@ -276,9 +288,7 @@ impl SpectralCombiner {
         let mut envelope = 0.0;
         for frame in [t / hop, t / hop + 1] {
             if last_frame.is_none_or(|last| frame <= last) {
-                envelope += self
-                    .transform
-                    .window_squared((t + hop - frame * hop) as usize);
+                envelope += self.stft.window_squared((t + hop - frame * hop) as usize);
             }
         }
         if envelope > f64::from(f32::MIN_POSITIVE) {

@@ -22,7 +22,6 @@
 //!   says it.
 
 mod channel_combiner;
-mod frame_transform;
 pub mod method;
 mod offline_stream;
 mod reduce;

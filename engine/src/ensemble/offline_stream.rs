@@ -365,11 +365,7 @@ mod tests {
         let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
         let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
             assert_eq!(frames.first_frame(), stems[0][0].len() as u64);
-            for stem in Stem::ALL {
-                for channel in 0..2 {
-                    stems[stem.index()][channel].extend_from_slice(frames.channel(stem, channel));
-                }
-            }
+            frames.append_to(&mut stems);
             Ok(())
         };
         for (left, right) in input[0].chunks(7_000).zip(input[1].chunks(7_000)) {

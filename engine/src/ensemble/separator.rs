@@ -3,7 +3,7 @@
 
 use super::channel_combiner::{delay_samples_of, ChannelCombiner};
 use super::method::EnsembleMethod;
-use crate::hybrid::{combined_info, PlanarDelay, StageRunner};
+use crate::hybrid::{combined_info, combined_result, PlanarDelay, Runners, StageRunner};
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
@@ -130,16 +130,22 @@ impl EnsembleSeparator {
     }
 }
 
+impl Runners for EnsembleSeparator {
+    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
+        self.members.iter().map(|m| &m.runner)
+    }
+    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
+        self.members.iter_mut().map(|m| &mut m.runner)
+    }
+}
+
 impl Separator for EnsembleSeparator {
     fn info(&self) -> &SeparatorInfo {
         &self.info
     }
 
     fn model_runs(&self) -> u64 {
-        self.members
-            .iter()
-            .map(|m| m.runner.separator.model_runs())
-            .sum()
+        self.all_model_runs()
     }
 
     fn reset(&mut self) {
@@ -209,31 +215,19 @@ impl Separator for EnsembleSeparator {
                 }
             }
         }
-        match first_error {
-            None => Ok(()),
-            Some(error) => Err(SeparatorError {
-                separator: self.info.name().to_owned(),
-                reason: error.to_string(),
-            }),
-        }
+        combined_result(self.info.name(), first_error)
     }
 
     fn request(&mut self, request: SeparatorRequest) {
-        for member in &mut self.members {
-            member.runner.separator.request(request.clone());
-        }
+        self.request_all(&request);
     }
 
     fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        for member in &mut self.members {
-            member.runner.separator.poll_events(events);
-        }
+        self.poll_all(events);
     }
 
     fn device(&self) -> Option<ActiveDevice> {
-        self.members
-            .iter()
-            .find_map(|m| m.runner.separator.device())
+        self.first_device()
     }
 }
 

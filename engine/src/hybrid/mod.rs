@@ -17,4 +17,4 @@ mod stage_runner;
 pub(crate) use planar_delay::PlanarDelay;
 pub use route_file::{is_route_file, RouteFile, RouteStage, StageSeparator, ROUTE_EXTENSION};
 pub use routed_separator::RoutedSeparator;
-pub(crate) use stage_runner::{combined_info, StageRunner};
+pub(crate) use stage_runner::{combined_info, combined_result, Runners, StageRunner};

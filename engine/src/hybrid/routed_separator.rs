@@ -2,7 +2,7 @@
 //! [`crate::hybrid`]).
 
 use super::planar_delay::PlanarDelay;
-use super::stage_runner::{combined_info, StageRunner};
+use super::stage_runner::{combined_info, combined_result, Runners, StageRunner};
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
@@ -96,6 +96,15 @@ impl RoutedSeparator {
     }
 }
 
+impl Runners for RoutedSeparator {
+    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
+        self.stages.iter().map(|s| &s.runner)
+    }
+    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
+        self.stages.iter_mut().map(|s| &mut s.runner)
+    }
+}
+
 impl Separator for RoutedSeparator {
     fn info(&self) -> &SeparatorInfo {
         &self.info
@@ -172,29 +181,19 @@ impl Separator for RoutedSeparator {
                 }
             }
         }
-        match first_error {
-            None => Ok(()),
-            Some(error) => Err(SeparatorError {
-                separator: self.info.name().to_owned(),
-                reason: error.to_string(),
-            }),
-        }
+        combined_result(self.info.name(), first_error)
     }
 
     fn request(&mut self, request: SeparatorRequest) {
-        for stage in &mut self.stages {
-            stage.runner.separator.request(request.clone());
-        }
+        self.request_all(&request);
     }
 
     fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        for stage in &mut self.stages {
-            stage.runner.separator.poll_events(events);
-        }
+        self.poll_all(events);
     }
 
     fn device(&self) -> Option<ActiveDevice> {
-        self.stages.iter().find_map(|s| s.runner.separator.device())
+        self.first_device()
     }
 }
 

@@ -4,7 +4,10 @@
 
 use crate::dsp::gcd;
 use crate::planar::PlanarBlock;
-use crate::separator::{Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS};
+use crate::runtime::devices::{ActiveDevice, DeviceEvent};
+use crate::separator::{
+    Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
+};
 use crate::stem::Stem;
 
 /// Largest hop a combination accepts (the least common multiple of its separators' hops).
@@ -54,6 +57,54 @@ impl StageRunner {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// What a combination of separators answers for all of them: its model runs, requests and
+/// events, its device (the first that has one), and its error (the first, under its name).
+pub(crate) trait Runners {
+    /// The runners, in order.
+    fn runners(&self) -> impl Iterator<Item = &StageRunner>;
+    /// The runners, in order, to change.
+    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner>;
+
+    /// The model runs of every separator. Realtime-safe.
+    fn all_model_runs(&self) -> u64 {
+        self.runners().map(|r| r.separator.model_runs()).sum()
+    }
+
+    /// Hands `request` to every separator.
+    fn request_all(&mut self, request: &SeparatorRequest) {
+        for runner in self.runners_mut() {
+            runner.separator.request(request.clone());
+        }
+    }
+
+    /// Collects every separator's events.
+    fn poll_all(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
+        for runner in self.runners_mut() {
+            runner.separator.poll_events(events);
+        }
+    }
+
+    /// The first device a separator runs on.
+    fn first_device(&self) -> Option<ActiveDevice> {
+        self.runners().find_map(|r| r.separator.device())
+    }
+}
+
+/// A hop's result for a combination called `name`: its separators' first error, if any, as its
+/// own. Realtime-safe but for the error's message.
+pub(crate) fn combined_result(
+    name: &str,
+    first_error: Option<SeparatorError>,
+) -> Result<(), SeparatorError> {
+    match first_error {
+        None => Ok(()),
+        Some(error) => Err(SeparatorError {
+            separator: name.to_owned(),
+            reason: error.to_string(),
+        }),
     }
 }
 
