@@ -88,7 +88,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
             }
         }
         let options = SeparateOptions {
-            separator,
+            model: crate::model_spec::ModelSpec::One(separator),
             device: DeviceChoice::Auto,
             mode: stemflow_engine::whole_file::SeparationMode::WholeFile,
             other: stemflow_engine::whole_file::OtherStem::Residual,

@@ -21,6 +21,7 @@
 //! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer, Spleeter), one file
 //!   each, and [`families::ModelSeparator`], which streams any of them.
 //! - [`hybrid`]: routes — separators chained stem by stem (e.g. Spleeter's vocals + built-in).
+//! - [`ensemble`]: several separators' stems combined stem by stem (MSST's and UVR's ensembles).
 //! - [`runtime`]: ONNX Runtime — loading it, devices, sessions, model files, running graphs.
 //! - [`models`]: the models folder; [`ModelError`]: why a model cannot be used.
 //! - [`Stem`], [`dsp`], [`paths`]: the stems, sample-level helpers, the user's folders.
@@ -34,6 +35,7 @@
 pub mod builtin;
 pub mod choice;
 pub mod dsp;
+pub mod ensemble;
 mod error;
 pub mod families;
 #[cfg(feature = "fault-injection")]

@@ -37,9 +37,17 @@ impl SeparatedStems {
     }
 }
 
-/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (and by
-/// [`crate::whole_file::WholeFileStream`]). Borrows the stream's block buffers: copy or write
-/// them out before the next call.
+/// Where [`StemFrames`] are.
+enum FramesSource<'a> {
+    /// The stream handle's last block.
+    Handle(&'a StemStreamHandle),
+    /// Stems of their own, `[stem][channel][frame]`.
+    Stems(&'a [[Vec<f32>; 2]; NUM_STEMS]),
+}
+
+/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (or
+/// [`crate::ensemble::EnsembleOfflineStream`], [`crate::whole_file::WholeFileStream`]). Borrows the stream's block buffers: copy or
+/// write them out before the next call.
 pub struct StemFrames<'a> {
     source: FramesSource<'a>,
     /// First frame of the handle's last block that belongs to the output (the rest of the
@@ -51,26 +59,18 @@ pub struct StemFrames<'a> {
     first_frame: u64,
 }
 
-/// Where [`StemFrames`] are.
-enum FramesSource<'a> {
-    /// The stream handle's last block.
-    Handle(&'a StemStreamHandle),
-    /// Stems `[stem][channel][frame]`.
-    Block(&'a [[Vec<f32>; 2]; NUM_STEMS]),
-}
-
 impl<'a> StemFrames<'a> {
-    /// The first `num_frames` frames of `block`, frame `first_frame` of the input's timeline
-    /// on. Realtime-safe.
-    pub(crate) fn from_block(
-        block: &'a [[Vec<f32>; 2]; NUM_STEMS],
-        num_frames: usize,
+    /// The frames `range` of `stems` (`[stem][channel][frame]` in [`Stem::ALL`] order), the
+    /// first of them frame `first_frame` of the input. Realtime-safe.
+    pub fn from_stems(
+        stems: &'a [[Vec<f32>; 2]; NUM_STEMS],
+        range: std::ops::Range<usize>,
         first_frame: u64,
     ) -> Self {
         Self {
-            source: FramesSource::Block(block),
-            skip_frames: 0,
-            end_frames: num_frames,
+            source: FramesSource::Stems(stems),
+            skip_frames: range.start,
+            end_frames: range.end,
             first_frame,
         }
     }
@@ -85,11 +85,21 @@ impl<'a> StemFrames<'a> {
         self.first_frame
     }
 
+    /// Appends these frames of every stem to `stems` (`[stem][channel][frame]`, [`Stem::ALL`]
+    /// order). Not realtime-safe: grows the vectors.
+    pub fn append_to(&self, stems: &mut [[Vec<f32>; 2]; NUM_STEMS]) {
+        for stem in Stem::ALL {
+            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
+                samples.extend_from_slice(self.channel(stem, channel));
+            }
+        }
+    }
+
     /// One channel (0: left, 1: right) of one stem. Realtime-safe.
     pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
         let samples = match self.source {
             FramesSource::Handle(handle) => handle.stem_output(stem, channel),
-            FramesSource::Block(block) => &block[stem.index()][channel],
+            FramesSource::Stems(stems) => &stems[stem.index()][channel],
         };
         &samples[self.skip_frames..self.end_frames]
     }
@@ -319,11 +329,7 @@ pub fn separate_with_progress(
         ]
     });
     let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        for stem in Stem::ALL {
-            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
-                samples.extend_from_slice(frames.channel(stem, channel));
-            }
-        }
+        frames.append_to(&mut stems);
         Ok(())
     };
     for (left, right) in input[0]
@@ -383,11 +389,7 @@ mod tests {
         let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
         let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
             assert_eq!(frames.first_frame(), stems[0][0].len() as u64);
-            for stem in Stem::ALL {
-                for channel in 0..2 {
-                    stems[stem.index()][channel].extend_from_slice(frames.channel(stem, channel));
-                }
-            }
+            frames.append_to(&mut stems);
             Ok(())
         };
         for (left, right) in input[0]

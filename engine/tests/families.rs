@@ -613,7 +613,7 @@ fn a_file_runs_only_the_chunks_that_cover_it_in_every_family() {
                     let hop = 1024;
                     Some((1 + num_frames / hop).div_ceil(step / hop))
                 }
-                ModelFamily::Hybrid => unreachable!(),
+                ModelFamily::Hybrid | ModelFamily::Ensemble => unreachable!(),
             };
             let runs = file_model_runs(&model, num_frames, 44_100) as usize;
             println!(
@@ -775,7 +775,7 @@ fn a_whole_file_runs_the_references_chunks() {
                     (pad + num_frames).div_ceil(step)
                 }
                 ModelFamily::Spleeter => (1 + num_frames / 1024).div_ceil(step / 1024),
-                ModelFamily::Hybrid => unreachable!(),
+                ModelFamily::Hybrid | ModelFamily::Ensemble => unreachable!(),
             };
             let input: [Vec<f32>; 2] = std::array::from_fn(|c| {
                 (0..num_frames)

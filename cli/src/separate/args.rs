@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::models::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
@@ -15,6 +14,7 @@ use super::options::Catalogue;
 use super::options::SeparateOptions;
 use crate::encode::{BitDepth, OutputFormat};
 use crate::error::CliError;
+use crate::model_spec::{EnsembleArgs, ModelSpec};
 use crate::progress::ProgressMode;
 
 pub const SEPARATE_EXAMPLES: &str = "\
@@ -26,6 +26,8 @@ Examples:
   stemflow separate song.wav --model models/htdemucs.onnx --device cuda:0
   stemflow separate song.wav --model htdemucs_6s --guitar-piano own
       → …/{vocals,drums,bass,other,guitar,piano}.wav
+  stemflow separate song.wav --model bs_roformer_viperx_1297+htdemucs --ensemble max_fft
+      → each stem combined from the models that have it (MSST's ensemble.py, UVR's modes)
 
 Reads WAV, AIFF, FLAC, MP3, OGG/Vorbis and M4A/AAC at any sample rate, mono or stereo; mono is
 separated as mono (each stem is the average of the engine's two identical channels). Stems have
@@ -88,6 +90,9 @@ pub struct SeparateArgs {
     /// Another folder to look for models in (besides the user models folder).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Vec<PathBuf>,
+    /// Several models' stems combined (`--model a+b --ensemble max_fft`).
+    #[command(flatten)]
+    pub ensemble: EnsembleArgs,
     /// Same as `--model builtin` (kept for older scripts).
     #[arg(long, hide = true, conflicts_with = "model")]
     pub separator: Option<String>,
@@ -258,15 +263,14 @@ impl SeparateArgs {
             .model
             .or(self.separator)
             .unwrap_or_else(|| "builtin".into());
-        let separator = SeparatorChoice::resolve(&model, &models_dirs(&self.models_dir))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let model = ModelSpec::resolve(&model, &self.ensemble, &models_dirs(&self.models_dir))?;
         let device = self
             .device
             .parse::<DeviceChoice>()
             .map_err(CliError::Failed)?;
         let (mode, other) = mode_selection(self.mode, self.look_ahead, self.other)?;
         let options = SeparateOptions {
-            separator,
+            model,
             device,
             mode,
             other,

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use stemflow_engine::offline::StemFrames;
-use stemflow_engine::whole_file::{WholeFileSeparator, WholeFileStream};
 
 use super::decode_ahead::{DecodeAhead, PendingDecode};
 use super::new_folder::NewFolderGuard;
@@ -13,6 +12,7 @@ use super::options::{Failure, SeparateOptions, Separated};
 use super::stem_files::StemFiles;
 use crate::decode::{io_reason, SourceInfo};
 use crate::encode::BitDepth;
+use crate::loaded_model::{LoadedModel, ModelStream};
 use crate::progress::{clock, Progress};
 
 /// Separates `pending` into `folder` with `separator`, which it hands back for the next input
@@ -22,9 +22,9 @@ pub(super) fn separate_file(
     pending: PendingDecode,
     folder: &Path,
     options: &SeparateOptions,
-    mut separator: WholeFileSeparator,
+    mut separator: LoadedModel,
     on_latency: &mut dyn FnMut(f64),
-) -> (Result<Separated, Failure>, Option<WholeFileSeparator>) {
+) -> (Result<Separated, Failure>, Option<LoadedModel>) {
     let input = pending.path().to_path_buf();
     let decoder = match pending.open().map_err(Failure::Input).and_then(|decoder| {
         stemflow_engine::validate_sample_rate(decoder.info().sample_rate_hz as f32)?;
@@ -35,21 +35,22 @@ pub(super) fn separate_file(
     };
     let sample_rate_hz = decoder.info().sample_rate_hz;
     let result = separator
-        .stream(sample_rate_hz)
+        .open(sample_rate_hz, options.extra_stems)
         .map_err(Failure::from)
         .and_then(|stream| {
             on_latency(stream.latency_samples() as f64 / f64::from(sample_rate_hz));
             separate_stream(&input, decoder, stream, folder, options)
         });
-    // Finished or dropped, the stream left the loaded model to the next input.
-    (result, Some(separator))
+    // Finished or dropped, the stream left the loaded model to the next input (an ensemble
+    // whose worker died is loaded again).
+    (result, separator.is_usable().then_some(separator))
 }
 
 /// Runs the decoded input through `stream` into new stem files in `folder`.
 fn separate_stream(
     input: &Path,
     mut decoder: DecodeAhead,
-    mut stream: WholeFileStream<'_>,
+    mut stream: ModelStream<'_>,
     folder: &Path,
     options: &SeparateOptions,
 ) -> Result<Separated, Failure> {

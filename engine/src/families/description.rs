@@ -43,6 +43,9 @@ pub enum ModelFamily {
     Spleeter,
     /// Not a graph: a route file chaining separators stem by stem ([`crate::hybrid`]).
     Hybrid,
+    /// Not a graph: a route file with an ensemble stage, several separators' stems combined
+    /// ([`crate::ensemble`]).
+    Ensemble,
 }
 
 impl std::fmt::Display for ModelFamily {
@@ -53,6 +56,7 @@ impl std::fmt::Display for ModelFamily {
             ModelFamily::RoFormer => "RoFormer",
             ModelFamily::Spleeter => "Spleeter",
             ModelFamily::Hybrid => "Hybrid",
+            ModelFamily::Ensemble => "Ensemble",
         })
     }
 }

@@ -4,11 +4,12 @@
 use crate::builtin::BuiltinSeparator;
 use crate::choice::{models_dirs, SeparatorChoice};
 use crate::families::ModelSeparator;
-use crate::hybrid::{is_route_file, RouteFile};
+use crate::hybrid::{is_route_file, RouteFile, StageSeparator};
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{Separator, SeparatorInfo};
+use crate::stem::ExtraStems;
 use crate::EngineError;
 
 use super::file_run::FileRun;
@@ -82,6 +83,11 @@ impl WholeFileSeparator {
         &self.options
     }
 
+    /// Puts six-stem models' guitar and piano as `extra_stems` says from the next file on.
+    pub fn set_extra_stems(&mut self, extra_stems: ExtraStems) {
+        self.options.extra_stems = extra_stems;
+    }
+
     /// Whether files run with the reference's edges (false: the stream's, as for the
     /// built-in separator).
     pub fn is_whole_file(&self) -> bool {
@@ -143,7 +149,15 @@ fn build_run(
             let route = RouteFile::read(path, &models_dirs(&[]))?;
             let mut stages = Vec::new();
             for stage in &route.stages {
-                stages.push((build_run(&stage.choice, options)?, stage.stems.clone()));
+                let run = match &stage.separator {
+                    StageSeparator::One(choice) => build_run(choice, options)?,
+                    // An ensemble stage has no whole-file reference of its own: its members
+                    // stream, as the plugin runs them, hop by hop over the file.
+                    StageSeparator::Ensemble(spec) => Box::new(HopRun::new(Box::new(
+                        spec.build_with(options.device, LookAhead::Full)?,
+                    ))),
+                };
+                stages.push((run, stage.stems.clone()));
             }
             let run = RouteRun::new(&route.name, stages).map_err(|message| ModelError::Params {
                 model: route.name.clone(),

@@ -362,7 +362,7 @@ impl FileState {
             Some(from_model) => from_model.consume(frames),
             None => run.output().consume(frames),
         }
-        sink(StemFrames::from_block(&self.block, frames, first_frame))
+        sink(StemFrames::from_stems(&self.block, 0..frames, first_frame))
     }
 }
 
