@@ -155,7 +155,7 @@ impl LoadedModel {
                 )?;
                 stream.set_extra_stems(extra_stems);
                 ModelStream::Ensemble(EnsembleRun {
-                    stream: Some(stream),
+                    stream: Some(Box::new(stream)),
                     members,
                 })
             }
@@ -174,7 +174,7 @@ pub enum ModelStream<'a> {
 
 /// An ensemble's stream, which gives the members back to their [`LoadedModel`] when it ends.
 pub struct EnsembleRun<'a> {
-    stream: Option<EnsembleOfflineStream>,
+    stream: Option<Box<EnsembleOfflineStream>>,
     members: &'a mut Vec<Box<dyn Separator>>,
 }
 
@@ -187,7 +187,7 @@ impl EnsembleRun<'_> {
 impl Drop for EnsembleRun<'_> {
     fn drop(&mut self) {
         if let Some(stream) = self.stream.take() {
-            *self.members = stream.into_separators().unwrap_or_default();
+            *self.members = (*stream).into_separators().unwrap_or_default();
         }
     }
 }
