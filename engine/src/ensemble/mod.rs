@@ -26,7 +26,7 @@ pub mod method;
 mod offline_stream;
 mod reduce;
 mod separator;
-mod spec;
+pub(crate) mod spec;
 
 pub use channel_combiner::{delay_samples_of, ChannelCombiner, SPECTRAL_DELAY_SAMPLES};
 pub use method::{EnsembleAlgorithm, EnsembleMethod};
