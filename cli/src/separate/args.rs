@@ -269,6 +269,11 @@ impl SeparateArgs {
             .parse::<DeviceChoice>()
             .map_err(CliError::Failed)?;
         let (mode, other) = mode_selection(self.mode, self.look_ahead, self.other)?;
+        if other == OtherStem::Model && matches!(model, ModelSpec::Ensemble(_)) {
+            return Err(CliError::Usage(
+                "--other model applies to one model: an ensemble's other is the residual".into(),
+            ));
+        }
         let options = SeparateOptions {
             model,
             device,
