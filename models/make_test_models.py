@@ -81,21 +81,27 @@ def probe():
     save(graph, "probe.onnx")
 
 
-def waveform_gain():
+def waveform_times(graph_name, factor_name, factors):
+    """The waveform contract as `stems = mix · factors`: `mix` [1, 2, t] gets a stem axis
+    (`Unsqueeze`) and is multiplied by `factors` [1, 4, 2, 1], one per stem and channel."""
     t = WAVEFORM_SEGMENT_SAMPLES
-    gains = numpy_helper.from_array(WAVEFORM_GAINS.reshape(1, 4, 2, 1), "gains")
+    factors = numpy_helper.from_array(factors, factor_name)
     axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
-    graph = helper.make_graph(
+    return helper.make_graph(
         [
             helper.make_node("Unsqueeze", ["mix", "axes"], ["mix4"]),
-            helper.make_node("Mul", ["mix4", "gains"], ["stems"]),
+            helper.make_node("Mul", ["mix4", factor_name], ["stems"]),
         ],
-        "stemflow_waveform_gain",
+        graph_name,
         [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
         [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
-        initializer=[gains, axes],
+        initializer=[factors, axes],
     )
-    save(graph, "waveform_gain.onnx")
+
+
+def waveform_gain():
+    gains = WAVEFORM_GAINS.reshape(1, 4, 2, 1)
+    save(waveform_times("stemflow_waveform_gain", "gains", gains), "waveform_gain.onnx")
 
 
 def waveform_bench():
@@ -461,19 +467,9 @@ def faulty_graphs(out):
     """Graphs that load fine and fail while running, for the reliability tests: the waveform
     contract with NaN in every output, and one whose output is half as long as it declares."""
     t = WAVEFORM_SEGMENT_SAMPLES
+    nan = np.full((1, 4, 2, 1), np.nan, dtype=np.float32)
+    save(waveform_times("stemflow_faulty_nan", "nan", nan), "faulty_nan.onnx", out)
     axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
-    nan = numpy_helper.from_array(np.full((1, 4, 2, 1), np.nan, dtype=np.float32), "nan")
-    graph = helper.make_graph(
-        [
-            helper.make_node("Unsqueeze", ["mix", "axes"], ["mix4"]),
-            helper.make_node("Mul", ["mix4", "nan"], ["stems"]),
-        ],
-        "stemflow_faulty_nan",
-        [helper.make_tensor_value_info("mix", TensorProto.FLOAT, [1, 2, t])],
-        [helper.make_tensor_value_info("stems", TensorProto.FLOAT, [1, 4, 2, t])],
-        initializer=[nan, axes],
-    )
-    save(graph, "faulty_nan.onnx", out)
     gains = numpy_helper.from_array(WAVEFORM_GAINS.reshape(1, 4, 2, 1), "gains")
     starts = numpy_helper.from_array(np.array([0], dtype=np.int64), "starts")
     zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")

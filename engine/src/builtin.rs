@@ -380,23 +380,16 @@ fn sliding_median<const WIDTH: usize>(values: &[f32], medians: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::separator::SEPARATED_CHANNELS;
-
-    /// A small deterministic PRNG for test data.
-    fn xorshift(state: &mut u64) -> f32 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        (*state >> 40) as f32 / (1u64 << 24) as f32
-    }
+    use stemflow_kit::testing::XorShift64;
 
     #[test]
     fn median_of_9_matches_sorting() {
-        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut rng = XorShift64::new(0x1234_5678_9abc_def1);
         for _ in 0..10_000 {
             let mut values = [0.0f32; 9];
             for v in &mut values {
                 // Coarse values so that ties happen too.
-                *v = (xorshift(&mut state) * 8.0).floor();
+                *v = (rng.next_unit() * 8.0).floor();
             }
             let mut sorted = values;
             sorted.sort_by(f32::total_cmp);
@@ -406,10 +399,8 @@ mod tests {
 
     #[test]
     fn sliding_median_matches_naive() {
-        let mut state = 42u64;
-        let values: Vec<f32> = (0..300)
-            .map(|_| (xorshift(&mut state) * 10.0).floor())
-            .collect();
+        let mut rng = XorShift64::new(42);
+        let values: Vec<f32> = (0..300).map(|_| (rng.next_unit() * 10.0).floor()).collect();
         let mut fast = vec![0.0; values.len()];
         sliding_median::<17>(&values, &mut fast);
         for k in 0..values.len() {
@@ -523,10 +514,10 @@ mod tests {
 
     #[test]
     fn reset_makes_runs_repeatable() {
-        let mut state = 7u64;
+        let mut rng = XorShift64::new(7);
         let len = HOP_SAMPLES * 12;
-        let left: Vec<f32> = (0..len).map(|_| xorshift(&mut state) - 0.5).collect();
-        let right: Vec<f32> = (0..len).map(|_| xorshift(&mut state) - 0.5).collect();
+        let left: Vec<f32> = (0..len).map(|_| rng.next_unit() - 0.5).collect();
+        let right: Vec<f32> = (0..len).map(|_| rng.next_unit() - 0.5).collect();
         let mut separator = BuiltinSeparator::new();
         let first = run(&mut separator, &left, &right);
         separator.reset();

@@ -138,6 +138,7 @@ impl<'de> Deserialize<'de> for SeparatorChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stemflow_kit::testing::scratch_dir;
 
     #[test]
     fn ids_round_trip() {
@@ -158,7 +159,7 @@ mod tests {
 
     #[test]
     fn names_resolve_in_the_models_folders_and_unknown_ones_say_where_they_looked() {
-        let dir = std::env::temp_dir().join(format!("stemflow-choice-{}", std::process::id()));
+        let dir = scratch_dir("choice");
         std::fs::create_dir_all(dir.join("a folder")).unwrap();
         std::fs::write(dir.join("My Model.onnx"), b"x").unwrap();
         let dirs = vec![dir.clone()];

@@ -242,11 +242,11 @@ pub fn find_by_sha256(sha256: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stemflow_kit::testing::scratch_dir;
 
     #[test]
     fn a_moved_model_is_found_by_its_hash() {
-        let dir = std::env::temp_dir().join(format!("stemflow-models-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("models");
         std::fs::write(dir.join("My Model.onnx"), b"x").unwrap();
         let dirs = vec![dir.clone()];
         let sha = ModelBytes::new("", b"x".to_vec()).sha256;
@@ -257,8 +257,7 @@ mod tests {
 
     #[test]
     fn a_file_that_is_not_a_model_is_listed_with_an_error() {
-        let dir = std::env::temp_dir().join(format!("stemflow-models-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("models-bad");
         std::fs::write(dir.join("broken.onnx"), [0xffu8; 16]).unwrap();
         std::fs::write(dir.join("notes.txt"), b"not a model").unwrap();
         let found = scan_models(std::slice::from_ref(&dir));

@@ -15,30 +15,17 @@ use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,
 };
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_kit::testing::{fixtures_dir, read_stereo_f32, scratch_dir, write_vocals_route};
 
 /// The largest difference from the reference accepted, on a full-scale signal.
 const MAX_ABS_ERROR: f32 = 1e-5;
 
-fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
-    });
-    assert!(
-        dir.join("fixtures.json").is_file(),
-        "no fixtures.json in {}",
-        dir.display()
-    );
-    dir
-}
-
-fn read_f32(path: &Path, frames: usize) -> [Vec<f32>; 2] {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(bytes.len(), frames * 2 * 4, "{}", path.display());
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    [values[..frames].to_vec(), values[frames..].to_vec()]
+/// The error loading the model at `path` on the CPU fails with (panics if it loads).
+fn load_error(path: &Path) -> String {
+    ModelSeparator::load(path, DeviceChoice::Device(DeviceId::CPU))
+        .err()
+        .expect("the model is refused")
+        .to_string()
 }
 
 struct Case {
@@ -72,20 +59,20 @@ fn all_cases() -> Vec<Case> {
             let frames = case["frames"].as_u64().unwrap() as usize;
             // Stems a model lacks (guitar, piano of four-stem models) are silent.
             let expected = Stem::ALL.map(|stem| match case["stems"][stem.file_name()].as_str() {
-                Some(file) => read_f32(&dir.join(file), frames),
+                Some(file) => read_stereo_f32(&dir.join(file), frames),
                 None => [vec![0.0; frames], vec![0.0; frames]],
             });
             let expected_model =
                 Stem::ALL.map(
                     |stem| match case["model_stems"][stem.file_name()].as_str() {
-                        Some(file) => read_f32(&dir.join(file), frames),
+                        Some(file) => read_stereo_f32(&dir.join(file), frames),
                         None => expected[stem.index()].clone(),
                     },
                 );
             Case {
                 name: case["name"].as_str().unwrap().to_string(),
                 model: dir.join(case["model"].as_str().unwrap()),
-                input: read_f32(&dir.join(case["input"].as_str().unwrap()), frames),
+                input: read_stereo_f32(&dir.join(case["input"].as_str().unwrap()), frames),
                 expected,
                 expected_model,
                 valid_frames: case["valid_frames"].as_u64().unwrap() as usize,
@@ -338,14 +325,10 @@ fn families_are_recognised_from_their_graphs_with_stems_and_latency() {
 
 #[test]
 fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
-    let dir = std::env::temp_dir().join(format!("stemflow-nosidecar-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("nosidecar");
     let path = dir.join("mystery.onnx");
     std::fs::copy(fixtures_dir().join("mdx_vocals_test.onnx"), &path).unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = load_error(&path);
     assert!(
         error.contains("mystery.json") && error.contains("mdx_n_fft_scale_set"),
         "{error}"
@@ -355,72 +338,43 @@ fn an_mdx_model_without_table_entry_or_sidecar_says_what_to_add() {
         r#"{"mdx_n_fft_scale_set": 2048, "mdx_dim_f_set": 512, "mdx_dim_t_set": 6}"#,
     )
     .unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = load_error(&path);
     assert!(
         error.contains("dim_f 512") && error.contains("dim_f 1024"),
         "{error}"
     );
     std::fs::write(dir.join("mystery.json"), "{ not json").unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = load_error(&path);
     assert!(error.contains("sidecar mystery.json"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_multi_stem_roformer_without_config_asks_for_it() {
-    let dir = std::env::temp_dir().join(format!("stemflow-noconfig-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("noconfig");
     let path = dir.join("roformer.onnx");
     std::fs::copy(fixtures_dir().join("roformer_test.onnx"), &path).unwrap();
-    let error = ModelSeparator::load(&path, DeviceChoice::Device(DeviceId::CPU))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = load_error(&path);
     assert!(error.contains("roformer.yaml"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn truncated_and_external_data_models_are_refused_cleanly() {
-    let dir = std::env::temp_dir().join(format!("stemflow-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("hostile");
     let bytes = std::fs::read(fixtures_dir().join("roformer_test.onnx")).unwrap();
     let truncated = dir.join("truncated.onnx");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-    let error = ModelSeparator::load(&truncated, DeviceChoice::Device(DeviceId::CPU))
-        .err()
-        .unwrap()
-        .to_string();
+    let error = load_error(&truncated);
     assert!(error.contains("truncated.onnx"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// A route in `dir`: `model`'s vocals, the built-in separator for the rest.
-fn hybrid_route(dir: &Path, model: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let route = dir.join("hybrid.stemflow-route");
-    std::fs::write(
-        &route,
-        format!(
-            r#"{{"name": "test hybrid", "stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
-            model.display()
-        ),
-    )
-    .unwrap();
-    route
 }
 
 #[test]
 fn a_hybrid_route_takes_vocals_from_one_model_and_splits_the_rest_with_another() {
     let spleeter = fixtures_dir().join("spleeter_test.onnx");
-    let dir = std::env::temp_dir().join(format!("stemflow-hybrid-{}", std::process::id()));
-    let route = hybrid_route(&dir, &spleeter);
+    let dir = scratch_dir("hybrid");
+    let route = write_vocals_route(&dir, &spleeter);
     let case = cases().into_iter().find(|c| c.name == "spleeter").unwrap();
     let input = &case.input;
     let small = stream(&route, input, 64, ExtraStems::IntoOther);
@@ -847,8 +801,8 @@ fn batches_resampling_and_routes_in_whole_files() {
         .into_iter()
         .find(|c| c.name == "spleeter")
         .unwrap();
-    let dir = std::env::temp_dir().join(format!("stemflow-whole-route-{}", std::process::id()));
-    let route = hybrid_route(&dir, &spleeter.model);
+    let dir = scratch_dir("whole-route");
+    let route = write_vocals_route(&dir, &spleeter.model);
     let mut routed = whole_file_separator(SeparatorChoice::Model(route), OtherStem::Residual);
     assert!(routed.is_whole_file());
     let got = whole_file_in_blocks(&mut routed, &spleeter.input, 44_100, 4_096, 2 * 600_000);

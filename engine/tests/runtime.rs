@@ -18,6 +18,7 @@ use stemflow_engine::runtime::signature::GraphSignature;
 use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_kit::testing::{fixtures_dir, scratch_dir};
 
 /// Gains of `models/test/waveform_gain.onnx`, rows in Demucs order (drums, bass, other, vocals).
 const GAINS: [[f32; 2]; 4] = [[0.5, 0.25], [0.25, 0.5], [0.125, 0.125], [0.0625, 0.03125]];
@@ -33,6 +34,15 @@ fn model_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../models/test")
         .join(name)
+}
+
+/// `models/test/waveform_gain.onnx`, loaded on the CPU.
+fn waveform_gain_on_cpu() -> ModelSeparator {
+    ModelSeparator::load(
+        &model_path("waveform_gain.onnx"),
+        DeviceChoice::Device(DeviceId::CPU),
+    )
+    .unwrap()
 }
 
 fn cuda0() -> DeviceChoice {
@@ -98,11 +108,7 @@ fn the_runtime_loads_once_and_lists_a_usable_cpu() {
 #[test]
 fn the_waveform_model_runs_and_its_numbers_are_right() {
     require_runtime();
-    let separator = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let separator = waveform_gain_on_cpu();
     let (mut handle, _worker) = spawn_stream(Box::new(separator), &offline(44_100.0)).unwrap();
     let latency = handle.latency_samples();
     let input = signal(latency + 3 * SEGMENT);
@@ -133,11 +139,7 @@ fn the_waveform_model_runs_and_its_numbers_are_right() {
 #[test]
 fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
     require_runtime();
-    let on_cpu = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let on_cpu = waveform_gain_on_cpu();
     let on_cuda = ModelSeparator::load(&model_path("waveform_gain.onnx"), cuda0()).unwrap();
     let active = on_cuda.device().unwrap();
     assert_eq!(active.requested, cuda0());
@@ -167,16 +169,8 @@ fn asking_for_cuda_without_it_runs_on_cpu_says_why_and_gives_the_cpu_output() {
 #[test]
 fn two_instances_share_one_session() {
     require_runtime();
-    let a = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
-    let b = ModelSeparator::load(
-        &model_path("waveform_gain.onnx"),
-        DeviceChoice::Device(DeviceId::CPU),
-    )
-    .unwrap();
+    let a = waveform_gain_on_cpu();
+    let b = waveform_gain_on_cpu();
     assert!(Arc::ptr_eq(&a.session().session, &b.session().session));
 }
 
@@ -184,19 +178,14 @@ fn two_instances_share_one_session() {
 fn switching_device_while_streaming_leaves_no_gap() {
     require_runtime();
     let input = signal(10 * SEGMENT);
-    let load = || {
-        ModelSeparator::load(
-            &model_path("waveform_gain.onnx"),
-            DeviceChoice::Device(DeviceId::CPU),
-        )
-        .unwrap()
-    };
 
-    let (mut handle, _worker) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
+    let (mut handle, _worker) =
+        spawn_stream(Box::new(waveform_gain_on_cpu()), &offline(44_100.0)).unwrap();
     let mut unswitched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     render(&mut handle, &input, 0..input[0].len(), &mut unswitched);
 
-    let (mut handle, controller) = spawn_stream(Box::new(load()), &offline(44_100.0)).unwrap();
+    let (mut handle, controller) =
+        spawn_stream(Box::new(waveform_gain_on_cpu()), &offline(44_100.0)).unwrap();
     let mut switched: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     let middle = 5 * SEGMENT;
     render(&mut handle, &input, 0..middle, &mut switched);
@@ -265,9 +254,7 @@ fn a_corrupt_model_file_is_refused_cleanly() {
 
 /// Every ONNX file the tests use: the checked-in test graphs and the generated fixtures.
 fn all_test_graphs() -> Vec<PathBuf> {
-    let fixtures = std::env::var_os("STEMFLOW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`");
+    let fixtures = fixtures_dir();
     let mut graphs = Vec::new();
     for dir in [model_path(""), fixtures] {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -279,14 +266,6 @@ fn all_test_graphs() -> Vec<PathBuf> {
     }
     assert!(graphs.len() >= 8, "too few test graphs: {graphs:?}");
     graphs
-}
-
-/// A fresh, empty folder for one test.
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stemflow-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]
@@ -330,7 +309,7 @@ fn the_signature_read_from_the_file_is_the_one_onnx_runtime_reports() {
 fn a_model_whose_output_shape_only_onnx_runtime_infers_is_recognised() {
     require_runtime();
     // htdemucs6_test.onnx declares `stems` with symbolic dimensions, as torch.onnx exports do.
-    let fixtures = PathBuf::from(std::env::var_os("STEMFLOW_FIXTURES_DIR").unwrap());
+    let fixtures = fixtures_dir();
     let path = fixtures.join("htdemucs6_test.onnx");
     let model = read_model_file(&path).unwrap();
     assert!(GraphSignature::read(&model.bytes).unwrap().outputs[0]
@@ -356,7 +335,7 @@ fn run_once(session: &mut ort::session::Session, bytes: &[u8]) -> Vec<f32> {
 #[test]
 fn the_optimised_graph_is_cached_and_computes_what_the_model_computes() {
     require_runtime();
-    let fixtures = PathBuf::from(std::env::var_os("STEMFLOW_FIXTURES_DIR").unwrap());
+    let fixtures = fixtures_dir();
     let bytes = std::fs::read(fixtures.join("htdemucs_test.onnx")).unwrap();
     let dir = scratch_dir("graph-cache");
     let version = runtime().unwrap().version();
@@ -442,6 +421,31 @@ fn run_session(
         signal,
     )
     .unwrap()
+}
+
+/// Asserts that the converted model's output differs from the float model's (something was
+/// converted) but stays within `min_sdr_db` of it, and that the converted graph has the float
+/// one's inputs and outputs (the engine feeds both alike). Each model is `(bytes, output)`.
+/// Returns the converted graph's signature.
+fn assert_converted_like_float(
+    what: &str,
+    (float, expected): (&[u8], &[f32]),
+    (converted, output): (&[u8], &[f32]),
+    min_sdr_db: f64,
+) -> GraphSignature {
+    assert_ne!(output, expected, "{what}: nothing was converted");
+    let closeness = stemflow_kit::metrics::sdr_db_of_samples(expected, output);
+    assert!(
+        closeness > min_sdr_db,
+        "{what} only {closeness:.1} dB from float"
+    );
+    let (signature, float_signature) = (
+        GraphSignature::read(converted).unwrap(),
+        GraphSignature::read(float).unwrap(),
+    );
+    assert_eq!(signature.inputs, float_signature.inputs);
+    assert_eq!(signature.outputs, float_signature.outputs);
+    signature
 }
 
 #[test]
@@ -571,20 +575,14 @@ fn an_int8_quantized_graph_runs_and_stays_close_to_the_float_one() {
             float.len()
         );
         let output = run_bytes(&int8, &shape, &signal);
-        assert_ne!(output, expected, "nothing was quantized");
-        let closeness = sdr_db_of_samples(&expected, &output);
-        assert!(
-            closeness > 30.0,
-            "{ops:?}: int8 only {closeness:.1} dB from float"
+        // Close to the float model, with its inputs and outputs; the file says it is quantized,
+        // and quantizing it again is refused.
+        let signature = assert_converted_like_float(
+            &format!("{ops:?}: int8"),
+            (&float, &expected),
+            (&int8, &output),
+            30.0,
         );
-        // The inputs and outputs are the float model's; the file says it is quantized, and
-        // quantizing it again is refused.
-        let (signature, float_signature) = (
-            GraphSignature::read(&int8).unwrap(),
-            GraphSignature::read(&float).unwrap(),
-        );
-        assert_eq!(signature.inputs, float_signature.inputs);
-        assert_eq!(signature.outputs, float_signature.outputs);
         assert!(signature.metadata["stemflow.quantization"].contains("7-bit"));
         let again = quantize_model(&int8, ops).unwrap_err().to_string();
         assert!(again.contains("already quantized"), "{again}");
@@ -700,7 +698,6 @@ fn graph_for_float16(len: usize) -> Vec<u8> {
 #[test]
 fn a_float16_graph_runs_close_to_the_float_one_and_keeps_shape_arithmetic_float32() {
     use stemflow_convert::float16::convert_model;
-    use stemflow_kit::metrics::sdr_db_of_samples;
     require_runtime();
 
     let len = 70_000;
@@ -726,20 +723,9 @@ fn a_float16_graph_runs_close_to_the_float_one_and_keeps_shape_arithmetic_float3
         expected.len(),
         "the length computed in shape arithmetic changed (70 000 overflows float16)"
     );
-    assert_ne!(output, expected, "nothing ran in float16");
-    let closeness = sdr_db_of_samples(&expected, &output);
-    assert!(
-        closeness > 50.0,
-        "float16 only {closeness:.1} dB from float"
-    );
-
     // The engine feeds it as it feeds the float model; it says what it is; never twice.
-    let (signature, float_signature) = (
-        GraphSignature::read(&half).unwrap(),
-        GraphSignature::read(&float).unwrap(),
-    );
-    assert_eq!(signature.inputs, float_signature.inputs);
-    assert_eq!(signature.outputs, float_signature.outputs);
+    let signature =
+        assert_converted_like_float("float16", (&float, &expected), (&half, &output), 50.0);
     assert!(signature.metadata["stemflow.float16"].contains("float16"));
     let again = convert_model(&half).unwrap_err().to_string();
     assert!(again.contains("already float16"), "{again}");
@@ -751,6 +737,13 @@ const ENVELOPE_LEN: usize = 32_768;
 const ENVELOPE_WINDOW: usize = 4096;
 const ENVELOPE_HOP: usize = 1024;
 const ENVELOPE_STEPS: usize = 8;
+
+/// The window the envelope graph adds up: half a sine over [`ENVELOPE_WINDOW`] frames.
+fn envelope_window() -> Vec<f32> {
+    (0..ENVELOPE_WINDOW)
+        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
+        .collect()
+}
 
 /// `y = x · envelope`, where the envelope is an overlap-add of a window built the way exported
 /// ISTFTs build it: zeros as long as the input (`Shape` → `ConstantOfShape`), then one
@@ -807,9 +800,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
     use stemflow_engine::runtime::constant_fold::try_fold;
     use stemflow_engine::runtime::fold_plan::plan;
     require_runtime();
-    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
-        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
-        .collect();
+    let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);
     // The same sums, in the same order, in Rust.
     let mut envelope = vec![0.0f32; ENVELOPE_LEN];
@@ -858,9 +849,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
 fn sessions_on_other_devices_get_the_folded_graph_cached() {
     use stemflow_engine::runtime::fold_plan::plan;
     require_runtime();
-    let window: Vec<f32> = (0..ENVELOPE_WINDOW)
-        .map(|j| (std::f32::consts::PI * j as f32 / ENVELOPE_WINDOW as f32).sin())
-        .collect();
+    let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);
     let shape = [1, ENVELOPE_LEN];
     let signal: Vec<f32> = (0..ENVELOPE_LEN).map(|i| noise(i, 5)).collect();

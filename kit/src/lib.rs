@@ -4,7 +4,8 @@
 //! - [`demo_song`]: the deterministic synthetic demo song with known stems;
 //! - [`metrics`]: separation quality measures (SDR, differences) over whole buffers;
 //! - [`npy`]: numpy's `.npy` files, the reference outputs tests compare with;
-//! - [`wav`]: reading and writing WAV files as planar stereo `f32`.
+//! - [`wav`]: reading and writing WAV files as planar stereo `f32`;
+//! - [`testing`]: what the workspace's tests share (fixtures, scratch folders, seeded noise).
 //!
 //! The CLI, the tests and the benchmarks use it; the plugin does not.
 
@@ -12,4 +13,5 @@ pub mod bsseval;
 pub mod demo_song;
 pub mod metrics;
 pub mod npy;
+pub mod testing;
 pub mod wav;

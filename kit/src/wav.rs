@@ -89,11 +89,11 @@ pub fn write_wav(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::scratch_dir;
 
     #[test]
     fn float_round_trip_is_exact_and_mono_is_duplicated() {
-        let dir = std::env::temp_dir().join(format!("stemflow-wav-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("wav");
         let path = dir.join("stereo.wav");
         let channels = [vec![0.1, -0.2, 0.3], vec![1e-7, 0.5, -1.0]];
         write_wav(&path, 48_000, &channels).unwrap();

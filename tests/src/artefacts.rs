@@ -20,6 +20,9 @@ pub const OUTPUT_PORT_NAMES: [&str; 7] =
 /// Environment variable overriding [`plugin_path`].
 pub const PLUGIN_PATH_ENV: &str = "STEMFLOW_TEST_CLAP";
 
+/// Environment variable overriding [`vst3_path`].
+pub const VST3_PATH_ENV: &str = "STEMFLOW_TEST_VST3";
+
 /// Environment variable overriding [`cli_path`].
 pub const CLI_PATH_ENV: &str = "STEMFLOW_TEST_CLI";
 
@@ -34,7 +37,7 @@ pub fn workspace_root() -> PathBuf {
 fn artefact(env: &str, default: PathBuf, what: &str) -> PathBuf {
     let path = std::env::var_os(env).map(PathBuf::from).unwrap_or(default);
     assert!(
-        path.is_file(),
+        path.is_file() || path.is_dir(),
         "{what} not found at {} (set {env} to override); build it with `cargo xtask test`",
         path.display()
     );
@@ -49,6 +52,16 @@ pub fn plugin_path() -> PathBuf {
         PLUGIN_PATH_ENV,
         workspace_root().join("target/stemflow-test/Stemflow.clap"),
         "the test build of Stemflow.clap",
+    )
+}
+
+/// The VST3 bundle under test (a folder): `$STEMFLOW_TEST_VST3`, or
+/// `<workspace>/target/stemflow-test/Stemflow.vst3`. Panics if it does not exist.
+pub fn vst3_path() -> PathBuf {
+    artefact(
+        VST3_PATH_ENV,
+        workspace_root().join("target/stemflow-test/Stemflow.vst3"),
+        "the test build of Stemflow.vst3",
     )
 }
 

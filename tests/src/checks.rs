@@ -1,6 +1,6 @@
 //! Checks every hosted render must pass: finite output, and stems that add up to the mix.
 
-use crate::compare::{assert_close, delayed, sum};
+use crate::compare::{assert_close, assert_ports_bit_identical, delayed, sum};
 use crate::{Rendered, ALL_STEMS};
 
 /// Sum of stems vs the delayed input: −100 dBFS.
@@ -20,6 +20,14 @@ pub fn stem_sum(rendered: &Rendered, channel: usize) -> Vec<f32> {
         .map(|p| rendered.port(p)[channel].as_slice())
         .collect();
     sum(&stems)
+}
+
+/// Two renders with the same latency and the same bits on every port (see
+/// [`crate::compare::assert_bit_identical`]).
+#[track_caller]
+pub fn assert_same_render(what: &str, a: &Rendered, b: &Rendered) {
+    assert_eq!(a.latency_samples, b.latency_samples, "{what}: latency");
+    assert_ports_bit_identical(what, &a.outputs, &b.outputs);
 }
 
 /// Every output sample is finite (outputs start as NaN, so an unwritten sample fails too).

@@ -4,12 +4,13 @@
 //! [`crate::fuzz::clap_instance`].
 
 use std::ffi::{CStr, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::null;
-use std::sync::{Mutex, OnceLock};
 
 use clap_sys::entry::clap_plugin_entry;
 use clap_sys::factory::plugin_factory::{clap_plugin_factory, CLAP_PLUGIN_FACTORY_ID};
+
+use crate::load_once::LoadOnce;
 
 /// A loaded plugin library with its entry initialised (once per path and process; never
 /// unloaded, as a Rust plugin with threads cannot safely be).
@@ -26,14 +27,12 @@ unsafe impl Sync for Library {}
 
 /// The library at `path`, loaded and initialised once per process.
 pub fn library(path: &Path) -> Result<&'static Library, String> {
-    static LIBRARIES: OnceLock<Mutex<Vec<(PathBuf, &'static Library)>>> = OnceLock::new();
-    let mut libraries = LIBRARIES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, library)) = libraries.iter().find(|(p, _)| p == path) {
-        return Ok(library);
-    }
+    static LIBRARIES: LoadOnce<Library> = LoadOnce::new();
+    LIBRARIES.get(path, || load(path))
+}
+
+/// Loads the library at `path` and initialises its entry.
+fn load(path: &Path) -> Result<Library, String> {
     // SAFETY: loading the plugin under test runs its initialisers (nice-plug's).
     let loaded = unsafe { libloading::Library::new(path) }
         .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
@@ -49,12 +48,10 @@ pub fn library(path: &Path) -> Result<&'static Library, String> {
     if !is_initialised {
         return Err(format!("{}: clap_entry.init failed", path.display()));
     }
-    let library: &'static Library = Box::leak(Box::new(Library {
+    Ok(Library {
         _library: loaded,
         entry,
-    }));
-    libraries.push((path.to_path_buf(), library));
-    Ok(library)
+    })
 }
 
 /// The CLAP ids of the plugins in the library at `path`.

@@ -126,6 +126,17 @@ pub fn assert_bit_identical(what: &str, a: &[f32], b: &[f32]) {
     }
 }
 
+/// [`assert_bit_identical`] for every channel of every port (`ports[port][channel][frame]`), the
+/// port and channel named after `what`.
+#[track_caller]
+pub fn assert_ports_bit_identical(what: &str, a: &[Vec<Vec<f32>>], b: &[Vec<Vec<f32>>]) {
+    for (p, (port_a, port_b)) in a.iter().zip(b).enumerate() {
+        for (c, (x, y)) in port_a.iter().zip(port_b).enumerate() {
+            assert_bit_identical(&format!("{what}, port {p} ch {c}"), x, y);
+        }
+    }
+}
+
 /// Whether `x` is a subnormal (denormal) float.
 pub fn is_subnormal(x: f32) -> bool {
     x != 0.0 && x.abs() < f32::MIN_POSITIVE

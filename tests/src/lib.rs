@@ -30,7 +30,7 @@
 //!   assertions; [`checks`]: what every render must satisfy; [`state`]: nice-plug's state framing; [`wav`]: float WAV I/O.
 //! - [`vst3_host`]: the built VST3 loaded in-process (components, state streams).
 //! - [`fuzz`]: the seeded plugin fuzzer (CLAP and VST3) behind `cargo xtask fuzz`.
-//! - [`plugin_path`] / [`cli_path`]: where the artefacts under test are.
+//! - [`plugin_path`] / [`vst3_path`] / [`cli_path`]: where the artefacts under test are.
 
 #![deny(missing_docs)]
 
@@ -40,6 +40,7 @@ pub mod clap_library;
 pub mod compare;
 pub mod fuzz;
 pub mod host;
+mod load_once;
 mod plugin;
 pub mod raw_host;
 pub mod signal;
@@ -48,8 +49,8 @@ pub mod vst3_host;
 pub mod wav;
 
 pub use artefacts::{
-    cli_path, plugin_path, workspace_root, ALL_STEMS, CLI_PATH_ENV, OUTPUT_PORT_NAMES, PLUGIN_ID,
-    PLUGIN_PATH_ENV, STEMS,
+    cli_path, plugin_path, vst3_path, workspace_root, ALL_STEMS, CLI_PATH_ENV, OUTPUT_PORT_NAMES,
+    PLUGIN_ID, PLUGIN_PATH_ENV, STEMS, VST3_PATH_ENV,
 };
 pub use clack_extensions::render::RenderMode;
 pub use plugin::{

@@ -5,52 +5,7 @@
 
 use std::f32::consts::TAU;
 
-/// A tiny xorshift64* generator: deterministic, dependency-free, good enough for test noise and
-/// block sizes (not for anything statistical).
-#[derive(Debug, Clone)]
-pub struct XorShift64 {
-    state: u64,
-}
-
-impl XorShift64 {
-    /// A generator for `seed`; seed 0 is remapped because xorshift must not start at 0.
-    pub fn new(seed: u64) -> Self {
-        Self {
-            state: if seed == 0 {
-                0x9E37_79B9_7F4A_7C15
-            } else {
-                seed
-            },
-        }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn next_unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-
-    /// Uniform in `[-1, 1)`.
-    pub fn next_bipolar(&mut self) -> f32 {
-        self.next_unit() * 2.0 - 1.0
-    }
-
-    /// Uniform in `low..=high`.
-    pub fn next_in(&mut self, low: usize, high: usize) -> usize {
-        assert!(low <= high, "empty range {low}..={high}");
-        let span = (high - low) as u64 + 1;
-        low + (self.next_u64() % span) as usize
-    }
-}
+pub use stemflow_kit::testing::XorShift64;
 
 /// How a host splits a long buffer into `process()` calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

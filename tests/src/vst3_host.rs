@@ -5,7 +5,7 @@
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::ptr::null_mut;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use vst3::Steinberg::Vst::{IComponent, IComponentTrait};
 use vst3::Steinberg::{
@@ -13,6 +13,8 @@ use vst3::Steinberg::{
     IPluginBaseTrait, IPluginFactory, IPluginFactoryTrait, PClassInfo,
 };
 use vst3::{Class, ComPtr, ComWrapper, Interface};
+
+use crate::load_once::LoadOnce;
 
 /// A loaded VST3 module and its factory (never unloaded).
 pub struct Module {
@@ -53,14 +55,12 @@ pub fn bundle_binary(bundle: &Path) -> PathBuf {
 
 /// The module in `bundle`, loaded once per process.
 pub fn module(bundle: &Path) -> Result<&'static Module, String> {
-    static MODULES: OnceLock<Mutex<Vec<(PathBuf, &'static Module)>>> = OnceLock::new();
-    let mut modules = MODULES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some((_, module)) = modules.iter().find(|(p, _)| p == bundle) {
-        return Ok(module);
-    }
+    static MODULES: LoadOnce<Module> = LoadOnce::new();
+    MODULES.get(bundle, || load(bundle))
+}
+
+/// Loads the module's binary in `bundle` and gets its factory.
+fn load(bundle: &Path) -> Result<Module, String> {
     let binary = bundle_binary(bundle);
     // SAFETY: loading the plugin under test runs its initialisers (nice-plug's).
     let library = unsafe { libloading::Library::new(&binary) }
@@ -86,12 +86,10 @@ pub fn module(bundle: &Path) -> Result<&'static Module, String> {
             binary.display()
         ));
     }
-    let module: &'static Module = Box::leak(Box::new(Module {
+    Ok(Module {
         _library: library,
         factory,
-    }));
-    modules.push((bundle.to_path_buf(), module));
-    Ok(module)
+    })
 }
 
 /// The class ids of the audio components the module offers.

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stemflow_host_tests::{cli_path, workspace_root};
+use stemflow_host_tests::{cli_path, vst3_path, wav, workspace_root};
 use stemflow_kit::demo_song::DemoSong;
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
@@ -23,37 +23,16 @@ const SONG_S: f32 = 8.0;
 const STEM_FILES: [&str; 4] = ["vocals", "drums", "bass", "other"];
 const STEM_PORTS: [&str; 4] = ["Vocals", "Drums", "Bass", "Other"];
 
+/// A 32-bit float stereo WAV file's channels.
 fn read_stereo(path: &Path) -> [Vec<f32>; 2] {
-    let mut reader =
-        hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let spec = reader.spec();
+    let (spec, channels) = wav::read(path);
     assert_eq!(
-        spec.sample_format,
-        hound::SampleFormat::Float,
+        (spec.sample_format, spec.channels),
+        (hound::SampleFormat::Float, 2),
         "{}",
         path.display()
     );
-    assert_eq!(spec.channels, 2, "{}", path.display());
-    let samples: Vec<f32> = reader.samples::<f32>().map(Result::unwrap).collect();
-    [
-        samples.iter().step_by(2).copied().collect(),
-        samples.iter().skip(1).step_by(2).copied().collect(),
-    ]
-}
-
-fn write_stereo(path: &Path, channels: &[Vec<f32>; 2]) {
-    let spec = hound::WavSpec {
-        channels: 2,
-        sample_rate: SAMPLE_RATE_HZ,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
-    };
-    let mut writer = hound::WavWriter::create(path, spec).unwrap();
-    for (l, r) in channels[0].iter().zip(&channels[1]) {
-        writer.write_sample(*l).unwrap();
-        writer.write_sample(*r).unwrap();
-    }
-    writer.finalize().unwrap();
+    channels.try_into().expect("two channels")
 }
 
 fn max_abs_diff(a: &[Vec<f32>; 2], b: &[Vec<f32>; 2]) -> f32 {
@@ -163,10 +142,7 @@ fn check_export(plugin: &str, exported: &Path, input: &[Vec<f32>; 2], cli: &Path
 
 #[test]
 fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
-    let vst3 = std::env::var_os("STEMFLOW_TEST_VST3")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_TEST_VST3 is not set: run the tests with `cargo xtask test`");
-    assert!(vst3.is_dir(), "no VST3 bundle at {}", vst3.display());
+    let vst3 = vst3_path();
     assert!(
         Command::new("ardour7-export")
             .arg("--help")
@@ -182,7 +158,7 @@ fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
     let song = DemoSong::generate(SAMPLE_RATE_HZ, SONG_S);
     let input = song.mix();
     let input_path = dir.join("song.wav");
-    write_stereo(&input_path, &input);
+    wav::write_f32(&input_path, SAMPLE_RATE_HZ, &input);
 
     let cli_out = dir.join("cli");
     let output = Command::new(cli_path())

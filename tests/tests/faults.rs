@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use stemflow_host_tests::checks::{assert_all_finite, assert_reconstructs};
+use stemflow_host_tests::checks::{assert_all_finite, assert_reconstructs, assert_same_render};
 use stemflow_host_tests::compare::{assert_bit_identical, delayed};
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{
@@ -56,14 +56,14 @@ fn plugin_with_plan(test_name: &str, plan: &str) -> TestPlugin {
     plugin
 }
 
-/// Every port of `a` equals `b`'s, sample for sample.
-fn assert_same_render(what: &str, a: &Rendered, b: &Rendered) {
-    assert_eq!(a.latency_samples, b.latency_samples, "{what}: latency");
-    for (p, (port_a, port_b)) in a.outputs.iter().zip(&b.outputs).enumerate() {
-        for (c, (x, y)) in port_a.iter().zip(port_b).enumerate() {
-            assert_bit_identical(&format!("{what}: port {p} ch {c}"), x, y);
-        }
-    }
+/// Renders `seconds` of the song offline through the fault `plan` and asserts the render is the
+/// built-in separator's, bit for bit; returns it.
+fn renders_as_builtin(what: &str, seconds: f32, test_name: &str, plan: &str) -> Rendered {
+    let input = song(seconds);
+    let reference = render(&input, &offline());
+    let rendered = plugin_with_plan(test_name, plan).render(&input, &offline());
+    assert_same_render(&format!("{what} vs built-in"), &rendered, &reference);
+    rendered
 }
 
 /// Frames in `range` whose stems are the fallback: Vocals … Bass silent and Other the dry,
@@ -120,11 +120,7 @@ fn a_separator_slower_than_real_time_underruns_without_moving_the_latency() {
 
 #[test]
 fn a_separator_slower_than_real_time_in_an_offline_render_is_waited_for() {
-    let input = song(1.0);
-    let reference = render(&input, &offline());
-    let mut plugin = plugin_with_plan("slow_offline", "slow=1.5");
-    let slow = plugin.render(&input, &offline());
-    assert_same_render("slow offline vs built-in", &slow, &reference);
+    renders_as_builtin("slow offline", 1.0, "slow_offline", "slow=1.5");
 }
 
 #[test]
@@ -194,20 +190,12 @@ fn a_failed_hop_falls_back_for_that_hop_and_separation_goes_on() {
 
 #[test]
 fn a_device_lost_mid_session_falls_back_without_a_gap() {
-    let input = song(1.5);
-    let reference = render(&input, &offline());
-    let mut plugin = plugin_with_plan("device", "device_fails_at_hop=10");
-    let rendered = plugin.render(&input, &offline());
     // The fallback device separates the same way, and not a frame goes missing.
-    assert_same_render("device lost vs built-in", &rendered, &reference);
+    let rendered = renders_as_builtin("device lost", 1.5, "device", "device_fails_at_hop=10");
     assert_eq!(rendered.outputs.len(), 1 + ALL_STEMS.len());
 }
 
 #[test]
 fn a_plan_that_cannot_be_read_falls_back_to_the_builtin_separator() {
-    let input = song(0.5);
-    let reference = render(&input, &offline());
-    let mut plugin = plugin_with_plan("unreadable", "explode=now");
-    let rendered = plugin.render(&input, &offline());
-    assert_same_render("unreadable plan vs built-in", &rendered, &reference);
+    renders_as_builtin("unreadable plan", 0.5, "unreadable", "explode=now");
 }

@@ -2,15 +2,17 @@
 //! reduced to a fixed sequence, with the vendor patch that fixes it named in its doc.
 //! Without the fix, each of these aborts the test process or fails its assertion.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use stemflow_host_tests::fuzz::clap_instance::{ClapInstance, HostCapabilities};
+use stemflow_host_tests::fuzz::clap_instance::{
+    audio_buffers32, channel_pointers, ClapInstance, HostCapabilities,
+};
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
 use stemflow_host_tests::state::{decode_state, encode_state};
-use stemflow_host_tests::vst3_host::{component_classes, module, Vst3Component};
-use stemflow_host_tests::{param_hash, plugin_path, PLUGIN_ID};
+use stemflow_host_tests::vst3_host::{component_classes, module, Module, Vst3Component};
+use stemflow_host_tests::{param_hash, plugin_path, vst3_path, PLUGIN_ID};
+use stemflow_kit::testing::{fixtures_dir, scratch_dir};
 
 const RATE_HZ: f64 = 44_100.0;
 const BLOCK: usize = 512;
@@ -18,10 +20,16 @@ const BLOCK: usize = 512;
 const LOOK_AHEAD_FULL: f64 = 0.0;
 const LOOK_AHEAD_1S: f64 = 3.0;
 
-fn fixtures_dir() -> PathBuf {
-    std::env::var_os("STEMFLOW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_FIXTURES_DIR is set (run through cargo xtask test)")
+/// The VST3 bundle under test, loaded.
+fn vst3_module() -> &'static Module {
+    module(&vst3_path()).expect("the VST3 module loads")
+}
+
+/// A component of the bundle's first audio class.
+fn first_vst3_component() -> Vst3Component {
+    let module = vst3_module();
+    let class = component_classes(module)[0];
+    Vst3Component::create(module, &class).expect("a component")
 }
 
 /// Processes one block of a quiet tone on `instance` (main thread acting as the audio thread:
@@ -46,36 +54,10 @@ fn process_block(instance: &ClapInstance, frames: usize, events: &EventList) -> 
         .iter()
         .map(|p| vec![vec![f32::NAN; frames]; p.channel_count as usize])
         .collect();
-    let mut input_ptrs: Vec<Vec<*mut f32>> = inputs
-        .iter_mut()
-        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
-        .collect();
-    let mut output_ptrs: Vec<Vec<*mut f32>> = outputs
-        .iter_mut()
-        .map(|p| p.iter_mut().map(|c| c.as_mut_ptr()).collect())
-        .collect();
-    let input_buffers: Vec<_> = input_ptrs
-        .iter_mut()
-        .map(|p| {
-            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
-                p.as_mut_ptr(),
-                std::ptr::null_mut(),
-                p.len() as u32,
-                0,
-            )
-        })
-        .collect();
-    let mut output_buffers: Vec<_> = output_ptrs
-        .iter_mut()
-        .map(|p| {
-            stemflow_host_tests::fuzz::clap_instance::audio_buffer(
-                p.as_mut_ptr(),
-                std::ptr::null_mut(),
-                p.len() as u32,
-                0,
-            )
-        })
-        .collect();
+    let mut input_ptrs = channel_pointers(&mut inputs);
+    let mut output_ptrs = channel_pointers(&mut outputs);
+    let input_buffers = audio_buffers32(&mut input_ptrs);
+    let mut output_buffers = audio_buffers32(&mut output_ptrs);
     let in_events = events.input();
     let out_events = EventList::output_sink(true);
     let process = stemflow_host_tests::fuzz::clap_instance::process_call(
@@ -245,10 +227,7 @@ fn state_values_outside_a_parameters_range_are_limited_to_it() {
 /// (a file, a host that streams project data). Now it reads until the state is complete.
 #[test]
 fn a_vst3_state_delivered_a_few_bytes_per_read_loads() {
-    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
-    let module = module(&bundle).expect("the VST3 module loads");
+    let module = vst3_module();
     for class in component_classes(module) {
         let component = Vst3Component::create(module, &class).expect("a component");
         let state = component.state().expect("getState");
@@ -338,12 +317,7 @@ fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
     plugin.deactivate();
     drop(plugin);
 
-    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
-    let module = module(&bundle).expect("the VST3 module loads");
-    let class = component_classes(module)[0];
-    let component = Vst3Component::create(module, &class).expect("a component");
+    let component = first_vst3_component();
     let processor = component
         .component()
         .cast::<vst3::Steinberg::Vst::IAudioProcessor>()
@@ -368,8 +342,7 @@ fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
 #[test]
 fn a_panic_on_a_host_driven_path_fails_the_call_instead_of_aborting_the_host() {
     let clap = plugin_path();
-    let scratch = std::env::temp_dir().join(format!("stemflow-host-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = scratch_dir("host-faults");
     let plan = scratch.join("panic-in-activate.stemflow-fault");
     std::fs::write(&plan, "panic_in_activate=1").unwrap();
     let mut plugin =
@@ -396,12 +369,7 @@ fn a_panic_on_a_host_driven_path_fails_the_call_instead_of_aborting_the_host() {
     plugin.deactivate();
     drop(plugin);
 
-    let bundle = std::env::var_os("STEMFLOW_TEST_VST3")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_TEST_VST3 is set (run through cargo xtask test)");
-    let module = module(&bundle).expect("the VST3 module loads");
-    let class = component_classes(module)[0];
-    let component = Vst3Component::create(module, &class).expect("a component");
+    let component = first_vst3_component();
     let json = component.state().expect("getState");
     let mut framed = (json.len() as u64).to_le_bytes().to_vec();
     framed.extend_from_slice(&json);

@@ -3,36 +3,15 @@
 //! and sets `STEMFLOW_FIXTURES_DIR`). The model is chosen through the plugin's saved state, as a
 //! DAW project would restore it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin};
+use stemflow_kit::testing::{fixtures_dir, read_stereo_f32, scratch_dir, write_vocals_route};
 
 const MAX_ABS_ERROR: f32 = 1e-5;
 /// The stem outputs in port order (ports 1..=6).
 const STEM_NAMES: [&str; 6] = ["vocals", "drums", "bass", "other", "guitar", "piano"];
-
-fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("STEMFLOW_FIXTURES_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`, which writes the fixtures")
-    });
-    assert!(
-        dir.join("fixtures.json").is_file(),
-        "no fixtures.json in {}",
-        dir.display()
-    );
-    dir
-}
-
-fn read_f32(path: &Path, frames: usize) -> Vec<Vec<f32>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    assert_eq!(values.len(), 2 * frames);
-    vec![values[..frames].to_vec(), values[frames..].to_vec()]
-}
 
 /// A plugin whose saved state selects `model` on the CPU, with guitar and piano on their own
 /// outputs or (the default) into Other.
@@ -98,13 +77,13 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
         let name = case["name"].as_str().unwrap();
         let frames = case["frames"].as_u64().unwrap() as usize;
         let valid = case["valid_frames"].as_u64().unwrap() as usize;
-        let input = read_f32(&dir.join(case["input"].as_str().unwrap()), frames);
+        let input = read_stereo_f32(&dir.join(case["input"].as_str().unwrap()), frames);
         let model = dir.join(case["model"].as_str().unwrap());
         // Stems a model lacks (guitar and piano of four-stem models) are silent.
         let expected: Vec<Vec<Vec<f32>>> = STEM_NAMES
             .iter()
             .map(|stem| match case["stems"][stem].as_str() {
-                Some(file) => read_f32(&dir.join(file), frames),
+                Some(file) => read_stereo_f32(&dir.join(file), frames).to_vec(),
                 None => vec![vec![0.0; frames]; 2],
             })
             .collect();
@@ -162,8 +141,7 @@ fn offline_renders_of_every_family_match_the_numpy_reference() {
 
 #[test]
 fn a_model_that_fails_to_load_leaves_the_builtin_separator_playing() {
-    let dir = std::env::temp_dir().join(format!("stemflow-hosted-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("hosted-bad");
     let bad = dir.join("broken.onnx");
     std::fs::write(&bad, b"\x08\x07 definitely not a model").unwrap();
     let mut plugin = plugin_with_model(&bad, false);
@@ -188,17 +166,8 @@ fn a_model_that_fails_to_load_leaves_the_builtin_separator_playing() {
 #[test]
 fn a_hybrid_route_renders_the_same_at_every_block_size_and_sums_to_the_input() {
     let spleeter = fixtures_dir().join("spleeter_test.onnx");
-    let dir = std::env::temp_dir().join(format!("stemflow-hosted-hybrid-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let route = dir.join("hybrid.stemflow-route");
-    std::fs::write(
-        &route,
-        format!(
-            r#"{{"stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
-            spleeter.display()
-        ),
-    )
-    .unwrap();
+    let dir = scratch_dir("hosted-hybrid");
+    let route = write_vocals_route(&dir, &spleeter);
     let input: Vec<Vec<f32>> = (0..2)
         .map(|c| {
             (0..4 * 44_100)
@@ -343,8 +312,7 @@ fn a_roformer_converted_from_its_msst_checkpoint_renders_msst_s_stems() {
     let checkpoint = std::fs::read(fixtures.join("bs_tiny.ckpt")).unwrap();
     let yaml = std::fs::read_to_string(fixtures.join("bs_tiny.yaml")).unwrap();
     let converted = stemflow_convert::roformer::roformer_to_onnx(&checkpoint, &yaml).unwrap();
-    let dir = std::env::temp_dir().join(format!("stemflow-host-roformer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("host-roformer");
     let model = dir.join("bs_tiny.onnx");
     std::fs::write(&model, &converted.onnx).unwrap();
 

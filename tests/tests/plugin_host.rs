@@ -10,11 +10,12 @@ use std::process::Command;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use stemflow_host_tests::checks::{
-    assert_all_finite, assert_reconstructs, stem_sum, RECONSTRUCTION_TOLERANCE, ROUNDING_TOLERANCE,
+    assert_all_finite, assert_reconstructs, assert_same_render, stem_sum, RECONSTRUCTION_TOLERANCE,
+    ROUNDING_TOLERANCE,
 };
 use stemflow_host_tests::compare::{
-    argmax_abs, assert_bit_identical, assert_close, assert_silent, delayed, is_subnormal, scaled,
-    sum,
+    argmax_abs, assert_bit_identical, assert_close, assert_ports_bit_identical, assert_silent,
+    delayed, is_subnormal, scaled, sum,
 };
 use stemflow_host_tests::signal::{self, impulse, pad_end};
 use stemflow_host_tests::state::{decode_state, encode_state};
@@ -444,15 +445,7 @@ fn restarting_processing_starts_a_fresh_stream() {
     let first = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
     let second = plugin.process_buffer(&input, BlockSizes::Fixed(512), &[], None);
     plugin.deactivate();
-    for (p, (a, b)) in second.iter().zip(&first).enumerate() {
-        for c in 0..a.len() {
-            assert_bit_identical(
-                &format!("second pass vs first, port {p} ch {c}"),
-                &a[c],
-                &b[c],
-            );
-        }
-    }
+    assert_ports_bit_identical("second pass vs first", &second, &first);
 }
 
 // --- offline determinism ------------------------------------------------------------------------
@@ -480,19 +473,11 @@ fn offline_render_is_bit_identical_across_block_sizes() {
         BlockSizes::Random { seed: 2, max: 700 },
     ] {
         let other = render_with(block_sizes);
-        assert_eq!(
-            other.latency_samples, reference.latency_samples,
-            "{block_sizes:?}: latency"
+        assert_same_render(
+            &format!("{block_sizes:?} vs blocks of 64"),
+            &other,
+            &reference,
         );
-        for (p, (a, b)) in other.outputs.iter().zip(&reference.outputs).enumerate() {
-            for c in 0..a.len() {
-                assert_bit_identical(
-                    &format!("{block_sizes:?} vs blocks of 64, port {p} ch {c}"),
-                    &a[c],
-                    &b[c],
-                );
-            }
-        }
     }
 }
 
@@ -756,15 +741,11 @@ fn automation_is_sample_accurate_whatever_the_block_size() {
         BlockSizes::Random { seed: 3, max: 1024 },
     ] {
         let other = automated(block_sizes);
-        for (p, (a, b)) in other.outputs.iter().zip(&reference.outputs).enumerate() {
-            for c in 0..a.len() {
-                assert_bit_identical(
-                    &format!("automation with {block_sizes:?} vs blocks of 512, port {p} ch {c}"),
-                    &a[c],
-                    &b[c],
-                );
-            }
-        }
+        assert_ports_bit_identical(
+            &format!("automation with {block_sizes:?} vs blocks of 512"),
+            &other.outputs,
+            &reference.outputs,
+        );
     }
     // And nothing changes before the event.
     let unity = render(&input, &offline(BlockSizes::Fixed(512)));

@@ -500,7 +500,13 @@ fn lines_before_tests(file: &Path, text: &str) -> usize {
 #[test]
 fn no_source_file_is_too_long_to_read() {
     let folders = all_source_folders();
-    for expected in ["engine/src", "cli/src", "plugin/src", "convert/src", "fetch/src"] {
+    for expected in [
+        "engine/src",
+        "cli/src",
+        "plugin/src",
+        "convert/src",
+        "fetch/src",
+    ] {
         assert!(
             folders.contains(&workspace_root().join(expected)),
             "{expected} not among the source folders {folders:?}"

@@ -27,16 +27,11 @@ const WINDOWS_VS_LINUX_TOLERANCE: f32 = 1e-4;
 /// Wine-only `bcryptprimitives.dll` shim, ONNX Runtime's Windows CPU build beside them and its
 /// DirectML build in `directml/`.
 fn windows_dir() -> PathBuf {
-    let dir = std::env::var_os("STEMFLOW_TEST_WINDOWS_DIR").map(PathBuf::from);
-    let dir = dir.unwrap_or_else(|| {
-        panic!("STEMFLOW_TEST_WINDOWS_DIR is not set: run these tests with `cargo xtask windows --test`")
-    });
-    assert!(
-        dir.join("stemflow.exe").is_file(),
-        "{} holds no stemflow.exe: run `cargo xtask windows --test`",
-        dir.display()
-    );
-    dir
+    stemflow_kit::testing::dir_from_env(
+        "STEMFLOW_TEST_WINDOWS_DIR",
+        "stemflow.exe",
+        "run these tests with `cargo xtask windows --test`",
+    )
 }
 
 /// The path as a Windows program under Wine sees it (the Unix root is drive `Z:`).

@@ -163,81 +163,49 @@ fn assert_port_equal(what: &str, port: usize, got: &Outputs, want: &Outputs, fro
 fn every_aliasing_pattern_gives_the_same_stems() {
     let input = song(2.0);
     let want = reference(&input);
-    let offline = |_| true;
-
-    // In place: the main output is the input buffers.
-    let got = render(
-        &input,
-        NUM_PORTS,
-        |port| {
-            if port == MAIN {
-                [Wire::Input(0), Wire::Input(1)]
-            } else {
-                [Wire::Own; 2]
-            }
-        },
-        offline,
-        None,
-    );
-    for port in 0..NUM_PORTS {
-        assert_port_equal("main in place", port, &got, &want, 0);
-    }
-
-    // Ardour, strict I/O, Vocals mapped to the track: the vocals pair is the input buffers,
-    // everything unmapped (main included) shares one scratch buffer.
-    let got = render(
-        &input,
-        NUM_PORTS,
-        |port| {
-            if port == VOCALS {
-                [Wire::Input(0), Wire::Input(1)]
-            } else {
-                [Wire::Scratch; 2]
-            }
-        },
-        offline,
-        None,
-    );
-    assert_port_equal(
-        "vocals on the track, rest on scratch",
-        VOCALS,
-        &got,
-        &want,
-        0,
-    );
-
-    // Everything on one scratch buffer but Drums.
-    let got = render(
-        &input,
-        NUM_PORTS,
-        |port| {
-            if port == DRUMS {
-                [Wire::Own; 2]
-            } else {
-                [Wire::Scratch; 2]
-            }
-        },
-        offline,
-        None,
-    );
-    assert_port_equal("drums alone, rest on scratch", DRUMS, &got, &want, 0);
-
-    // Crossed channels: main left is written into the right input's buffer and vice versa.
-    let got = render(
-        &input,
-        NUM_PORTS,
-        |port| {
-            if port == MAIN {
-                [Wire::Input(1), Wire::Input(0)]
-            } else {
-                [Wire::Own; 2]
-            }
-        },
-        offline,
-        None,
-    );
-    for port in 0..NUM_PORTS {
-        assert_port_equal("main crossed", port, &got, &want, 0);
+    let every_port: Vec<usize> = (0..NUM_PORTS).collect();
+    // (what, one port, its wires, every other port's wire, the ports compared)
+    let patterns = [
+        // In place: the main output is the input buffers.
+        (
+            "main in place",
+            MAIN,
+            [Wire::Input(0), Wire::Input(1)],
+            Wire::Own,
+            &every_port[..],
+        ),
+        // Ardour, strict I/O, Vocals mapped to the track: the vocals pair is the input buffers,
+        // everything unmapped (main included) shares one scratch buffer.
+        (
+            "vocals on the track, rest on scratch",
+            VOCALS,
+            [Wire::Input(0), Wire::Input(1)],
+            Wire::Scratch,
+            &[VOCALS][..],
+        ),
+        // Everything on one scratch buffer but Drums.
+        (
+            "drums alone, rest on scratch",
+            DRUMS,
+            [Wire::Own; 2],
+            Wire::Scratch,
+            &[DRUMS][..],
+        ),
+        // Crossed channels: main left is written into the right input's buffer and vice versa.
+        (
+            "main crossed",
+            MAIN,
+            [Wire::Input(1), Wire::Input(0)],
+            Wire::Own,
+            &every_port[..],
+        ),
+    ];
+    for (what, port, wires, rest, compared) in patterns {
+        let wiring = |p| if p == port { wires } else { [rest; 2] };
+        let got = render(&input, NUM_PORTS, wiring, |_| true, None);
+        for &compared_port in compared {
+            assert_port_equal(what, compared_port, &got, &want, 0);
+        }
     }
 }
 

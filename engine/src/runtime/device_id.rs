@@ -102,14 +102,7 @@ impl DeviceId {
     pub fn execution_provider(self, tuning: &GpuTuning) -> Option<ExecutionProviderDispatch> {
         let index = self.index as i32;
         let dispatch = match self.provider {
-            Provider::Cuda => tuning
-                .provider_options(self)
-                .into_iter()
-                .fold(
-                    ep::CUDA::default().with_device_id(index),
-                    |cuda, (key, value)| cuda.with_arbitrary_config(key, value),
-                )
-                .build(),
+            Provider::Cuda => self.cuda_provider(tuning).build(),
             Provider::DirectMl => ep::DirectML::default().with_device_id(index).build(),
             Provider::MiGraphX => ep::MIGraphX::default().with_device_id(index).build(),
             Provider::CoreMl => ep::CoreML::default().build(),

@@ -9,6 +9,7 @@ use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
 use crate::planar::PlanarBlock;
 use crate::separator::{SeparatorError, SeparatorInfo};
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_kit::testing::XorShift64;
 
 /// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
 fn render(
@@ -38,13 +39,8 @@ fn render(
 }
 
 fn test_signal(len: usize, seed: u64) -> [Vec<f32>; 2] {
-    let mut state = seed;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut rng = XorShift64::new(seed);
+    let mut next = move || rng.next_unit() - 0.5;
     let left: Vec<f32> = (0..len)
         .map(|i| 0.3 * (i as f32 * 0.05).sin() + 0.2 * next())
         .collect();
@@ -63,6 +59,18 @@ fn offline_config(rate_hz: f32, max_block_frames: usize) -> StreamConfig {
     }
 }
 
+/// A stream of the built-in separator, offline at `rate_hz` in blocks of up to
+/// `max_block_frames`.
+fn spawn_builtin(
+    rate_hz: f32,
+    max_block_frames: usize,
+) -> Result<(StemStreamHandle, StemStreamController), EngineError> {
+    spawn_stream(
+        Box::new(BuiltinSeparator::new()),
+        &offline_config(rate_hz, max_block_frames),
+    )
+}
+
 #[test]
 fn offline_output_is_bit_identical_for_any_block_size() {
     let input = test_signal(48_000, 1);
@@ -73,11 +81,7 @@ fn offline_output_is_bit_identical_for_any_block_size() {
         vec![1000],
         vec![1, 7, 4096, 333, 2048, 5],
     ] {
-        let (mut handle, _worker) = spawn_stream(
-            Box::new(BuiltinSeparator::new()),
-            &offline_config(48_000.0, 4096),
-        )
-        .unwrap();
+        let (mut handle, _worker) = spawn_builtin(48_000.0, 4096).unwrap();
         let out = render(&mut handle, &input, &block_sizes);
         match &reference {
             None => reference = Some(out),
@@ -89,11 +93,7 @@ fn offline_output_is_bit_identical_for_any_block_size() {
 #[test]
 fn worker_counts_busy_time_and_separated_frames() {
     let input = test_signal(48_000, 2);
-    let (mut handle, worker) = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(48_000.0, 512),
-    )
-    .unwrap();
+    let (mut handle, worker) = spawn_builtin(48_000.0, 512).unwrap();
     let stats = worker.stats().clone();
     assert_eq!(stats.worker_processed_frames(), 0);
     render(&mut handle, &input, &[512]);
@@ -130,18 +130,10 @@ fn impulse_comes_out_exactly_at_the_reported_latency() {
 #[test]
 fn reset_restarts_the_timeline_as_if_new() {
     let input = test_signal(30_000, 2);
-    let (mut fresh, _w1) = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(44_100.0, 256),
-    )
-    .unwrap();
+    let (mut fresh, _w1) = spawn_builtin(44_100.0, 256).unwrap();
     let expected = render(&mut fresh, &input, &[256]);
 
-    let (mut handle, _w2) = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(44_100.0, 256),
-    )
-    .unwrap();
+    let (mut handle, _w2) = spawn_builtin(44_100.0, 256).unwrap();
     let other = test_signal(7_777, 3);
     render(&mut handle, &other, &[100]);
     handle.reset();
@@ -413,11 +405,7 @@ fn a_crashing_separator_leaves_dry_audio_on_other_and_recovers_on_reset() {
 
 #[test]
 fn non_finite_and_subnormal_input_never_reaches_the_output() {
-    let (mut handle, _worker) = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(44_100.0, 512),
-    )
-    .unwrap();
+    let (mut handle, _worker) = spawn_builtin(44_100.0, 512).unwrap();
     let latency = handle.latency_samples();
     let mut input = test_signal(latency + 8_192, 6);
     for t in (0..input[0].len()).step_by(97) {
@@ -433,27 +421,18 @@ fn non_finite_and_subnormal_input_never_reaches_the_output() {
 
 #[test]
 fn bad_configurations_are_clear_errors() {
-    let bad_rate = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(f32::NAN, 64),
-    );
+    let bad_rate = spawn_builtin(f32::NAN, 64);
     assert!(matches!(
         bad_rate,
         Err(EngineError::UnsupportedSampleRate(_))
     ));
-    let too_low = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(100.0, 64),
-    );
+    let too_low = spawn_builtin(100.0, 64);
     assert!(too_low
         .err()
         .unwrap()
         .to_string()
         .contains("unsupported sample rate"));
-    let bad_block = spawn_stream(
-        Box::new(BuiltinSeparator::new()),
-        &offline_config(48_000.0, 0),
-    );
+    let bad_block = spawn_builtin(48_000.0, 0);
     assert!(matches!(bad_block, Err(EngineError::InvalidBlockSize(0))));
 }
 

@@ -267,20 +267,14 @@ mod tests {
     use super::*;
     use stemflow_engine::runtime::devices::DeviceStatus;
 
-    pub(crate) fn device(id: &str, is_usable: bool) -> DeviceInfo {
-        let id: DeviceId = id.parse().unwrap();
-        DeviceInfo {
-            id,
-            name: device_short_name(id),
-            vendor: String::new(),
-            provider: id.provider,
-            memory_bytes: None,
-            status: if is_usable {
-                DeviceStatus::Usable
-            } else {
-                DeviceStatus::Unusable("driver too old".into())
-            },
-        }
+    fn device(id: &str, is_usable: bool) -> DeviceInfo {
+        let status = if is_usable {
+            DeviceStatus::Usable
+        } else {
+            DeviceStatus::Unusable("driver too old".into())
+        };
+        let name = device_short_name(id.parse().unwrap());
+        crate::editor::tests::device(id, &name, "", None, status)
     }
 
     fn ids(cycle: &[DeviceChoice]) -> Vec<String> {

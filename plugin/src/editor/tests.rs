@@ -146,7 +146,8 @@ impl EditorBackend for FakeBackend {
     }
 }
 
-fn device(
+/// A device as discovery reports it (`memory_gb` in GiB).
+pub(super) fn device(
     id: &str,
     name: &str,
     vendor: &str,
@@ -205,19 +206,29 @@ fn delivered(stems: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn fake_models() -> Arc<Vec<ModelInfo>> {
-    let model = |name: &str, family, stems: &[&str], error: Option<&str>| ModelInfo {
-        path: PathBuf::from(format!(
-            "/home/user/.local/share/stemflow/models/{name}.onnx"
-        )),
-        name: name.into(),
+/// A model in the user's models folder, `file_name` with its extension, usable and of unknown
+/// latency.
+fn fake_model(file_name: &str, family: ModelFamily, stems: &[&str]) -> ModelInfo {
+    let path = PathBuf::from(format!(
+        "/home/user/.local/share/stemflow/models/{file_name}"
+    ));
+    ModelInfo {
+        name: path.file_stem().unwrap().to_string_lossy().into_owned(),
+        path,
         family: Some(family),
         stems: stems.iter().map(|s| s.to_string()).collect(),
         delivers: delivered(stems),
         sample_rate_hz: 44_100,
         sha256: String::new(),
         latency_frames: None,
+        error: None,
+    }
+}
+
+fn fake_models() -> Arc<Vec<ModelInfo>> {
+    let model = |name: &str, family, stems: &[&str], error: Option<&str>| ModelInfo {
         error: error.map(str::to_owned),
+        ..fake_model(&format!("{name}.onnx"), family, stems)
     };
     Arc::new(vec![
         model(
@@ -325,6 +336,13 @@ fn builtin_model() -> EditorModel {
 }
 
 /// htdemucs_ft running on the model's device choice.
+/// The choice of the fake model named `name`.
+fn fake_model_choice(name: &str) -> SeparatorChoice {
+    let models = fake_models();
+    let model = models.iter().find(|m| m.name == name).unwrap();
+    SeparatorChoice::Model(model.path.clone())
+}
+
 fn model_running(choice: DeviceChoice) -> EditorModel {
     let mut model = builtin_model();
     let devices = model.devices.clone().unwrap();
@@ -774,13 +792,7 @@ fn a_six_stem_model_offers_guitar_and_piano_on_their_own_strips() {
     drop(harness_builtin);
 
     let mut model = model_running(DeviceChoice::Auto);
-    let six_stem = fake_models()
-        .iter()
-        .find(|m| m.name == "htdemucs_6s")
-        .unwrap()
-        .path
-        .clone();
-    model.separator = SeparatorChoice::Model(six_stem);
+    model.separator = fake_model_choice("htdemucs_6s");
     let mut harness = harness(model);
     assert!(harness.query_by_label("Guitar gain").is_none());
     harness.get_by_label("Guitar & Piano: Into Other").click();
@@ -829,13 +841,7 @@ fn strips_of_stems_the_model_does_not_have_say_so() {
 
     // A vocals/instrumental model: Drums and Bass stay silent.
     let mut model = model_running(DeviceChoice::Auto);
-    let two_stem = fake_models()
-        .iter()
-        .find(|m| m.name == "Kim_Vocal_2")
-        .unwrap()
-        .path
-        .clone();
-    model.separator = SeparatorChoice::Model(two_stem);
+    model.separator = fake_model_choice("Kim_Vocal_2");
     let mut two_stems = harness(model);
     assert_eq!(missing(&two_stems), ["Drums", "Bass"]);
     // Their faders still work (the parameters are the host's), they just have nothing to move.
@@ -1015,17 +1021,8 @@ fn opening_and_closing_the_editor_many_times_leaks_nothing() {
 fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
     let mut model = builtin_model();
     let entry = |name: &str, extension: &str, family, stems: &[&str]| ModelInfo {
-        path: PathBuf::from(format!(
-            "/home/user/.local/share/stemflow/models/{name}.{extension}"
-        )),
-        name: name.into(),
-        family: Some(family),
-        stems: stems.iter().map(|s| s.to_string()).collect(),
-        delivers: delivered(stems),
-        sample_rate_hz: 44_100,
-        sha256: String::new(),
         latency_frames: Some(527_360),
-        error: None,
+        ..fake_model(&format!("{name}.{extension}"), family, stems)
     };
     let hybrid = entry(
         "hybrid-spleeter",

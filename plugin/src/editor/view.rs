@@ -29,24 +29,14 @@ pub fn draw(
 ) -> Vec<EditorAction> {
     let mut actions = Vec::new();
     egui::Panel::top("stemflow-header")
-        .frame(
-            Frame::new()
-                .fill(theme::BAR)
-                .inner_margin(Margin::symmetric(16, 10))
-                .stroke(Stroke::new(1.0, theme::LINE)),
-        )
+        .frame(bar_frame(10))
         .show(ui, |ui| {
             header(ui, params, setter);
             ui.add_space(6.0);
             source_controls(ui, model, view, params, setter, &mut actions);
         });
     egui::Panel::bottom("stemflow-status")
-        .frame(
-            Frame::new()
-                .fill(theme::BAR)
-                .inner_margin(Margin::symmetric(16, 8))
-                .stroke(Stroke::new(1.0, theme::LINE)),
-        )
+        .frame(bar_frame(8))
         .show(ui, |ui| status(ui, model));
     egui::CentralPanel::default()
         .frame(
@@ -57,6 +47,15 @@ pub fn draw(
         .show(ui, |ui| strips(ui, view, model, params, setter));
     actions
 }
+/// The frame of the header and the status bar: the bar colour, a hairline, `margin_y` pixels
+/// above and below.
+fn bar_frame(margin_y: i8) -> Frame {
+    Frame::new()
+        .fill(theme::BAR)
+        .inner_margin(Margin::symmetric(16, margin_y))
+        .stroke(Stroke::new(1.0, theme::LINE))
+}
+
 fn header(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
     ui.horizontal(|ui| {
         ui.label(

@@ -938,6 +938,31 @@ pub fn audio_buffer(
     }
 }
 
+/// Pointers to each channel of each port's buffers (`ports[port][channel]`), the tables a
+/// `clap_audio_buffer` or a VST3 bus points into.
+pub fn channel_pointers<T>(ports: &mut [Vec<Vec<T>>]) -> Vec<Vec<*mut T>> {
+    ports
+        .iter_mut()
+        .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
+        .collect()
+}
+
+/// One 32-bit `clap_audio_buffer` per port over `pointers` (from [`channel_pointers`]), none
+/// marked constant.
+pub fn audio_buffers32(pointers: &mut [Vec<*mut f32>]) -> Vec<clap_audio_buffer> {
+    pointers
+        .iter_mut()
+        .map(|port| {
+            audio_buffer(
+                port.as_mut_ptr(),
+                std::ptr::null_mut(),
+                port.len() as u32,
+                0,
+            )
+        })
+        .collect()
+}
+
 /// A `clap_process` for one call.
 #[allow(clippy::too_many_arguments)]
 pub fn process_call(

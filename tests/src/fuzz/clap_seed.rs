@@ -20,8 +20,8 @@ use clap_sys::fixedpoint::CLAP_BEATTIME_FACTOR;
 use clap_sys::process::CLAP_PROCESS_ERROR;
 
 use super::clap_instance::{
-    audio_buffer, mark_audio_thread, process_call, ClapAudio, ClapInstance, HostCapabilities,
-    ParamInfo, Ports,
+    audio_buffer, channel_pointers, mark_audio_thread, process_call, ClapAudio, ClapInstance,
+    HostCapabilities, ParamInfo, Ports,
 };
 use super::events::{self, EventList};
 use super::lives::run_lives;
@@ -617,69 +617,36 @@ fn process_blocks(
         let in_events = input_events.input();
 
         // Channel pointer tables; built per block (the mode changes).
-        let mut input_ptrs: Vec<Vec<*mut f32>> = buffers
-            .inputs
-            .iter_mut()
-            .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
-            .collect();
-        let mut output_ptrs: Vec<Vec<*mut f32>> = buffers
-            .outputs
-            .iter_mut()
-            .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
-            .collect();
-        let mut input_ptrs64: Vec<Vec<*mut f64>> = buffers
-            .inputs64
-            .iter_mut()
-            .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
-            .collect();
-        let mut output_ptrs64: Vec<Vec<*mut f64>> = buffers
-            .outputs64
-            .iter_mut()
-            .map(|port| port.iter_mut().map(|c| c.as_mut_ptr()).collect())
-            .collect();
+        let mut input_ptrs = channel_pointers(&mut buffers.inputs);
+        let mut output_ptrs = channel_pointers(&mut buffers.outputs);
+        let mut input_ptrs64 = channel_pointers(&mut buffers.inputs64);
+        let mut output_ptrs64 = channel_pointers(&mut buffers.outputs64);
         if mode == BufferMode::InPlace {
             output_ptrs[0] = input_ptrs[0].clone();
         }
         let missing_aux = (mode == BufferMode::MissingAux && output_ptrs.len() > 1)
             .then(|| rng.range_usize(1, output_ptrs.len() - 1));
         let constant_mask = if is_quiet { u64::MAX } else { 0 };
+        let is_64_bit = mode == BufferMode::Only64Bit;
         let inputs: Vec<clap_audio_buffer> = (0..input_ptrs.len())
             .map(|port| {
-                let channels = input_ptrs[port].len() as u32;
-                if mode == BufferMode::Only64Bit {
-                    audio_buffer(
-                        std::ptr::null_mut(),
-                        input_ptrs64[port].as_mut_ptr(),
-                        channels,
-                        0,
-                    )
-                } else {
-                    audio_buffer(
-                        input_ptrs[port].as_mut_ptr(),
-                        std::ptr::null_mut(),
-                        channels,
-                        constant_mask,
-                    )
-                }
+                port_buffer(
+                    &mut input_ptrs[port],
+                    &mut input_ptrs64[port],
+                    is_64_bit,
+                    constant_mask,
+                )
             })
             .collect();
         let mut outputs: Vec<clap_audio_buffer> = (0..output_ptrs.len())
             .map(|port| {
-                let channels = output_ptrs[port].len() as u32;
                 if Some(port) == missing_aux {
                     audio_buffer(std::ptr::null_mut(), std::ptr::null_mut(), 0, 0)
-                } else if mode == BufferMode::Only64Bit {
-                    audio_buffer(
-                        std::ptr::null_mut(),
-                        output_ptrs64[port].as_mut_ptr(),
-                        channels,
-                        0,
-                    )
                 } else {
-                    audio_buffer(
-                        output_ptrs[port].as_mut_ptr(),
-                        std::ptr::null_mut(),
-                        channels,
+                    port_buffer(
+                        &mut output_ptrs[port],
+                        &mut output_ptrs64[port],
+                        is_64_bit,
                         0,
                     )
                 }
@@ -736,6 +703,27 @@ fn process_blocks(
     }
     audio.stop_processing();
     Ok(stats)
+}
+
+/// A port's buffer over its 64-bit channels when `is_64_bit`, else over its 32-bit ones with
+/// `constant_mask` (64-bit buffers are never marked constant).
+fn port_buffer(
+    pointers32: &mut [*mut f32],
+    pointers64: &mut [*mut f64],
+    is_64_bit: bool,
+    constant_mask: u64,
+) -> clap_audio_buffer {
+    let channels = pointers32.len() as u32;
+    if is_64_bit {
+        audio_buffer(std::ptr::null_mut(), pointers64.as_mut_ptr(), channels, 0)
+    } else {
+        audio_buffer(
+            pointers32.as_mut_ptr(),
+            std::ptr::null_mut(),
+            channels,
+            constant_mask,
+        )
+    }
 }
 
 /// A transport with random flags and values, some of them odd (tempo 0, negative positions).

@@ -19,6 +19,7 @@ use vst3::Steinberg::Vst::{
 use vst3::Steinberg::{kInvalidArgument, kResultFalse, kResultOk, tresult};
 use vst3::{Class, ComPtr, ComWrapper};
 
+use super::clap_instance::channel_pointers;
 use super::lives::run_lives;
 use super::rng::Rng;
 use super::signal::InputSignal;
@@ -343,14 +344,8 @@ fn process_blocks(processor: SendPtr, run: &Vst3Run, rng: &mut Rng) -> Result<(u
             for channel in outputs.iter_mut().flatten() {
                 channel[..frames].fill(f32::NAN);
             }
-            let mut input_ptrs: Vec<Vec<*mut f32>> = inputs
-                .iter_mut()
-                .map(|b| b.iter_mut().map(|c| c.as_mut_ptr()).collect())
-                .collect();
-            let mut output_ptrs: Vec<Vec<*mut f32>> = outputs
-                .iter_mut()
-                .map(|b| b.iter_mut().map(|c| c.as_mut_ptr()).collect())
-                .collect();
+            let mut input_ptrs = channel_pointers(&mut inputs);
+            let mut output_ptrs = channel_pointers(&mut outputs);
             // Now and then a host passes a bus with no buffers (a deactivated bus).
             let missing_output = (rng.chance(0.03) && output_ptrs.len() > 1)
                 .then(|| rng.range_usize(1, output_ptrs.len() - 1));

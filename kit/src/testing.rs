@@ -1,0 +1,176 @@
+//! Test support the workspace's tests share (shipped code never calls it): the fixtures folder
+//! that `cargo xtask test` writes, fresh scratch folders, the raw `f32` fixtures, the hybrid
+//! route the family tests build around a fixture model, and a seeded generator for test noise.
+
+use std::path::{Path, PathBuf};
+
+/// The folder of generated test fixtures: `STEMFLOW_FIXTURES_DIR`, which `cargo xtask test`
+/// sets after writing it with `models/make_test_models.py --fixtures`.
+///
+/// Panics, saying how to run the tests, when the variable is not set or the folder holds no
+/// `fixtures.json`: tests that need fixtures fail without them, they never skip.
+pub fn fixtures_dir() -> PathBuf {
+    dir_from_env(
+        "STEMFLOW_FIXTURES_DIR",
+        "fixtures.json",
+        "run the tests with `cargo xtask test`, which writes the fixtures",
+    )
+}
+
+/// The folder the environment variable `var` names, which a task of `cargo xtask` filled and
+/// which holds the file `marker`. Panics with `how_to_run` (how to run the tests so that it is
+/// set) when the variable is not set or the folder lacks `marker`.
+pub fn dir_from_env(var: &str, marker: &str, how_to_run: &str) -> PathBuf {
+    let dir = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{var} is not set: {how_to_run}"));
+    assert!(
+        dir.join(marker).is_file(),
+        "{} holds no {marker}: {how_to_run}",
+        dir.display()
+    );
+    dir
+}
+
+/// A fresh, empty folder for one test: `stemflow-{name}-{process id}` in the system's temporary
+/// folder (what an earlier run left there is removed first). Panics when it cannot be made.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemflow-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("scratch folder {}: {e}", dir.display()));
+    dir
+}
+
+/// Reads a fixture of `frames` stereo frames stored as raw little-endian `f32`, the left
+/// channel's frames then the right's (as `models/make_test_models.py` writes them). Panics,
+/// naming the file, when it cannot be read or has another length.
+pub fn read_stereo_f32(path: &Path, frames: usize) -> [Vec<f32>; 2] {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(bytes.len(), frames * 2 * 4, "{}", path.display());
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    [values[..frames].to_vec(), values[frames..].to_vec()]
+}
+
+/// Writes `hybrid.stemflow-route` into `dir`: vocals from the model at `vocals_model`, the rest
+/// split by the built-in separator. Returns the route's path. Panics when it cannot be written.
+pub fn write_vocals_route(dir: &Path, vocals_model: &Path) -> PathBuf {
+    let route = dir.join("hybrid.stemflow-route");
+    let text = format!(
+        r#"{{"name": "test hybrid", "stages": [{{"separator": "{}", "stems": ["vocals"]}}, {{"separator": "builtin"}}]}}"#,
+        vocals_model.display()
+    );
+    std::fs::write(&route, text).unwrap_or_else(|e| panic!("{}: {e}", route.display()));
+    route
+}
+
+/// A tiny xorshift64* generator: deterministic, dependency-free, good enough for test noise and
+/// block sizes (not for anything statistical).
+#[derive(Debug, Clone)]
+pub struct XorShift64 {
+    state: u64,
+}
+
+impl XorShift64 {
+    /// A generator for `seed`; seed 0 is remapped because xorshift must not start at 0.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            state: if seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                seed
+            },
+        }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn next_unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// Uniform in `[-1, 1)`.
+    pub fn next_bipolar(&mut self) -> f32 {
+        self.next_unit() * 2.0 - 1.0
+    }
+
+    /// Uniform in `low..=high`.
+    pub fn next_in(&mut self, low: usize, high: usize) -> usize {
+        assert!(low <= high, "empty range {low}..={high}");
+        let span = (high - low) as u64 + 1;
+        low + (self.next_u64() % span) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scratch_dir_is_fresh_and_empty() {
+        let dir = scratch_dir("kit-scratch");
+        std::fs::create_dir(dir.join("left over")).unwrap();
+        assert_eq!(scratch_dir("kit-scratch"), dir);
+        assert!(
+            std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "not emptied"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_from_the_environment_must_hold_its_marker() {
+        let dir = scratch_dir("kit-env");
+        std::env::set_var("STEMFLOW_KIT_TEST_DIR", &dir);
+        let lacking = std::panic::catch_unwind(|| {
+            dir_from_env("STEMFLOW_KIT_TEST_DIR", "marker", "run it right")
+        });
+        assert!(lacking.is_err());
+        std::fs::write(dir.join("marker"), b"").unwrap();
+        assert_eq!(
+            dir_from_env("STEMFLOW_KIT_TEST_DIR", "marker", "run it right"),
+            dir
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stereo_fixture_is_left_then_right() {
+        let dir = scratch_dir("kit-f32");
+        let path = dir.join("x.f32");
+        let bytes: Vec<u8> = [1.0f32, 2.0, -1.0, -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(&path, bytes).unwrap();
+        assert_eq!(
+            read_stereo_f32(&path, 2),
+            [vec![1.0, 2.0], vec![-1.0, -2.0]]
+        );
+        let wrong_length = std::panic::catch_unwind(|| read_stereo_f32(&path, 3));
+        assert!(wrong_length.is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_vocals_route_names_the_model_and_the_builtin() {
+        let dir = scratch_dir("kit-route");
+        let route = write_vocals_route(&dir, Path::new("/models/vocals.onnx"));
+        let text = std::fs::read_to_string(&route).unwrap();
+        assert!(text.contains(r#""separator": "/models/vocals.onnx", "stems": ["vocals"]"#));
+        assert!(text.contains(r#"{"separator": "builtin"}"#));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
