@@ -93,12 +93,24 @@ fn check_parity(
 
 #[test]
 fn a_converted_bs_roformer_matches_msst() {
-    check_parity("bs_tiny", Target::Cpu, 1, "input.npy", "bs_tiny_reference.npy");
+    check_parity(
+        "bs_tiny",
+        Target::Cpu,
+        1,
+        "input.npy",
+        "bs_tiny_reference.npy",
+    );
 }
 
 #[test]
 fn a_converted_mel_roformer_matches_msst() {
-    check_parity("mel_tiny", Target::Cpu, 1, "input.npy", "mel_tiny_reference.npy");
+    check_parity(
+        "mel_tiny",
+        Target::Cpu,
+        1,
+        "input.npy",
+        "mel_tiny_reference.npy",
+    );
 }
 
 /// MSST's released configs run 4 chunks a batch, and `demix` drops the fade-out of every chunk
@@ -211,7 +223,13 @@ fn the_gpu_graphs_of_converted_roformers_match_msst() {
     use stemflow_kit::metrics::sdr_db;
     for name in ["bs_tiny", "mel_tiny"] {
         let reference = format!("{name}_reference.npy");
-        check_parity(name, Target::Gpu(Precision::Float32), 1, "input.npy", &reference);
+        check_parity(
+            name,
+            Target::Gpu(Precision::Float32),
+            1,
+            "input.npy",
+            &reference,
+        );
     }
     let (_, _, float32) = separate_converted("bs_tiny", Target::Gpu(Precision::Float32));
     let (_, _, float16) = separate_converted("bs_tiny", Target::Gpu(Precision::Float16));
