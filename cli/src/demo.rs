@@ -88,8 +88,10 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
             }
         }
         let options = SeparateOptions {
-            separator,
+            model: crate::model_spec::ModelSpec::One(separator),
             device: DeviceChoice::Auto,
+            mode: stemflow_engine::whole_file::SeparationMode::WholeFile,
+            other: stemflow_engine::whole_file::OtherStem::Residual,
             look_ahead: stemflow_engine::look_ahead::LookAhead::Full,
             is_strict_device: false,
             stems: Stem::FOUR.to_vec(),

@@ -16,11 +16,15 @@ mod disk_space;
 mod encode;
 mod engine_log;
 mod error;
+mod eval;
 mod interrupt;
+mod loaded_model;
 mod look_ahead_curve;
 mod memory;
+mod model_spec;
 mod models;
 mod models_available;
+mod models_ensemble;
 mod models_get;
 mod models_import;
 mod models_inspect;
@@ -66,6 +70,8 @@ enum Command {
     /// List the models in the models folders: family, stems, sample rate, hash, whether they validated.
     #[command(after_help = models::MODELS_EXAMPLES)]
     Models(models::ModelsArgs),
+    /// Measure separation quality (SDR as museval computes it, uSDR) on MUSDB18-HQ or any folder of mixtures and stems.
+    Eval(eval::EvalArgs),
     /// Measure speed and memory of models on devices.
     #[command(after_help = bench::BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => devices::run(&args),
         Command::Models(args) => models::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Eval(args) => eval::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Quantize(args) => quantize::run(&args),
     };

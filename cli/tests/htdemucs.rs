@@ -2,7 +2,8 @@
 //! demucs itself: `convert/tests/fixtures/htdemucs/` holds small random-weight HTDemucs
 //! checkpoints written by demucs' own serialisation (float16 state) and the output of demucs
 //! 4's `apply_model` (shifts 0, overlap 0.25) on a fixed input, made once by
-//! `models/htdemucs_reference.py` (its README says how). Never downloads.
+//! `models/htdemucs_reference.py` (its README says how): `stemflow separate`'s whole file
+//! equals it from the first frame to the last. Never downloads.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for, ConvertedDemucs};
 use stemflow_convert::{Precision, Target};
+use stemflow_engine::whole_file::OtherStem;
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use stemflow_kit::metrics::sdr_db;
 use stemflow_kit::npy::read_npy;
@@ -39,10 +41,13 @@ fn frames_before_last_chunk(frames: usize, segment_frames: usize) -> usize {
 /// Stems of a separation: `[stem][channel][frame]`.
 type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 
-/// Converts `checkpoint` for `target`, runs the graph on the CPU and checks every stem against
-/// demucs' `apply_model` output; returns the largest difference and the stems.
-fn check_parity(checkpoint: &str, reference: &str, target: Target) -> (f32, Stems) {
-    let (converted, input, got) = separate_converted(checkpoint, target);
+/// Converts `checkpoint` for `target` and checks every stem against demucs' `apply_model`
+/// output: a whole file (`stemflow separate`) over every frame, with Other the residual and the
+/// model's own; the stream (the plugin) over the frames before the chunks that reach past the
+/// end.
+fn check_parity(checkpoint: &str, reference: &str, target: Target) -> f32 {
+    let (converted, model) = convert(checkpoint, target);
+    let input = fixture_input();
     let frames = input[0].len();
     let (shape, expected) = read_npy(&fixture(reference));
     assert_eq!(shape, [converted.sources.len(), 2, frames]);
@@ -51,59 +56,69 @@ fn check_parity(checkpoint: &str, reference: &str, target: Target) -> (f32, Stem
         valid > converted.segment_frames,
         "the fixture covers too few chunks: {valid} frames"
     );
-    let source = |name: &str, channel: usize| {
+
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let source = |name: &str, channel: usize| -> Vec<f32> {
         let s = converted.sources.iter().position(|n| n == name).unwrap();
-        &expected[(s * 2 + channel) * frames..][..frames]
+        expected[(s * 2 + channel) * frames..][..frames].to_vec()
+    };
+    // Stemflow's stems from demucs': Other is the mix minus every stem routed elsewhere, or the
+    // model's own `other`.
+    let reference_of = |stem: Stem, channel: usize, other: OtherStem| -> Vec<f32> {
+        match (stem, other) {
+            (Stem::Other, OtherStem::Model) => source("other", channel),
+            (Stem::Other, OtherStem::Residual) => (0..frames)
+                .map(|i| {
+                    let routed: f32 = converted
+                        .sources
+                        .iter()
+                        .filter(|n| n.as_str() != "other")
+                        .map(|n| source(n, channel)[i])
+                        .sum();
+                    input[channel][i] - routed
+                })
+                .collect(),
+            _ => match converted
+                .sources
+                .iter()
+                .find(|n| n.as_str() == stem.file_name())
+            {
+                Some(name) => source(name, channel),
+                None => vec![0.0; frames],
+            },
+        }
     };
     let mut worst = 0.0f32;
-    for channel in 0..2 {
-        for stem in Stem::ALL {
-            let reference: Vec<f32> = match stem {
-                // Other is the residual: the mix minus every stem Stemflow routes elsewhere.
-                Stem::Other => (0..frames)
-                    .map(|i| {
-                        let routed: f32 = converted
-                            .sources
-                            .iter()
-                            .filter(|n| n.as_str() != "other")
-                            .map(|n| source(n, channel)[i])
-                            .sum();
-                        input[channel][i] - routed
-                    })
-                    .collect(),
-                _ => match converted
-                    .sources
-                    .iter()
-                    .find(|n| n.as_str() == stem.file_name())
-                {
-                    Some(name) => source(name, channel).to_vec(),
-                    None => vec![0.0; frames],
-                },
-            };
-            let actual = &got[stem.index()][channel];
-            for i in 0..valid {
-                let error = (reference[i] - actual[i]).abs();
-                assert!(
-                    error <= MAX_ABS_ERROR,
-                    "{checkpoint} {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
-                    reference[i],
-                    actual[i]
-                );
-                worst = worst.max(error);
+    for (what, other, compared, got) in parity_separations(&model, &input, valid) {
+        let mut run_worst = 0.0f32;
+        for channel in 0..2 {
+            for stem in Stem::ALL {
+                let reference = reference_of(stem, channel, other);
+                let actual = &got[stem.index()][channel];
+                for i in 0..compared {
+                    let error = (reference[i] - actual[i]).abs();
+                    assert!(
+                        error <= MAX_ABS_ERROR,
+                        "{checkpoint}, {what}: {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
+                        reference[i],
+                        actual[i]
+                    );
+                    run_worst = run_worst.max(error);
+                }
             }
         }
+        worst = worst.max(run_worst);
+        // Not trivially silent.
+        let energy: f32 = got[Stem::Drums.index()][0][..compared]
+            .iter()
+            .map(|v| v * v)
+            .sum();
+        assert!(energy > 1.0, "{what}: drums are nearly silent ({energy})");
+        println!(
+            "{checkpoint}, {what}: largest difference from PyTorch demucs {run_worst:.2e} over {compared} of {frames} frames"
+        );
     }
-    // Not trivially silent.
-    let energy: f32 = got[Stem::Drums.index()][0][..valid]
-        .iter()
-        .map(|v| v * v)
-        .sum();
-    assert!(energy > 1.0, "drums are nearly silent ({energy})");
-    println!(
-        "{checkpoint} ({target:?}): largest difference from PyTorch demucs {worst:.2e} over \
-         {valid} frames"
-    );
-    (worst, got)
+    worst
 }
 
 #[test]
@@ -117,28 +132,23 @@ fn a_converted_six_stem_htdemucs_matches_pytorch_demucs() {
 }
 
 /// The graph made for GPUs (the STFT inside, a batch dimension), run by the engine on the CPU,
-/// matches demucs as the CPU graph does; its float16 version stays within
-/// [`MIN_FLOAT16_SDR_DB`] of it.
+/// matches demucs as the CPU graph does, whole files and streams; its float16 version stays
+/// within [`MIN_FLOAT16_SDR_DB`] of it.
 #[test]
 fn the_gpu_graphs_of_a_converted_htdemucs_match_pytorch_demucs() {
     for (checkpoint, reference) in [
         ("small.th", "small_reference.npy"),
         ("small6.th", "small6_reference.npy"),
     ] {
-        let (_, float32) = check_parity(checkpoint, reference, Target::Gpu(Precision::Float32));
-        if checkpoint != "small.th" {
-            // One float16 check is enough: each graph's first session computes its STFT bases.
-            continue;
-        }
-        let (_, _, float16) = separate_converted(checkpoint, Target::Gpu(Precision::Float16));
-        for stem in [Stem::Drums, Stem::Bass, Stem::Vocals] {
-            let sdr = sdr_db(&float32[stem.index()], &float16[stem.index()]);
-            println!("{checkpoint} {stem:?}: float16 is {sdr:.1} dB from float32");
-            assert!(
-                sdr >= MIN_FLOAT16_SDR_DB,
-                "{checkpoint} {stem:?}: {sdr:.1} dB"
-            );
-        }
+        check_parity(checkpoint, reference, Target::Gpu(Precision::Float32));
+    }
+    // One float16 check is enough: each graph's first session computes its STFT bases.
+    let (_, _, float32) = separate_converted("small.th", Target::Gpu(Precision::Float32));
+    let (_, _, float16) = separate_converted("small.th", Target::Gpu(Precision::Float16));
+    for stem in [Stem::Drums, Stem::Bass, Stem::Vocals] {
+        let sdr = sdr_db(&float32[stem.index()], &float16[stem.index()]);
+        println!("small.th {stem:?}: float16 is {sdr:.1} dB from float32");
+        assert!(sdr >= MIN_FLOAT16_SDR_DB, "small.th {stem:?}: {sdr:.1} dB");
     }
 }
 
@@ -146,17 +156,29 @@ fn the_gpu_graphs_of_a_converted_htdemucs_match_pytorch_demucs() {
 /// 64 dB measured on the fixtures.
 const MIN_FLOAT16_SDR_DB: f64 = 45.0;
 
-/// `checkpoint` converted for `target` and separating the fixture's input on the CPU: the
-/// converted model, the input and the stems.
-fn separate_converted(checkpoint: &str, target: Target) -> (ConvertedDemucs, [Vec<f32>; 2], Stems) {
+/// `checkpoint` converted for `target`, written to a scratch folder: the conversion and the
+/// model file.
+fn convert(checkpoint: &str, target: Target) -> (ConvertedDemucs, PathBuf) {
     let bytes = std::fs::read(fixture(checkpoint)).unwrap();
     let converted = demucs_to_onnx_for(&[&bytes], None, target).unwrap();
     let model = scratch_dir(&format!("htdemucs-{checkpoint}-{target:?}")).join("small.onnx");
     std::fs::write(&model, &converted.onnx).unwrap();
+    (converted, model)
+}
+
+/// The fixture's input, planar stereo.
+fn fixture_input() -> [Vec<f32>; 2] {
     let (shape, input) = read_npy(&fixture("input.npy"));
     assert_eq!(shape[0], 2);
     let frames = shape[1];
-    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    [input[..frames].to_vec(), input[frames..].to_vec()]
+}
+
+/// `checkpoint` converted for `target` and separating the fixture's input on the CPU as the
+/// plugin streams it: the converted model, the input and the stems.
+fn separate_converted(checkpoint: &str, target: Target) -> (ConvertedDemucs, [Vec<f32>; 2], Stems) {
+    let (converted, model) = convert(checkpoint, target);
+    let input = fixture_input();
     stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
     let got = separate(&model, &input, ExtraStems::Separate);
     (converted, input, got)

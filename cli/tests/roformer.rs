@@ -11,11 +11,9 @@ use std::path::{Path, PathBuf};
 use common::*;
 use stemflow_convert::roformer::{roformer_to_onnx, roformer_to_onnx_for, ConvertedRoFormer};
 use stemflow_convert::{Precision, Target};
+use stemflow_engine::whole_file::OtherStem;
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use stemflow_kit::npy::read_npy;
-
-/// Every stem's two channels.
-type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 
 /// The largest difference from MSST accepted (issue 36: 1e-4).
 const MAX_ABS_ERROR: f32 = 1e-4;
@@ -26,102 +24,108 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Converts `name`.ckpt with `name`.yaml for `target` and checks Vocals (the model's vocals)
-/// and Other (the mix minus them: Stemflow's residual) against MSST's `demix`, away from the
-/// file's end; returns the largest difference and the stems.
-fn check_parity(name: &str, target: Target) -> (f32, Stems) {
-    let (converted, input, got) = separate_converted(name, target);
-    let frames = input[0].len();
-    let (shape, expected) = read_npy(&fixture(&format!("{name}_reference.npy")));
+/// Converts `name`.ckpt with `name`.yaml (its `batch_size: 1` made `batch_size`) and checks
+/// Vocals (the model's vocals) and Other (the mix minus them, Stemflow's residual, or the
+/// model's own other when it has one) against MSST's `demix` in `reference` of `input`: a whole
+/// file (`stemflow separate`) over every frame, the stream (the plugin) away from the file's
+/// end. `target`: the CPU graph or a graph for GPUs (run here on the CPU).
+fn check_parity(
+    name: &str,
+    target: Target,
+    batch_size: usize,
+    input: &str,
+    reference: &str,
+) -> f32 {
+    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
+    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
+    let yaml = yaml.replacen("batch_size: 1", &format!("batch_size: {batch_size}"), 1);
+    let converted = roformer_to_onnx_for(&checkpoint, &yaml, target).unwrap();
+    let dir = scratch_dir(&format!("roformer-{name}-{batch_size}-{target:?}"));
+    let model = dir.join(format!("{name}.onnx"));
+    std::fs::write(&model, &converted.onnx).unwrap();
+
+    let (shape, samples) = read_npy(&fixture(input));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [samples[..frames].to_vec(), samples[frames..].to_vec()];
+    let (shape, expected) = read_npy(&fixture(reference));
     assert_eq!(shape, [converted.stems.len(), 2, frames]);
-    let vocals = converted.stems.iter().position(|s| s == "vocals").unwrap();
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let stem_of = |stem: &str, channel: usize| -> Option<Vec<f32>> {
+        let index = converted.stems.iter().position(|s| s == stem)?;
+        Some(expected[(index * 2 + channel) * frames..][..frames].to_vec())
+    };
     // Both fixtures: chunks of 8192 frames, 2 overlaps.
     let valid = stemflow_kit::metrics::frames_before_end_chunks(frames, converted.chunk_frames, 2);
-    assert!(
-        valid >= 2 * converted.chunk_frames / 2,
-        "{valid} frames to compare"
-    );
     let mut worst = 0.0f32;
-    for channel in 0..2 {
-        let reference = &expected[(vocals * 2 + channel) * frames..][..frames];
-        let residual: Vec<f32> = (0..frames)
-            .map(|i| input[channel][i] - reference[i])
-            .collect();
-        for (stem, reference) in [(Stem::Vocals, reference), (Stem::Other, &residual[..])] {
-            let actual = &got[stem.index()][channel];
-            for i in 0..valid {
-                let error = (reference[i] - actual[i]).abs();
-                assert!(
-                    error <= MAX_ABS_ERROR,
-                    "{name} {stem:?} channel {channel} frame {i}: MSST {}, Stemflow {}",
-                    reference[i],
-                    actual[i]
-                );
-                worst = worst.max(error);
+    for (what, other, compared, got) in parity_separations(&model, &input, valid) {
+        let mut run_worst = 0.0f32;
+        for channel in 0..2 {
+            let vocals = stem_of("vocals", channel).unwrap();
+            let residual: Vec<f32> = (0..frames).map(|i| input[channel][i] - vocals[i]).collect();
+            let other = match other {
+                OtherStem::Model => stem_of("other", channel).unwrap_or(residual),
+                OtherStem::Residual => residual,
+            };
+            for (stem, reference) in [(Stem::Vocals, &vocals), (Stem::Other, &other)] {
+                let actual = &got[stem.index()][channel];
+                for i in 0..compared {
+                    let error = (reference[i] - actual[i]).abs();
+                    assert!(
+                        error <= MAX_ABS_ERROR,
+                        "{name}, {what}: {stem:?} channel {channel} frame {i}: MSST {}, Stemflow {}",
+                        reference[i],
+                        actual[i]
+                    );
+                    run_worst = run_worst.max(error);
+                }
             }
         }
+        let energy: f32 = got[Stem::Vocals.index()][0][..compared]
+            .iter()
+            .map(|v| v * v)
+            .sum();
+        assert!(energy > 0.1, "{what}: vocals are nearly silent ({energy})");
+        println!("{name}, {what}: largest difference from MSST {run_worst:.2e} over {compared} of {frames} frames");
+        worst = worst.max(run_worst);
     }
-    let energy: f32 = got[Stem::Vocals.index()][0][..valid]
-        .iter()
-        .map(|v| v * v)
-        .sum();
-    assert!(energy > 0.1, "vocals are nearly silent ({energy})");
-    println!(
-        "{name} ({target:?}): largest difference from MSST {worst:.2e} over {valid} of {frames} \
-         frames"
-    );
-    (worst, got)
+    worst
 }
 
 #[test]
 fn a_converted_bs_roformer_matches_msst() {
-    check_parity("bs_tiny", Target::Cpu);
+    check_parity(
+        "bs_tiny",
+        Target::Cpu,
+        1,
+        "input.npy",
+        "bs_tiny_reference.npy",
+    );
 }
 
 #[test]
 fn a_converted_mel_roformer_matches_msst() {
-    check_parity("mel_tiny", Target::Cpu);
+    check_parity(
+        "mel_tiny",
+        Target::Cpu,
+        1,
+        "input.npy",
+        "mel_tiny_reference.npy",
+    );
 }
 
-/// The graphs made for GPUs (the STFT, masking and inverse STFT inside, a batch dimension), run
-/// by the engine on the CPU, match MSST as the CPU graphs do; float16 stays within
-/// [`MIN_FLOAT16_SDR_DB`] of float32.
+/// MSST's released configs run 4 chunks a batch, and `demix` drops the fade-out of every chunk
+/// of its last batch: on this 0.5 s input (6 chunks of 8192 frames every 4096, the last batch
+/// chunks 4 and 5) the fade between chunks 3 and 4 differs from a batch of 1 by up to 0.027.
+/// The converted graph keeps the config's batch size, and a whole file fades as `demix` does.
 #[test]
-fn the_gpu_graphs_of_converted_roformers_match_msst() {
-    use stemflow_kit::metrics::sdr_db;
-    for name in ["bs_tiny", "mel_tiny"] {
-        let (_, float32) = check_parity(name, Target::Gpu(Precision::Float32));
-        if name != "bs_tiny" {
-            continue;
-        }
-        let (_, _, float16) = separate_converted(name, Target::Gpu(Precision::Float16));
-        let sdr = sdr_db(
-            &float32[Stem::Vocals.index()],
-            &float16[Stem::Vocals.index()],
-        );
-        println!("{name}: float16 is {sdr:.1} dB from float32");
-        assert!(sdr >= MIN_FLOAT16_SDR_DB, "{name}: {sdr:.1} dB");
-    }
-}
-
-/// How close the float16 GPU graph's vocals stay to the float32 graph's (SDR, dB): 58.8 dB
-/// (BS-RoFormer) and 56.0 dB (Mel-RoFormer) measured per chunk against MSST in float32.
-const MIN_FLOAT16_SDR_DB: f64 = 45.0;
-
-/// `name` converted for `target` and separating the fixture's input on the CPU: the converted
-/// model, the input and the stems.
-fn separate_converted(name: &str, target: Target) -> (ConvertedRoFormer, [Vec<f32>; 2], Stems) {
-    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
-    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
-    let converted = roformer_to_onnx_for(&checkpoint, &yaml, target).unwrap();
-    let model = scratch_dir(&format!("roformer-{name}-{target:?}")).join(format!("{name}.onnx"));
-    std::fs::write(&model, &converted.onnx).unwrap();
-    let (shape, input) = read_npy(&fixture("input.npy"));
-    let frames = shape[1];
-    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
-    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
-    let got = separate(&model, &input, ExtraStems::Separate);
-    (converted, input, got)
+fn a_roformer_fades_a_whole_file_as_msst_does_with_its_configs_batch_size() {
+    check_parity(
+        "bs_tiny",
+        Target::Cpu,
+        4,
+        "input_batch4.npy",
+        "bs_tiny_batch4_reference.npy",
+    );
 }
 
 #[test]
@@ -206,4 +210,53 @@ fn a_converted_roformer_quantizes_to_int8_and_float16_and_stays_close() {
             "{name}: only {closeness:.1} dB from float32"
         );
     }
+}
+
+/// Every stem's two channels.
+type Stems = [[Vec<f32>; 2]; NUM_STEMS];
+
+/// The graphs made for GPUs (the STFT, masking and inverse STFT inside, a batch dimension), run
+/// by the engine on the CPU, match MSST as the CPU graphs do, whole files and streams; float16
+/// stays within [`MIN_FLOAT16_SDR_DB`] of float32.
+#[test]
+fn the_gpu_graphs_of_converted_roformers_match_msst() {
+    use stemflow_kit::metrics::sdr_db;
+    for name in ["bs_tiny", "mel_tiny"] {
+        let reference = format!("{name}_reference.npy");
+        check_parity(
+            name,
+            Target::Gpu(Precision::Float32),
+            1,
+            "input.npy",
+            &reference,
+        );
+    }
+    let (_, _, float32) = separate_converted("bs_tiny", Target::Gpu(Precision::Float32));
+    let (_, _, float16) = separate_converted("bs_tiny", Target::Gpu(Precision::Float16));
+    let sdr = sdr_db(
+        &float32[Stem::Vocals.index()],
+        &float16[Stem::Vocals.index()],
+    );
+    println!("bs_tiny: float16 is {sdr:.1} dB from float32");
+    assert!(sdr >= MIN_FLOAT16_SDR_DB, "bs_tiny: {sdr:.1} dB");
+}
+
+/// How close the float16 GPU graph's vocals stay to the float32 graph's (SDR, dB): 58.8 dB
+/// (BS-RoFormer) and 56.0 dB (Mel-RoFormer) measured per chunk against MSST in float32.
+const MIN_FLOAT16_SDR_DB: f64 = 45.0;
+
+/// `name` converted for `target` and separating the fixture's input on the CPU: the converted
+/// model, the input and the stems.
+fn separate_converted(name: &str, target: Target) -> (ConvertedRoFormer, [Vec<f32>; 2], Stems) {
+    let checkpoint = std::fs::read(fixture(&format!("{name}.ckpt"))).unwrap();
+    let yaml = std::fs::read_to_string(fixture(&format!("{name}.yaml"))).unwrap();
+    let converted = roformer_to_onnx_for(&checkpoint, &yaml, target).unwrap();
+    let model = scratch_dir(&format!("roformer-{name}-{target:?}")).join(format!("{name}.onnx"));
+    std::fs::write(&model, &converted.onnx).unwrap();
+    let (shape, input) = read_npy(&fixture("input.npy"));
+    let frames = shape[1];
+    let input: [Vec<f32>; 2] = [input[..frames].to_vec(), input[frames..].to_vec()];
+    stemflow_engine::runtime::runtime().expect("ONNX Runtime loads (run with `cargo xtask test`)");
+    let got = separate(&model, &input, ExtraStems::Separate);
+    (converted, input, got)
 }

@@ -1,6 +1,7 @@
 //! [`EngineError`]: what can go wrong setting up or feeding the engine, and the sample-rate
 //! check every entry point shares.
 
+use crate::model_error::ModelError;
 use crate::separator::SeparatorError;
 
 /// Errors from setting up or feeding the engine. Never produced on the audio thread.
@@ -19,6 +20,8 @@ pub enum EngineError {
     /// The separator failed while separating (a model error or NaN output): the stems are
     /// incomplete.
     Separator(SeparatorError),
+    /// The model cannot be loaded.
+    Model(ModelError),
 }
 
 impl std::fmt::Display for EngineError {
@@ -33,6 +36,7 @@ impl std::fmt::Display for EngineError {
             EngineError::Io(e) => write!(f, "{e}"),
             EngineError::Worker(e) => write!(f, "worker thread: {e}"),
             EngineError::Separator(e) => write!(f, "{e}"),
+            EngineError::Model(e) => write!(f, "{e}"),
         }
     }
 }

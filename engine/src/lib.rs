@@ -16,9 +16,12 @@
 //!   resamples host audio to the separator's rate and back; the handle computes `Other` as the
 //!   exact residual at the host rate.
 //! - [`offline`]: whole-file separation through the very same streaming path.
+//! - [`whole_file`]: whole-file separation exact to each family's reference, edges included
+//!   (what `stemflow separate` runs by default).
 //! - [`families`]: neural model families (HTDemucs, MDX-Net, RoFormer, Spleeter), one file
 //!   each, and [`families::ModelSeparator`], which streams any of them.
 //! - [`hybrid`]: routes — separators chained stem by stem (e.g. Spleeter's vocals + built-in).
+//! - [`ensemble`]: several separators' stems combined stem by stem (MSST's and UVR's ensembles).
 //! - [`runtime`]: ONNX Runtime — loading it, devices, sessions, model files, running graphs.
 //! - [`models`]: the models folder; [`ModelError`]: why a model cannot be used.
 //! - [`Stem`], [`dsp`], [`paths`]: the stems, sample-level helpers, the user's folders.
@@ -32,6 +35,7 @@
 pub mod builtin;
 pub mod choice;
 pub mod dsp;
+pub mod ensemble;
 mod error;
 pub mod families;
 #[cfg(feature = "fault-injection")]
@@ -52,6 +56,7 @@ mod separator_info;
 mod stem;
 mod stem_sink;
 pub mod stream;
+pub mod whole_file;
 
 pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ};
 pub use model_error::ModelError;

@@ -98,8 +98,9 @@ pub fn inspect_model(path: &Path) -> ModelInfo {
     info
 }
 
-/// A route file as a model: its stages' stems, the sum of their latencies, and the first
-/// problem of any stage. Not realtime-safe: inspects every stage's model.
+/// A route file as a model: its stages' stems, the sum of their latencies (an ensemble stage's
+/// is its slowest member's, plus its combination's), and the first problem of any stage; an
+/// ensemble when a stage is one. Not realtime-safe: inspects every stage's model.
 fn inspect_route(path: &Path) -> ModelInfo {
     let mut info = ModelInfo {
         path: path.to_path_buf(),
@@ -126,31 +127,23 @@ fn inspect_route(path: &Path) -> ModelInfo {
     };
     let mut latency_frames = 0;
     for stage in &route.stages {
-        // What the stage's separator delivers: the built-in's three, what a model delivers.
-        let (stage_latency, delivered): (usize, Vec<Stem>) = match &stage.choice {
-            crate::choice::SeparatorChoice::Builtin => (
-                crate::separator::Separator::info(&crate::builtin::BuiltinSeparator::new())
-                    .latency_frames(),
-                crate::builtin::BUILTIN_STEMS.to_vec(),
-            ),
-            crate::choice::SeparatorChoice::Model(model) => {
-                let stage_info = inspect_model(model);
-                if let Some(error) = stage_info.error {
-                    info.error = Some(format!("{}: {error}", stage_info.name));
+        let mut stage_latency = 0;
+        let mut delivered: Vec<Stem> = Vec::new();
+        for choice in stage.separator.choices() {
+            let (latency, stems) = match choice_facts(choice, &mut info.sample_rate_hz) {
+                Ok(facts) => facts,
+                Err(error) => {
+                    info.error = Some(error);
                     return info;
                 }
-                info.sample_rate_hz = stage_info.sample_rate_hz;
-                (
-                    stage_info.latency_frames.unwrap_or(0),
-                    stage_info
-                        .delivers
-                        .iter()
-                        .filter_map(|name| Stem::from_name(name))
-                        .filter(|&stem| stem != Stem::Other)
-                        .collect(),
-                )
-            }
-        };
+            };
+            stage_latency = stage_latency.max(latency);
+            delivered.extend(stems);
+        }
+        if let crate::hybrid::StageSeparator::Ensemble(spec) = &stage.separator {
+            info.family = Some(ModelFamily::Ensemble);
+            stage_latency += crate::ensemble::delay_samples_of(spec.method.algorithm());
+        }
         latency_frames += stage_latency;
         info.stems.extend(
             stage
@@ -164,6 +157,38 @@ fn inspect_route(path: &Path) -> ModelInfo {
     info.delivers = delivered_names(|stem| info.stems.iter().any(|s| s == stem.file_name()));
     info.latency_frames = Some(latency_frames);
     info
+}
+
+/// A route stage's separator: its latency and the separated stems it delivers (the built-in's
+/// three, what a model delivers), its rate into `sample_rate_hz`; or the first problem, with
+/// the model's name.
+fn choice_facts(
+    choice: &crate::choice::SeparatorChoice,
+    sample_rate_hz: &mut u32,
+) -> Result<(usize, Vec<Stem>), String> {
+    match choice {
+        crate::choice::SeparatorChoice::Builtin => Ok((
+            crate::separator::Separator::info(&crate::builtin::BuiltinSeparator::new())
+                .latency_frames(),
+            crate::builtin::BUILTIN_STEMS.to_vec(),
+        )),
+        crate::choice::SeparatorChoice::Model(model) => {
+            let stage_info = inspect_model(model);
+            if let Some(error) = stage_info.error {
+                return Err(format!("{}: {error}", stage_info.name));
+            }
+            *sample_rate_hz = stage_info.sample_rate_hz;
+            Ok((
+                stage_info.latency_frames.unwrap_or(0),
+                stage_info
+                    .delivers
+                    .iter()
+                    .filter_map(|name| Stem::from_name(name))
+                    .filter(|&stem| stem != Stem::Other)
+                    .collect(),
+            ))
+        }
+    }
 }
 
 /// The file names of the stems `delivers` holds for, in output order.

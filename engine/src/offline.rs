@@ -37,10 +37,19 @@ impl SeparatedStems {
     }
 }
 
-/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`]. Borrows the
-/// stream's block buffers: copy or write them out before the next call.
+/// Where [`StemFrames`] are.
+enum FramesSource<'a> {
+    /// The stream handle's last block.
+    Handle(&'a StemStreamHandle),
+    /// Stems of their own, `[stem][channel][frame]`.
+    Stems(&'a [[Vec<f32>; 2]; NUM_STEMS]),
+}
+
+/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (or
+/// [`crate::ensemble::EnsembleOfflineStream`], [`crate::whole_file::WholeFileStream`]). Borrows the stream's block buffers: copy or
+/// write them out before the next call.
 pub struct StemFrames<'a> {
-    handle: &'a StemStreamHandle,
+    source: FramesSource<'a>,
     /// First frame of the handle's last block that belongs to the output (the rest of the
     /// block's beginning is latency).
     skip_frames: usize,
@@ -51,6 +60,21 @@ pub struct StemFrames<'a> {
 }
 
 impl<'a> StemFrames<'a> {
+    /// The frames `range` of `stems` (`[stem][channel][frame]` in [`Stem::ALL`] order), the
+    /// first of them frame `first_frame` of the input. Realtime-safe.
+    pub fn from_stems(
+        stems: &'a [[Vec<f32>; 2]; NUM_STEMS],
+        range: std::ops::Range<usize>,
+        first_frame: u64,
+    ) -> Self {
+        Self {
+            source: FramesSource::Stems(stems),
+            skip_frames: range.start,
+            end_frames: range.end,
+            first_frame,
+        }
+    }
+
     /// Number of frames. Realtime-safe.
     pub fn num_frames(&self) -> usize {
         self.end_frames - self.skip_frames
@@ -61,9 +85,23 @@ impl<'a> StemFrames<'a> {
         self.first_frame
     }
 
+    /// Appends these frames of every stem to `stems` (`[stem][channel][frame]`, [`Stem::ALL`]
+    /// order). Not realtime-safe: grows the vectors.
+    pub fn append_to(&self, stems: &mut [[Vec<f32>; 2]; NUM_STEMS]) {
+        for stem in Stem::ALL {
+            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
+                samples.extend_from_slice(self.channel(stem, channel));
+            }
+        }
+    }
+
     /// One channel (0: left, 1: right) of one stem. Realtime-safe.
     pub fn channel(&self, stem: Stem, channel: usize) -> &'a [f32] {
-        &self.handle.stem_output(stem, channel)[self.skip_frames..self.end_frames]
+        let samples = match self.source {
+            FramesSource::Handle(handle) => handle.stem_output(stem, channel),
+            FramesSource::Stems(stems) => &stems[stem.index()][channel],
+        };
+        &samples[self.skip_frames..self.end_frames]
     }
 }
 
@@ -229,7 +267,7 @@ impl OfflineStream {
             return Ok(());
         }
         sink(StemFrames {
-            handle: &self.handle,
+            source: FramesSource::Handle(&self.handle),
             skip_frames,
             end_frames: block,
             first_frame: position + skip_frames as u64 - latency,
@@ -291,11 +329,7 @@ pub fn separate_with_progress(
         ]
     });
     let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        for stem in Stem::ALL {
-            for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
-                samples.extend_from_slice(frames.channel(stem, channel));
-            }
-        }
+        frames.append_to(&mut stems);
         Ok(())
     };
     for (left, right) in input[0]
@@ -355,11 +389,7 @@ mod tests {
         let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
         let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
             assert_eq!(frames.first_frame(), stems[0][0].len() as u64);
-            for stem in Stem::ALL {
-                for channel in 0..2 {
-                    stems[stem.index()][channel].extend_from_slice(frames.channel(stem, channel));
-                }
-            }
+            frames.append_to(&mut stems);
             Ok(())
         };
         for (left, right) in input[0]

@@ -1,11 +1,13 @@
 //! Opening a separator: [`SeparatorChoice::build`] turns a choice into a running
-//! [`Separator`] (the built-in, a model, or a route's chain of them). It sits above the choice,
-//! the families and the routes, so none of them needs another to be built.
+//! [`Separator`] (the built-in, a model, or a route's chain of them), [`EnsembleSpec::build_with`]
+//! an ensemble. It sits above the choice, the families, the routes and the ensembles, so none of
+//! them needs another to be built.
 
 use crate::builtin::BuiltinSeparator;
 use crate::choice::{models_dirs, SeparatorChoice};
+use crate::ensemble::{EnsembleSeparator, EnsembleSpec};
 use crate::families::ModelSeparator;
-use crate::hybrid::{is_route_file, RouteFile, RoutedSeparator};
+use crate::hybrid::{is_route_file, RouteFile, RoutedSeparator, StageSeparator};
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::runtime::devices::DeviceChoice;
@@ -57,13 +59,36 @@ pub fn build_route(
 ) -> Result<RoutedSeparator, ModelError> {
     let mut stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = Vec::new();
     for stage in &route.stages {
-        stages.push((
-            stage.choice.build_with(device, look_ahead)?,
-            stage.stems.clone(),
-        ));
+        let separator: Box<dyn Separator> = match &stage.separator {
+            StageSeparator::One(choice) => choice.build_with(device, look_ahead)?,
+            StageSeparator::Ensemble(spec) => Box::new(spec.build_with(device, look_ahead)?),
+        };
+        stages.push((separator, stage.stems.clone()));
     }
     RoutedSeparator::new(route.name.clone(), stages).map_err(|message| ModelError::Params {
         model: route.name.clone(),
         message,
     })
+}
+
+impl EnsembleSpec {
+    /// Loads every member on `device` with `look_ahead` and combines them. Not realtime-safe:
+    /// loads models.
+    pub fn build_with(
+        &self,
+        device: DeviceChoice,
+        look_ahead: LookAhead,
+    ) -> Result<EnsembleSeparator, ModelError> {
+        let members = self
+            .members
+            .iter()
+            .map(|member| member.build_with(device, look_ahead))
+            .collect::<Result<Vec<_>, _>>()?;
+        EnsembleSeparator::new(self.label(), self.method.clone(), members).map_err(|message| {
+            ModelError::Params {
+                model: self.label(),
+                message,
+            }
+        })
+    }
 }

@@ -162,7 +162,15 @@ fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
 
     let cli_out = dir.join("cli");
     let output = Command::new(cli_path())
-        .args(["separate", "--quiet", "--bit-depth", "32f", "-o"])
+        .args([
+            "separate",
+            "--mode",
+            "stream",
+            "--quiet",
+            "--bit-depth",
+            "32f",
+            "-o",
+        ])
         .arg(&cli_out)
         .arg(&input_path)
         .output()

@@ -1151,8 +1151,11 @@ fn cli_stems_are_the_plugins_offline_stems() {
     let out_dir = dir.join("out");
 
     let cli = cli_path();
+    // The plugin renders the stream: `--mode stream` (the built-in separator has no whole-file
+    // edges of its own and runs as the stream in either mode).
     let output = Command::new(&cli)
         .arg("separate")
+        .args(["--mode", "stream"])
         .arg(&wav_path)
         .arg("-o")
         .arg(&out_dir)
@@ -1238,7 +1241,7 @@ fn cli_mono_stems_at_another_rate_are_the_plugins_offline_stems() {
     let output = Command::new(&cli)
         .arg("separate")
         .arg(&wav_path)
-        .args(["--bit-depth", "32f", "--quiet", "-o"])
+        .args(["--mode", "stream", "--bit-depth", "32f", "--quiet", "-o"])
         .arg(&out_dir)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", cli.display()));

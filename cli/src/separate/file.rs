@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use stemflow_engine::offline::{OfflineStream, StemFrames};
-use stemflow_engine::separator::Separator;
+use stemflow_engine::offline::StemFrames;
 
 use super::decode_ahead::{DecodeAhead, PendingDecode};
 use super::new_folder::NewFolderGuard;
@@ -13,18 +12,19 @@ use super::options::{Failure, SeparateOptions, Separated};
 use super::stem_files::StemFiles;
 use crate::decode::{io_reason, SourceInfo};
 use crate::encode::BitDepth;
+use crate::loaded_model::{LoadedModel, ModelStream};
 use crate::progress::{clock, Progress};
 
 /// Separates `pending` into `folder` with `separator`, which it hands back for the next input
-/// (`None` when its worker died). `on_latency` hears the stream's latency in seconds once the
-/// stream is built.
+/// (whatever happened to this one). `on_latency` hears the stream's latency in seconds once
+/// the stream is built (0 for whole files).
 pub(super) fn separate_file(
     pending: PendingDecode,
     folder: &Path,
     options: &SeparateOptions,
-    separator: Box<dyn Separator>,
+    mut separator: LoadedModel,
     on_latency: &mut dyn FnMut(f64),
-) -> (Result<Separated, Failure>, Option<Box<dyn Separator>>) {
+) -> (Result<Separated, Failure>, Option<LoadedModel>) {
     let input = pending.path().to_path_buf();
     let decoder = match pending.open().map_err(Failure::Input).and_then(|decoder| {
         stemflow_engine::validate_sample_rate(decoder.info().sample_rate_hz as f32)?;
@@ -33,25 +33,24 @@ pub(super) fn separate_file(
         Ok(decoder) => decoder,
         Err(failure) => return (Err(failure), Some(separator)),
     };
-    let info = decoder.info().clone();
-    let mut stream = match OfflineStream::new(separator, info.sample_rate_hz) {
-        Ok(stream) => stream,
-        // The separator went with the stream that could not be built: the next input builds
-        // a new one.
-        Err(error) => return (Err(error.into()), None),
-    };
-    stream.set_extra_stems(options.extra_stems);
-    on_latency(stream.latency_samples() as f64 / f64::from(info.sample_rate_hz));
-    let result = separate_stream(&input, decoder, &mut stream, folder, options);
-    // The loaded model serves the next input, whatever happened to this one.
-    (result, stream.into_separator())
+    let sample_rate_hz = decoder.info().sample_rate_hz;
+    let result = separator
+        .open(sample_rate_hz, options.extra_stems)
+        .map_err(Failure::from)
+        .and_then(|stream| {
+            on_latency(stream.latency_samples() as f64 / f64::from(sample_rate_hz));
+            separate_stream(&input, decoder, stream, folder, options)
+        });
+    // Finished or dropped, the stream left the loaded model to the next input (an ensemble
+    // whose worker died is loaded again).
+    (result, separator.is_usable().then_some(separator))
 }
 
 /// Runs the decoded input through `stream` into new stem files in `folder`.
 fn separate_stream(
     input: &Path,
     mut decoder: DecodeAhead,
-    stream: &mut OfflineStream,
+    mut stream: ModelStream<'_>,
     folder: &Path,
     options: &SeparateOptions,
 ) -> Result<Separated, Failure> {
@@ -96,20 +95,17 @@ fn separate_stream(
                 return Err(Failure::Interrupted(signal));
             }
         }
-        stream.finish(&mut write)
+        Ok(())
     })();
+    let num_non_finite = stream.non_finite_input_samples();
+    let result = result.and_then(|()| stream.finish(&mut write));
     if let Err(failure) = result {
         progress.abandon();
         return Err(failure);
     }
     let num_frames = decoder.frames_decoded();
     let elapsed = progress.finish(num_frames);
-    warn_of_damage(
-        input,
-        &decoder,
-        &info,
-        stream.stats().non_finite_input_samples(),
-    );
+    warn_of_damage(input, &decoder, &info, num_non_finite);
     new_folder.keep();
     let files = files.commit(input)?;
     let audio_s = num_frames as f64 / info.sample_rate_hz as f64;

@@ -3,29 +3,34 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
-use stemflow_engine::separator::Separator;
+use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions};
 use stemflow_engine::{EngineError, Stem};
 
 use super::manifest::Shard;
 use crate::encode::{BitDepth, OutputFormat};
+use crate::loaded_model::LoadedModel;
+use crate::model_spec::ModelSpec;
 use crate::progress::ProgressMode;
 
 /// How to separate.
 #[derive(Clone)]
 pub struct SeparateOptions {
-    /// The model (or `builtin`).
-    pub separator: SeparatorChoice,
+    /// The model (or `builtin`), or an ensemble of several.
+    pub model: ModelSpec,
     /// Where models run.
     pub device: DeviceChoice,
-    /// How far past the audio a model may look.
+    /// With the reference's whole-file edges or the stream's (the plugin's).
+    pub mode: SeparationMode,
+    /// What `Other` is.
+    pub other: OtherStem,
+    /// How far past the audio a model may look (the stream's; `Full` for whole files).
     pub look_ahead: LookAhead,
     /// Fail instead of falling back to the CPU.
     pub is_strict_device: bool,
     /// The stems to write, in [`Stem::OUTPUT_ORDER`]; until
-    /// [`SeparateOptions::for_separator`], those the user asked for.
+    /// [`SeparateOptions::for_model`], those the user asked for.
     pub stems: Vec<Stem>,
     /// Whether the user named the stems (`--stems`): the model must deliver each of them.
     /// Otherwise they are the default set, of which a model writes those it delivers (a
@@ -46,31 +51,42 @@ impl SeparateOptions {
         self.progress == ProgressMode::Quiet
     }
 
+    /// How a single model separates a file.
+    pub fn file_options(&self) -> WholeFileOptions {
+        WholeFileOptions {
+            device: self.device,
+            mode: self.mode,
+            other: self.other,
+            extra_stems: self.extra_stems,
+            batch_chunks: None,
+        }
+    }
+
     /// Where `stem`'s file goes in `folder`.
     pub fn stem_path(&self, folder: &Path, stem: Stem) -> PathBuf {
         folder.join(format!("{}.{}", stem.file_name(), self.format.extension()))
     }
 
-    /// These options with the stems `separator` delivers: the named stems, each of which it
+    /// These options with the stems `model` delivers: the named stems, each of which it
     /// must deliver (the error says what it delivers), or those of the default set it
-    /// delivers. `Other`, the residual, is always delivered.
-    pub fn for_separator(&self, separator: &dyn Separator) -> Result<Self, String> {
+    /// delivers. `Other` is always delivered.
+    pub fn for_model(&self, model: &LoadedModel) -> Result<Self, String> {
         let delivered: Vec<Stem> = self
             .stems
             .iter()
             .copied()
-            .filter(|&stem| separator.info().delivers_stem(stem))
+            .filter(|&stem| model.delivers_stem(stem))
             .collect();
         if self.are_stems_named {
             if let Some(missing) = self.stems.iter().find(|s| !delivered.contains(s)) {
                 let separated: Vec<&str> = Stem::OUTPUT_ORDER
                     .into_iter()
-                    .filter(|&stem| stem != Stem::Other && separator.info().delivers_stem(stem))
+                    .filter(|&stem| stem != Stem::Other && model.delivers_stem(stem))
                     .map(Stem::file_name)
                     .collect();
                 return Err(format!(
                     "{} has no {} stem: it separates {}, and other holds the rest; leave {} out of --stems",
-                    separator.info().name(),
+                    model.name(),
                     missing.file_name(),
                     if separated.is_empty() {
                         "nothing".to_owned()
@@ -100,7 +116,11 @@ pub enum Failure {
 
 impl From<EngineError> for Failure {
     fn from(error: EngineError) -> Self {
-        Failure::Input(error.to_string())
+        match error {
+            // The model: every input would fail the same way.
+            EngineError::Model(error) => Failure::Fatal(error.to_string()),
+            error => Failure::Input(error.to_string()),
+        }
     }
 }
 

@@ -5,10 +5,13 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_engine::choice::{models_dirs, SeparatorChoice};
-use stemflow_engine::hybrid::{is_route_file, RouteFile};
+use stemflow_engine::hybrid::{is_route_file, RouteFile, StageSeparator};
+
+use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 
 use super::options::{Failure, SeparateOptions};
 use crate::encode::BitDepth;
+use crate::model_spec::ModelSpec;
 
 /// The record's file name in a stem folder.
 pub const RECORD_FILE: &str = "stemflow-result.json";
@@ -36,7 +39,7 @@ impl Resume {
         let identity = match &self.identity {
             Some(identity) => identity,
             None => {
-                let computed = separator_identity(&options.separator)
+                let computed = model_identity(&options.model)
                     .map_err(|e| Failure::Fatal(format!("the model: {e}")))?;
                 self.identity.insert(computed)
             }
@@ -55,11 +58,35 @@ fn separator_identity(choice: &SeparatorChoice) -> Result<String, String> {
             let route = RouteFile::read(path, &models_dirs(&[])).map_err(|e| e.to_string())?;
             let mut identity = format!("route:{}", file_sha256(path)?);
             for stage in &route.stages {
-                identity.push_str(&format!(" + {}", separator_identity(&stage.choice)?));
+                for choice in stage.separator.choices() {
+                    identity.push_str(&format!(" + {}", separator_identity(choice)?));
+                }
+                if let StageSeparator::Ensemble(spec) = &stage.separator {
+                    identity.push_str(&format!(" ({})", spec.method));
+                }
             }
             Ok(identity)
         }
         SeparatorChoice::Model(path) => Ok(format!("model:{}", file_sha256(path)?)),
+    }
+}
+
+/// [`separator_identity`] of one model, or of an ensemble's members with its method.
+fn model_identity(model: &ModelSpec) -> Result<String, String> {
+    match model {
+        ModelSpec::One(choice) => separator_identity(choice),
+        ModelSpec::Ensemble(spec) => {
+            let members = spec
+                .members
+                .iter()
+                .map(separator_identity)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(format!(
+                "ensemble:{} ({})",
+                members.join(" + "),
+                spec.method
+            ))
+        }
     }
 }
 
@@ -80,6 +107,14 @@ fn record_key(
         "bit_depth": options.bit_depth.map(BitDepth::describe),
         // Records written before hold this key: its spelling stays.
         "lookahead": options.look_ahead.label(),
+        "mode": match options.mode {
+            SeparationMode::WholeFile => "file",
+            SeparationMode::Stream(_) => "stream",
+        },
+        "other": match options.other {
+            OtherStem::Residual => "residual",
+            OtherStem::Model => "model",
+        },
     })
 }
 

@@ -1,16 +1,17 @@
-//! [`SeparatorSlot`]: the run's separator, built on first use and handed from input to input,
-//! so a model is loaded (and its device reported) once per run, not once per file.
+//! [`SeparatorSlot`]: the run's separator (or an ensemble's), built on first use and handed
+//! from input to input, so a model is loaded (and its device reported) once per run, not once
+//! per file.
 
 use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
-use stemflow_engine::separator::Separator;
 
 use super::options::{Failure, SeparateOptions};
+use crate::loaded_model::LoadedModel;
 
 /// Holds the separator between inputs.
 pub(super) struct SeparatorSlot<'a> {
     options: &'a SeparateOptions,
-    separator: Option<Box<dyn Separator>>,
+    separator: Option<LoadedModel>,
     has_reported: bool,
     /// A shortened look-ahead's cost, said once the first stream tells its latency:
     /// (how many times as often the model runs, the measured real-time factor).
@@ -29,14 +30,12 @@ impl<'a> SeparatorSlot<'a> {
 
     /// The separator for the next input: the one the last input gave back, or a new one. A
     /// failure to build it would repeat for every input, so it is fatal.
-    pub fn take(&mut self) -> Result<Box<dyn Separator>, Failure> {
+    pub fn take(&mut self) -> Result<LoadedModel, Failure> {
         if let Some(separator) = self.separator.take() {
             return Ok(separator);
         }
         let options = self.options;
-        let separator = options
-            .separator
-            .build_with(options.device, options.look_ahead)
+        let separator = LoadedModel::load(&options.model, &options.file_options())
             .map_err(|e| Failure::Fatal(e.to_string()))?;
         let is_first = !self.has_reported;
         self.has_reported = true;
@@ -53,18 +52,23 @@ impl<'a> SeparatorSlot<'a> {
                         crate::output::say_err!("stemflow: warning: {reason}");
                     }
                 }
-                if is_first && separator.info().is_float16() && active.actual == DeviceId::CPU {
+                if is_first && separator.is_float16() && active.actual == DeviceId::CPU {
                     crate::output::say_err!(
                         "stemflow: warning: {} is a float16 model, made for GPUs: on the CPU it runs slower than its float32 original",
-                        separator.info().name()
+                        separator.name()
                     );
                 }
                 if is_first && !options.is_quiet() {
-                    crate::output::say!("Running {} on {}", separator.info().name(), active.actual);
+                    crate::output::say!(
+                        "Running {} on {} ({})",
+                        separator.name(),
+                        active.actual,
+                        separator.describe_mode()
+                    );
                     if options.look_ahead != LookAhead::Full {
                         self.look_ahead_cost = Some((
-                            separator.info().compute_factor(),
-                            separator.info().predicted_real_time_factor(),
+                            separator.compute_factor(),
+                            separator.predicted_real_time_factor(),
                         ));
                     }
                 }
@@ -114,14 +118,14 @@ impl<'a> SeparatorSlot<'a> {
     /// The run's options with the stems its separator delivers (built now if it is not yet).
     pub fn resolve_stems(&mut self) -> Result<SeparateOptions, Failure> {
         let separator = self.take()?;
-        let resolved = self.options.for_separator(separator.as_ref());
+        let resolved = self.options.for_model(&separator);
         self.put_back(Some(separator));
         resolved.map_err(Failure::Fatal)
     }
 
     /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
     /// died) means the next input builds a new one.
-    pub fn put_back(&mut self, separator: Option<Box<dyn Separator>>) {
+    pub fn put_back(&mut self, separator: Option<LoadedModel>) {
         self.separator = separator;
     }
 }

@@ -263,3 +263,66 @@ pub fn separate_with(
     }
     out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
 }
+
+/// `input` through `model` as `stemflow separate` runs a whole file (the reference's edges,
+/// `--mode file`) on the CPU, with `other` (`--other`), stems aligned to the input.
+pub fn separate_whole_file(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    extra_stems: ExtraStems,
+    other: stemflow_engine::whole_file::OtherStem,
+) -> [[Vec<f32>; 2]; NUM_STEMS] {
+    use stemflow_engine::whole_file::{WholeFileOptions, WholeFileSeparator};
+    let options = WholeFileOptions {
+        device: DeviceChoice::Device(DeviceId::CPU),
+        other,
+        extra_stems,
+        ..WholeFileOptions::default()
+    };
+    WholeFileSeparator::load(&SeparatorChoice::Model(model.to_path_buf()), &options)
+        .unwrap()
+        .separate(input, 44_100, |_| {})
+        .unwrap()
+        .stems
+}
+
+/// One way of separating a file in the parity tests: `(what, Other, frames compared, stems)`.
+pub type ParitySeparation = (
+    &'static str,
+    stemflow_engine::whole_file::OtherStem,
+    usize,
+    [[Vec<f32>; 2]; NUM_STEMS],
+);
+
+/// The three ways the parity tests separate `input` with `model`: a whole file with the
+/// residual Other and with the model's own, compared over every frame, and the stream (the
+/// plugin), compared over the first `stream_frames`.
+pub fn parity_separations(
+    model: &Path,
+    input: &[Vec<f32>; 2],
+    stream_frames: usize,
+) -> Vec<ParitySeparation> {
+    use stemflow_engine::whole_file::OtherStem;
+    let frames = input[0].len();
+    let whole = |other| separate_whole_file(model, input, ExtraStems::Separate, other);
+    vec![
+        (
+            "whole file",
+            OtherStem::Residual,
+            frames,
+            whole(OtherStem::Residual),
+        ),
+        (
+            "whole file, the model's other",
+            OtherStem::Model,
+            frames,
+            whole(OtherStem::Model),
+        ),
+        (
+            "stream",
+            OtherStem::Residual,
+            stream_frames,
+            separate(model, input, ExtraStems::Separate),
+        ),
+    ]
+}

@@ -64,6 +64,9 @@ pub struct RoFormerConfig {
     pub chunk_frames: usize,
     /// `inference.num_overlap`, when given.
     pub num_overlap: Option<usize>,
+    /// `inference.batch_size`, when given: MSST's `demix` fades a whole file's first and last
+    /// chunks per batch, so Stemflow's whole-file mode needs it to match.
+    pub batch_size: Option<usize>,
     /// The stems' names, in output order (`prefer_target_instrument`).
     pub stems: Vec<String>,
     /// `audio.sample_rate`.
@@ -313,6 +316,10 @@ impl RoFormerConfig {
                 .get("inference.num_overlap")
                 .map(|_| keys.size("inference.num_overlap", None))
                 .transpose()?,
+            batch_size: values
+                .get("inference.batch_size")
+                .map(|_| keys.size("inference.batch_size", None))
+                .transpose()?,
             stems: Vec::new(),
             sample_rate_hz: keys.size("audio.sample_rate", Some(44100))?,
         };
@@ -413,6 +420,7 @@ mod tests {
         assert_eq!((config.frames(), config.num_bins()), (801, 1025));
         assert_eq!(config.stems, ["vocals"]);
         assert_eq!(config.num_overlap, Some(2));
+        assert_eq!(config.batch_size, Some(4));
         assert!(config.zero_dc && !config.skip_connection);
         assert_eq!(config.mlp_expansion_factor, 4);
     }

@@ -33,7 +33,7 @@ use crate::torch::load_torch_checkpoint;
 /// `stemflow.family` of the graphs written here.
 pub const FAMILY_NAME: &str = "roformer";
 /// Metadata key of the processing parameters, a JSON object with the keys a RoFormer JSON
-/// sidecar takes (`n_fft`, `hop_length`, `chunk_size`, `num_overlap`, `instruments`,
+/// sidecar takes (`n_fft`, `hop_length`, `chunk_size`, `num_overlap`, `batch_size`, `instruments`,
 /// `sample_rate`, `zero_dc`).
 pub const PARAMS_METADATA_KEY: &str = "stemflow.roformer.params";
 
@@ -232,6 +232,9 @@ fn params_json(config: &RoFormerConfig) -> serde_json::Value {
     });
     if let Some(num_overlap) = config.num_overlap {
         params["num_overlap"] = num_overlap.into();
+    }
+    if let Some(batch_size) = config.batch_size {
+        params["batch_size"] = batch_size.into();
     }
     params
 }

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
+use super::file_edges::{FileEdges, StreamEdges};
 use super::overlap_add::ChunkLayout;
 use super::params::ModelParams;
-use super::stem_sources::StemSource;
+use super::stem_sources::{ReferenceSources, StemSource};
 use crate::model_error::ModelError;
 pub use crate::runtime::runner::GraphIo;
 use crate::runtime::runner::ModelRunner;
@@ -42,6 +43,9 @@ pub enum ModelFamily {
     Spleeter,
     /// Not a graph: a route file chaining separators stem by stem ([`crate::hybrid`]).
     Hybrid,
+    /// Not a graph: a route file with an ensemble stage, several separators' stems combined
+    /// ([`crate::ensemble`]).
+    Ensemble,
 }
 
 impl std::fmt::Display for ModelFamily {
@@ -52,6 +56,7 @@ impl std::fmt::Display for ModelFamily {
             ModelFamily::RoFormer => "RoFormer",
             ModelFamily::Spleeter => "Spleeter",
             ModelFamily::Hybrid => "Hybrid",
+            ModelFamily::Ensemble => "Ensemble",
         })
     }
 }
@@ -104,6 +109,21 @@ pub trait FamilyPipeline: std::fmt::Debug + Send + Sync {
 
     /// A codec for `description`'s chunks. Not realtime-safe: allocates.
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec>;
+
+    /// How the family's reference chunks a whole file (its edges); by default the stream's
+    /// chunking run on the whole file. Not realtime-safe: allocates.
+    fn file_edges(&self, description: &ModelDescription) -> Box<dyn FileEdges> {
+        Box::new(StreamEdges::new(
+            description.layout,
+            self.windows(description.layout.chunk_frames),
+        ))
+    }
+
+    /// Every stem as the reference writes it, `Other` the model's own where it has one
+    /// ([`ReferenceSources::by_name`] unless the family scales its stems).
+    fn reference_sources(&self, description: &ModelDescription) -> ReferenceSources {
+        ReferenceSources::by_name(&description.stems, description.stem_sources)
+    }
 }
 
 /// What runs around a family's graph for one chunk: encode the chunk, run the graph, decode its
@@ -143,6 +163,12 @@ pub trait ChunkCodec: Send {
         }
         Ok(())
     }
+
+    /// Whole files: the next chunks' input ends with the file `file_end` frames in (`None`:
+    /// they run as in a stream). A family whose reference treats the end of the file inside
+    /// its codec (Spleeter zeroes the magnitudes past the file's last STFT frame) uses it; the
+    /// others ignore it.
+    fn set_file_end(&mut self, _file_end: Option<usize>) {}
 }
 
 /// A graph's output must have exactly the length its signature declares.

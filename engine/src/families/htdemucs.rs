@@ -5,6 +5,7 @@
 //! ([`super::htdemucs_stft_outside`]).
 
 use super::description::Recognition;
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use crate::model_error::ModelError;
 
@@ -67,6 +68,56 @@ pub(super) fn demucs_layout(
     })
 }
 
+/// `apply_model`'s whole file (`split=True`, `shifts=0`): a segment at every multiple of the
+/// stride below the file's length; a segment that reaches past the end has only the
+/// `L = length − offset` frames of the file it covers, and runs as `TensorChunk.padded`
+/// gives it to the model: centred, starting `(segment − L) / 2` frames before its offset (audio
+/// from before it, or silence before the file), silence past the end; `center_trim` keeps the
+/// middle `L` frames of its output, weighted by the first `L` weights.
+#[derive(Debug)]
+pub(super) struct DemucsEdges {
+    segment_frames: usize,
+    stride_frames: usize,
+    window: std::sync::Arc<[f32]>,
+}
+
+impl DemucsEdges {
+    pub(super) fn new(layout: ChunkLayout) -> Self {
+        Self {
+            segment_frames: layout.chunk_frames,
+            stride_frames: layout.step_frames,
+            window: window_f32(&window(layout.chunk_frames)),
+        }
+    }
+}
+
+impl FileEdges for DemucsEdges {
+    fn padding(&self, _length: FileLength) -> Option<FilePadding> {
+        Some(FilePadding::zeros(0))
+    }
+
+    fn dest(&self, index: usize) -> usize {
+        index * self.stride_frames
+    }
+
+    fn plan(&self, index: usize, _: &FilePadding, length: FileLength) -> Option<PlannedChunk> {
+        let segment = self.segment_frames;
+        let offset = self.dest(index);
+        let covered = match length {
+            FileLength::AtLeast(n) if offset + segment <= n => segment,
+            FileLength::AtLeast(_) => return None,
+            FileLength::Exactly(n) if offset < n => (n - offset).min(segment),
+            FileLength::Exactly(_) => return None,
+        };
+        let delta = segment - covered;
+        Some(PlannedChunk {
+            input_start: offset as isize - (delta / 2) as isize,
+            output_from: delta / 2,
+            ..PlannedChunk::at(offset, segment, covered, self.window.clone())
+        })
+    }
+}
+
 /// demucs' transition weights: a triangle `1..n/2, n−n/2..1`, divided by its maximum
 /// (transition_power 1). The same for every chunk.
 pub(super) fn window(chunk_frames: usize) -> Vec<f64> {
@@ -83,4 +134,52 @@ pub(super) fn window(chunk_frames: usize) -> Vec<f64> {
 pub(super) fn windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
     let window = window(chunk_frames);
     (window.clone(), window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edges() -> DemucsEdges {
+        DemucsEdges::new(ChunkLayout {
+            chunk_frames: 100,
+            step_frames: 75,
+            lead: Lead::Zeros(0),
+            window_start_frames: 0,
+        })
+    }
+
+    #[test]
+    fn a_segment_past_the_end_is_centred_on_audio_before_it_as_tensor_chunk_pads_it() {
+        let edges = edges();
+        let padding = edges.padding(FileLength::AtLeast(0)).unwrap();
+        // 260 frames: offsets 0, 75, 150, 225; the last covers 35 frames.
+        let length = FileLength::Exactly(260);
+        let last = edges.plan(3, &padding, length).unwrap();
+        // delta = 65: input from 225 − 32, the output's middle 35 frames from 32 on.
+        assert_eq!(
+            (
+                last.input_start,
+                last.output_from,
+                last.output_frames,
+                last.dest
+            ),
+            (193, 32, 35, 225)
+        );
+        assert!(edges.plan(4, &padding, length).is_none());
+        let whole = edges.plan(2, &padding, length).unwrap();
+        assert_eq!((whole.input_start, whole.output_frames), (150, 100));
+        // Streaming: the segment at 150 runs once 250 frames are in, not before.
+        assert!(edges.plan(2, &padding, FileLength::AtLeast(249)).is_none());
+        assert_eq!(
+            edges.plan(2, &padding, FileLength::AtLeast(250)),
+            Some(whole)
+        );
+        // A file shorter than a segment sits in its middle, silence before and after.
+        let short = edges.plan(0, &padding, FileLength::Exactly(40)).unwrap();
+        assert_eq!(
+            (short.input_start, short.output_from, short.output_frames),
+            (-30, 30, 40)
+        );
+    }
 }

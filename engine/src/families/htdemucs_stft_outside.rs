@@ -13,7 +13,8 @@ use super::description::{
     is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily, Recognition,
     MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
-use super::htdemucs::{demucs_layout, demucs_stems, windows};
+use super::file_edges::FileEdges;
+use super::htdemucs::{demucs_layout, demucs_stems, windows, DemucsEdges};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
@@ -122,6 +123,10 @@ pub struct HtDemucsStftPipeline {
 impl FamilyPipeline for HtDemucsStftPipeline {
     fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
         windows(chunk_frames)
+    }
+
+    fn file_edges(&self, description: &ModelDescription) -> Box<dyn FileEdges> {
+        Box::new(DemucsEdges::new(description.layout))
     }
 
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {

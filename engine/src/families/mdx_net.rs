@@ -11,9 +11,10 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{read_sidecar, uvr_table_entry, ModelParams};
-use super::stem_sources::{stem_for_name, StemSource};
+use super::stem_sources::{stem_for_name, ReferenceSources, StemSource};
 use super::stft::{Complex64, Stft};
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
@@ -156,6 +157,7 @@ pub(super) fn waveform_family(
         windows: equal_windows,
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
         params_source: setup.source,
+        reference: Some(std::sync::Arc::new(setup.params)),
     })
 }
 
@@ -271,6 +273,110 @@ impl FamilyPipeline for MdxParams {
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {
         Box::new(MdxCodec::new(self, description.layout.chunk_frames))
     }
+
+    fn file_edges(&self, description: &ModelDescription) -> Box<dyn FileEdges> {
+        Box::new(MdxEdges::new(description.layout, self.n_fft / 2))
+    }
+
+    /// audio-separator writes the primary stem as the model gives it (unscaled) and the
+    /// secondary as `mix − compensate · primary`.
+    fn reference_sources(&self, description: &ModelDescription) -> ReferenceSources {
+        let mut separated = [StemSource::Silent; NUM_SEPARATED_STEMS];
+        let primary = StemSource::Output(0, 1.0);
+        let secondary = StemSource::MixMinus(0, self.compensate);
+        let other = match stem_for_name(&self.primary_stem.to_lowercase()) {
+            Some(stem) => {
+                separated[stem.index()] = primary;
+                secondary
+            }
+            None => {
+                separated[Stem::Vocals.index()] = secondary;
+                primary
+            }
+        };
+        debug_assert_eq!(description.stems.len(), 1);
+        ReferenceSources {
+            separated,
+            other: Some(other),
+        }
+    }
+}
+
+/// `MDXSeparator.demix`'s whole file: `trim` (n_fft / 2) zeros before the file and
+/// `gen − length mod gen + trim` after it (`gen`: the chunk minus twice the trim), chunks every
+/// step below that padded length; a chunk that reaches past it has only the frames before it,
+/// weighted by `np.hanning` of that many frames (ones for overlap 0, as audio-separator weighs
+/// without a window then). A chunk that starts past the file changes nothing and is not run.
+#[derive(Debug)]
+struct MdxEdges {
+    chunk_frames: usize,
+    step_frames: usize,
+    trim_frames: usize,
+    window: std::sync::Arc<[f32]>,
+}
+
+impl MdxEdges {
+    fn new(layout: ChunkLayout, trim_frames: usize) -> Self {
+        Self {
+            chunk_frames: layout.chunk_frames,
+            step_frames: layout.step_frames,
+            trim_frames,
+            window: window_f32(&edge_window(layout.chunk_frames, layout)),
+        }
+    }
+}
+
+/// The weights of a chunk of `frames` frames: `np.hanning(frames)`, or ones without overlap.
+fn edge_window(frames: usize, layout: ChunkLayout) -> Vec<f64> {
+    if layout.step_frames >= layout.chunk_frames {
+        vec![1.0; frames]
+    } else if frames == 1 {
+        vec![1.0]
+    } else {
+        window(frames)
+    }
+}
+
+impl FileEdges for MdxEdges {
+    fn padding(&self, _length: FileLength) -> Option<FilePadding> {
+        Some(FilePadding::zeros(self.trim_frames))
+    }
+
+    fn dest(&self, index: usize) -> usize {
+        index * self.step_frames
+    }
+
+    fn plan(&self, index: usize, _: &FilePadding, length: FileLength) -> Option<PlannedChunk> {
+        let (chunk, trim) = (self.chunk_frames, self.trim_frames);
+        let generated = chunk - 2 * trim;
+        let start = self.dest(index);
+        let frames = match length {
+            // The padded length is `chunk + gen · ⌊length / gen⌋`: whole once that reaches
+            // past the chunk, and its input arrived.
+            FileLength::AtLeast(n)
+                if start <= n / generated * generated && start + chunk <= n + trim =>
+            {
+                chunk
+            }
+            FileLength::AtLeast(_) => return None,
+            FileLength::Exactly(n) if start < trim + n => {
+                chunk.min(chunk + n / generated * generated - start)
+            }
+            FileLength::Exactly(_) => return None,
+        };
+        let layout = ChunkLayout {
+            chunk_frames: chunk,
+            step_frames: self.step_frames,
+            lead: Lead::Zeros(trim),
+            window_start_frames: 0,
+        };
+        let window = if frames == chunk {
+            self.window.clone()
+        } else {
+            window_f32(&edge_window(frames, layout))
+        };
+        Some(PlannedChunk::at(start, chunk, frames, window))
+    }
 }
 
 /// [`window`] for the first chunk and every other.
@@ -380,5 +486,45 @@ impl ChunkCodec for MdxCodec {
         }
         outputs(&self.decoded);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_chunks_weigh_only_the_frames_before_the_padded_end() {
+        // Chunk 100, step 75, trim 10: gen 80. 230 frames: padded to 10 + 230 + 20 = 260.
+        let layout = ChunkLayout {
+            chunk_frames: 100,
+            step_frames: 75,
+            lead: Lead::Zeros(10),
+            window_start_frames: 0,
+        };
+        let edges = MdxEdges::new(layout, 10);
+        let padding = edges.padding(FileLength::AtLeast(0)).unwrap();
+        let length = FileLength::Exactly(230);
+        let last = edges.plan(3, &padding, length).unwrap();
+        assert_eq!((last.dest, last.output_frames), (225, 35));
+        assert_eq!(last.window[0], 0.0);
+        assert_eq!(last.window[17], 1.0);
+        assert_eq!(edges.plan(2, &padding, length).unwrap().output_frames, 100);
+        // A chunk starting in the padding after the file changes nothing.
+        assert!(edges.plan(4, &padding, length).is_none());
+        assert!(edges.plan(2, &padding, FileLength::AtLeast(239)).is_none());
+        assert!(edges.plan(2, &padding, FileLength::AtLeast(240)).is_some());
+        // Without overlap audio-separator weighs every frame 1.
+        let no_overlap = ChunkLayout {
+            step_frames: 100,
+            ..layout
+        };
+        let edges = MdxEdges::new(no_overlap, 10);
+        assert!(edges
+            .plan(1, &padding, length)
+            .unwrap()
+            .window
+            .iter()
+            .all(|&w| w == 1.0));
     }
 }

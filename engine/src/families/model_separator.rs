@@ -293,6 +293,12 @@ impl ModelSeparator {
             }
         }
     }
+
+    /// The model's runner and its family's codec, for whole files (`whole_file`), which
+    /// chunk as the reference does rather than as a stream.
+    pub(crate) fn runner_and_codec(&mut self) -> (&mut ModelRunner, &mut dyn ChunkCodec) {
+        (&mut self.runner, self.codec.as_mut())
+    }
 }
 
 impl Separator for ModelSeparator {

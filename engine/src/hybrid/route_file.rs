@@ -14,6 +14,20 @@
 //! a model in the route's folder or a models folder, or a path (relative to the route's folder).
 //! `stems` are vocals, drums, bass, guitar or piano (Other is always the residual); the last
 //! stage may leave them out to serve every stem not served yet. A route cannot contain a route.
+//!
+//! A stage can be an ensemble instead ([`crate::ensemble`]): several separators on the same
+//! input, their stems combined by an algorithm (default `avg_wave`), weights for the averages:
+//!
+//! ```json
+//! {
+//!   "name": "Vocals ensemble",
+//!   "stages": [
+//!     {"ensemble": ["bs_roformer_viperx_1297", "mel_roformer_kim"], "algorithm": "max_fft",
+//!      "stems": ["vocals"]},
+//!     {"separator": "htdemucs"}
+//!   ]
+//! }
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +35,8 @@ use serde::Deserialize;
 
 use crate::choice::SeparatorChoice;
 pub use crate::choice::ROUTE_EXTENSION;
+use crate::ensemble::method::{EnsembleAlgorithm, EnsembleMethod};
+use crate::ensemble::spec::EnsembleSpec;
 use crate::model_error::ModelError;
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -40,22 +56,48 @@ struct RouteJson {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StageJson {
-    separator: String,
+    #[serde(default)]
+    separator: Option<String>,
+    #[serde(default)]
+    ensemble: Option<Vec<String>>,
+    #[serde(default)]
+    algorithm: Option<String>,
+    #[serde(default)]
+    weights: Option<Vec<f64>>,
     #[serde(default)]
     stems: Option<Vec<String>>,
 }
 
-/// One stage of a route: a separator and the stems taken from it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What separates a stage: one separator or an ensemble of several.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StageSeparator {
+    /// One separator.
+    One(SeparatorChoice),
+    /// Several, their stems combined.
+    Ensemble(EnsembleSpec),
+}
+
+impl StageSeparator {
+    /// Every separator the stage runs.
+    pub fn choices(&self) -> &[SeparatorChoice] {
+        match self {
+            StageSeparator::One(choice) => std::slice::from_ref(choice),
+            StageSeparator::Ensemble(spec) => &spec.members,
+        }
+    }
+}
+
+/// One stage of a route: a separator (or an ensemble) and the stems taken from it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RouteStage {
-    /// The separator.
-    pub choice: SeparatorChoice,
+    /// What separates.
+    pub separator: StageSeparator,
     /// The separated stems it serves.
     pub stems: Vec<Stem>,
 }
 
 /// A parsed and resolved route file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RouteFile {
     /// Where it is.
     pub path: PathBuf,
@@ -115,59 +157,19 @@ impl RouteFile {
         let num_stages = json.stages.len();
         let mut stages = Vec::with_capacity(num_stages);
         for (index, stage) in json.stages.into_iter().enumerate() {
-            let reference = stage.separator.trim();
-            let relative = folder.join(reference);
-            let choice = if reference.contains(['/', '\\']) && relative.is_file() {
-                SeparatorChoice::Model(relative)
-            } else {
-                SeparatorChoice::resolve(reference, &dirs)
-                    .map_err(|e| params(format!("stage {}: {e}", index + 1)))?
-            };
-            if let SeparatorChoice::Model(stage_path) = &choice {
-                if is_route_file(stage_path) {
-                    return Err(params(format!(
-                        "stage {}: {} is a route; a route cannot contain a route",
-                        index + 1,
-                        stage_path.display()
-                    )));
-                }
-            }
-            let stems = match stage.stems {
-                Some(names) => names
-                    .iter()
-                    .map(|name| match Stem::from_name(&name.to_lowercase()) {
-                        Some(Stem::Other) => Err(params(format!(
-                            "stage {}: `other` is always what the stages leave; list vocals, drums, bass, guitar or piano",
-                            index + 1
-                        ))),
-                        Some(stem) => Ok(stem),
-                        None => Err(params(format!(
-                            "stage {}: unknown stem `{name}` (vocals, drums, bass, guitar, piano)",
-                            index + 1
-                        ))),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                None if index + 1 == num_stages => Stem::ALL
-                    .into_iter()
-                    .filter(|s| s.index() < NUM_SEPARATED_STEMS && !served[s.index()])
-                    .collect(),
-                None => {
-                    return Err(params(format!(
-                        "stage {} lists no stems; only the last stage may take the rest",
-                        index + 1
-                    )))
-                }
-            };
+            let in_stage = |message: String| params(format!("stage {}: {message}", index + 1));
+            let separator = stage_separator(&stage, &folder, &dirs).map_err(in_stage)?;
+            let is_last = index + 1 == num_stages;
+            let stems = stage_stems(stage.stems.as_deref(), is_last, &served).map_err(in_stage)?;
             for stem in &stems {
                 if std::mem::replace(&mut served[stem.index()], true) {
-                    return Err(params(format!(
-                        "stage {}: {} is already served by an earlier stage",
-                        index + 1,
+                    return Err(in_stage(format!(
+                        "{} is already served by an earlier stage",
                         stem.file_name()
                     )));
                 }
             }
-            stages.push(RouteStage { choice, stems });
+            stages.push(RouteStage { separator, stems });
         }
         let name = json
             .name
@@ -183,6 +185,95 @@ impl RouteFile {
             stages,
         })
     }
+}
+
+/// What separates `stage`: its `separator`, or its `ensemble` with `algorithm` (default
+/// `avg_wave`) and `weights`.
+fn stage_separator(
+    stage: &StageJson,
+    folder: &Path,
+    dirs: &[PathBuf],
+) -> Result<StageSeparator, String> {
+    match (&stage.separator, &stage.ensemble) {
+        (Some(reference), None) => {
+            if stage.algorithm.is_some() || stage.weights.is_some() {
+                return Err("`algorithm` and `weights` belong to an `ensemble` stage".into());
+            }
+            Ok(StageSeparator::One(resolve_stage_separator(
+                reference, folder, dirs,
+            )?))
+        }
+        (None, Some(references)) => {
+            let members = references
+                .iter()
+                .map(|reference| resolve_stage_separator(reference, folder, dirs))
+                .collect::<Result<Vec<_>, _>>()?;
+            let algorithm = match &stage.algorithm {
+                None => EnsembleAlgorithm::AvgWave,
+                Some(name) => EnsembleAlgorithm::from_name(name)
+                    .ok_or_else(|| format!("unknown algorithm `{name}` ({})", algorithm_names()))?,
+            };
+            let method = EnsembleMethod::new(algorithm, members.len(), stage.weights.clone())?;
+            Ok(StageSeparator::Ensemble(EnsembleSpec::new(members, method)))
+        }
+        _ => Err("a stage needs either `separator` or `ensemble` (a list of separators)".into()),
+    }
+}
+
+/// The stems a stage serves: its `names`, or (the last stage only) every stem not `served` yet.
+fn stage_stems(
+    names: Option<&[String]>,
+    is_last: bool,
+    served: &[bool; NUM_SEPARATED_STEMS],
+) -> Result<Vec<Stem>, String> {
+    match names {
+        Some(names) => names
+            .iter()
+            .map(|name| match Stem::from_name(&name.to_lowercase()) {
+                Some(Stem::Other) => Err("`other` is always what the stages leave; list vocals, drums, bass, guitar or piano".to_string()),
+                Some(stem) => Ok(stem),
+                None => Err(format!(
+                    "unknown stem `{name}` (vocals, drums, bass, guitar, piano)"
+                )),
+            })
+            .collect(),
+        None if is_last => Ok(Stem::ALL
+            .into_iter()
+            .filter(|s| s.index() < NUM_SEPARATED_STEMS && !served[s.index()])
+            .collect()),
+        None => Err("lists no stems; only the last stage may take the rest".into()),
+    }
+}
+
+/// The names `algorithm` takes, for error messages.
+fn algorithm_names() -> String {
+    let names: Vec<&str> = EnsembleAlgorithm::ALL.iter().map(|a| a.name()).collect();
+    format!("{} or average", names.join(", "))
+}
+
+/// Resolves one separator of a stage: a path relative to the route's `folder`, or a name in
+/// `dirs`. A route is refused (a route cannot contain a route).
+fn resolve_stage_separator(
+    reference: &str,
+    folder: &Path,
+    dirs: &[PathBuf],
+) -> Result<SeparatorChoice, String> {
+    let reference = reference.trim();
+    let relative = folder.join(reference);
+    let choice = if reference.contains(['/', '\\']) && relative.is_file() {
+        SeparatorChoice::Model(relative)
+    } else {
+        SeparatorChoice::resolve(reference, dirs).map_err(|e| e.to_string())?
+    };
+    if let SeparatorChoice::Model(path) = &choice {
+        if is_route_file(path) {
+            return Err(format!(
+                "{} is a route; a route cannot contain a route",
+                path.display()
+            ));
+        }
+    }
+    Ok(choice)
 }
 
 #[cfg(test)]
@@ -216,15 +307,52 @@ mod tests {
             parsed.stages,
             vec![
                 RouteStage {
-                    choice: SeparatorChoice::Model(dir.join("voice.onnx")),
+                    separator: StageSeparator::One(SeparatorChoice::Model(dir.join("voice.onnx"))),
                     stems: vec![Stem::Vocals],
                 },
                 RouteStage {
-                    choice: SeparatorChoice::Builtin,
+                    separator: StageSeparator::One(SeparatorChoice::Builtin),
                     stems: vec![Stem::Drums, Stem::Bass, Stem::Guitar, Stem::Piano],
                 },
             ]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_ensemble_stage_names_its_members_algorithm_and_weights() {
+        let dir = temp("ensemble");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("voice.onnx"), b"x").unwrap();
+        let path = route(
+            &dir,
+            "vocals",
+            r#"{"stages": [{"ensemble": ["voice", "builtin"], "algorithm": "Avg FFT", "weights": [2, 1], "stems": ["vocals"]}, {"separator": "builtin"}]}"#,
+        );
+        let parsed = RouteFile::read(&path, &[]).unwrap();
+        let StageSeparator::Ensemble(spec) = &parsed.stages[0].separator else {
+            panic!("not an ensemble: {:?}", parsed.stages[0]);
+        };
+        assert_eq!(
+            spec.members,
+            [
+                SeparatorChoice::Model(dir.join("voice.onnx")),
+                SeparatorChoice::Builtin
+            ]
+        );
+        assert_eq!(spec.method.to_string(), "avg_fft, weights 2, 1");
+        assert_eq!(parsed.stages[0].separator.choices().len(), 2);
+        // Without an algorithm, MSST's default.
+        let plain = route(
+            &dir,
+            "plain",
+            r#"{"stages": [{"ensemble": ["voice", "builtin"]}]}"#,
+        );
+        let parsed = RouteFile::read(&plain, &[]).unwrap();
+        let StageSeparator::Ensemble(spec) = &parsed.stages[0].separator else {
+            panic!("not an ensemble");
+        };
+        assert_eq!(spec.method.algorithm(), EnsembleAlgorithm::AvgWave);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -257,6 +385,23 @@ mod tests {
             (
                 r#"{"stages": [{"separator": "builtin"}], "colour": 3}"#,
                 "unknown field",
+            ),
+            (
+                r#"{"stages": [{"ensemble": ["builtin", "builtin"], "algorithm": "loudest"}]}"#,
+                "unknown algorithm `loudest`",
+            ),
+            (
+                r#"{"stages": [{"ensemble": ["builtin", "builtin"], "algorithm": "max_fft", "weights": [2, 1]}]}"#,
+                "max_fft takes no weights",
+            ),
+            (r#"{"stages": [{"ensemble": ["builtin"]}]}"#, "at least two"),
+            (
+                r#"{"stages": [{"separator": "builtin", "ensemble": ["builtin", "builtin"]}]}"#,
+                "either `separator` or `ensemble`",
+            ),
+            (
+                r#"{"stages": [{"separator": "builtin", "algorithm": "max_fft"}]}"#,
+                "belong to an `ensemble` stage",
             ),
         ];
         for (index, (json, expected)) in cases.into_iter().enumerate() {

@@ -1,7 +1,8 @@
 //! [`RoutedSeparator`]: separators chained stem by stem (see the module docs of
 //! [`crate::hybrid`]).
 
-use crate::dsp::gcd;
+use super::planar_delay::PlanarDelay;
+use super::stage_runner::{combined_info, combined_result, Runners, StageRunner};
 use crate::planar::PlanarBlock;
 use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
@@ -9,59 +10,11 @@ use crate::separator::{
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
-/// Largest router hop accepted (the least common multiple of the stages' hops).
-const MAX_HOP_FRAMES: usize = 1 << 18;
-
-/// A fixed delay of planar channels. Realtime-safe after `new`.
-struct PlanarDelay {
-    buffers: Vec<Vec<f32>>,
-    position: usize,
-}
-
-impl PlanarDelay {
-    fn new(num_channels: usize, delay_frames: usize) -> Self {
-        Self {
-            buffers: vec![vec![0.0; delay_frames]; num_channels],
-            position: 0,
-        }
-    }
-
-    /// Replaces `samples` of `channel` by what went in `delay` frames earlier. All channels
-    /// must be processed with the same lengths, in order, before [`PlanarDelay::advance`].
-    fn process(&mut self, channel: usize, samples: &mut [f32]) {
-        let buffer = &mut self.buffers[channel];
-        if buffer.is_empty() {
-            return;
-        }
-        let mut position = self.position;
-        for sample in samples {
-            std::mem::swap(sample, &mut buffer[position]);
-            position = (position + 1) % buffer.len();
-        }
-    }
-
-    fn advance(&mut self, num_frames: usize) {
-        if let Some(len) = self.buffers.first().map(Vec::len).filter(|&l| l > 0) {
-            self.position = (self.position + num_frames) % len;
-        }
-    }
-
-    fn reset(&mut self) {
-        for buffer in &mut self.buffers {
-            buffer.fill(0.0);
-        }
-        self.position = 0;
-    }
-}
-
 /// One separator of the chain and the stems it serves.
 struct Stage {
-    separator: Box<dyn Separator>,
+    runner: StageRunner,
     /// Which separated stems ([`Stem::index`] < [`NUM_SEPARATED_STEMS`]) come from it.
     serves: [bool; NUM_SEPARATED_STEMS],
-    /// Its input, one hop of its own, and its stems.
-    input: PlanarBlock,
-    stems: PlanarBlock,
     /// The chain's input to this stage delayed by this stage's latency, to subtract its stems
     /// from.
     input_delay: PlanarDelay,
@@ -85,88 +38,53 @@ impl RoutedSeparator {
     /// rate; the router's hop is the least common multiple of theirs. Not realtime-safe:
     /// allocates.
     pub fn new(name: String, stages: Vec<(Box<dyn Separator>, Vec<Stem>)>) -> Result<Self, String> {
-        let Some(first) = stages.first() else {
+        if stages.is_empty() {
             return Err("a route needs at least one separator".into());
-        };
-        let sample_rate_hz = first.0.info().sample_rate_hz();
-        if let Some((other, _)) = stages
-            .iter()
-            .find(|(s, _)| s.info().sample_rate_hz() != sample_rate_hz)
-        {
-            return Err(format!(
-                "{} runs at {} Hz and {} at {sample_rate_hz} Hz: a route's separators must share a rate",
-                other.info().name(),
-                other.info().sample_rate_hz(),
-                first.0.info().name()
-            ));
-        }
-        let mut hop_frames = 1usize;
-        for (separator, _) in &stages {
-            let hop = separator.info().hop_frames().max(1);
-            hop_frames = hop_frames / gcd(hop_frames, hop) * hop;
-            if hop_frames > MAX_HOP_FRAMES {
-                return Err(format!(
-                    "the separators' hops ({}) have no common multiple up to {MAX_HOP_FRAMES} frames",
-                    stages
-                        .iter()
-                        .map(|(s, _)| s.info().hop_frames().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
         }
         let latencies: Vec<usize> = stages
             .iter()
             .map(|(s, _)| s.info().latency_frames())
             .collect();
-        let latency_frames = latencies.iter().sum();
-        let num_stages = stages.len();
-        let stages: Vec<Stage> = stages
-            .into_iter()
-            .enumerate()
-            .map(|(index, (separator, stems))| {
+        let serves: Vec<[bool; NUM_SEPARATED_STEMS]> = stages
+            .iter()
+            .map(|(_, stems)| {
                 let mut serves = [false; NUM_SEPARATED_STEMS];
                 for stem in stems {
                     if stem.index() < NUM_SEPARATED_STEMS {
                         serves[stem.index()] = true;
                     }
                 }
-                let hop = separator.info().hop_frames().max(1);
-                let later: usize = latencies[index + 1..].iter().sum();
-                Stage {
-                    input: PlanarBlock::new(2, hop),
-                    stems: PlanarBlock::new(SEPARATED_CHANNELS, hop),
-                    input_delay: PlanarDelay::new(2, latencies[index]),
-                    output_delay: PlanarDelay::new(SEPARATED_CHANNELS, later),
-                    separator,
-                    serves,
-                }
+                serves
             })
             .collect();
-        let infos = || stages.iter().map(|stage| stage.separator.info());
-        let info = SeparatorInfo::new(name, sample_rate_hz, hop_frames, latency_frames)
-            // The stages run one after the other on the worker.
-            .with_scheduling_margin_frames(
-                infos().map(SeparatorInfo::scheduling_margin_frames).sum(),
-            )
-            .with_predicted_real_time_factor(
-                infos()
-                    .filter_map(SeparatorInfo::predicted_real_time_factor)
-                    .reduce(|a, b| a + b),
-            )
-            // The costliest stage dominates a route (the built-in stages cost little).
-            .with_compute_factor(
-                infos()
-                    .map(SeparatorInfo::compute_factor)
-                    .fold(1.0, f64::max),
-            )
-            .with_delivered_stems(Stem::ALL.into_iter().filter(|&stem| {
-                stem != Stem::Other
-                    && stages.iter().any(|stage| {
-                        stage.serves[stem.index()] && stage.separator.info().delivers_stem(stem)
-                    })
-            }))
-            .with_float16(infos().any(SeparatorInfo::is_float16));
+        let delivered = Stem::ALL.into_iter().filter(|&stem| {
+            stem != Stem::Other
+                && stages.iter().zip(&serves).any(|((separator, _), serves)| {
+                    serves[stem.index()] && separator.info().delivers_stem(stem)
+                })
+        });
+        let info = combined_info(
+            name,
+            stages.iter().map(|(s, _)| s.as_ref()),
+            latencies.iter().sum(),
+            delivered.collect::<Vec<_>>(),
+        )?;
+        let hop_frames = info.hop_frames();
+        let num_stages = stages.len();
+        let stages: Vec<Stage> = stages
+            .into_iter()
+            .zip(serves)
+            .enumerate()
+            .map(|(index, ((separator, _), serves))| Stage {
+                runner: StageRunner::new(separator),
+                serves,
+                input_delay: PlanarDelay::new(2, latencies[index]),
+                output_delay: PlanarDelay::new(
+                    SEPARATED_CHANNELS,
+                    latencies[index + 1..].iter().sum(),
+                ),
+            })
+            .collect();
         Ok(Self {
             info,
             stage_stems: (0..num_stages)
@@ -178,18 +96,27 @@ impl RoutedSeparator {
     }
 }
 
+impl Runners for RoutedSeparator {
+    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
+        self.stages.iter().map(|s| &s.runner)
+    }
+    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
+        self.stages.iter_mut().map(|s| &mut s.runner)
+    }
+}
+
 impl Separator for RoutedSeparator {
     fn info(&self) -> &SeparatorInfo {
         &self.info
     }
 
     fn model_runs(&self) -> u64 {
-        self.stages.iter().map(|s| s.separator.model_runs()).sum()
+        self.all_model_runs()
     }
 
     fn reset(&mut self) {
         for stage in &mut self.stages {
-            stage.separator.reset();
+            stage.runner.separator.reset();
             stage.input_delay.reset();
             stage.output_delay.reset();
         }
@@ -208,21 +135,8 @@ impl Separator for RoutedSeparator {
         }
         let mut first_error = None;
         for (stage, stage_stems) in self.stages.iter_mut().zip(&mut self.stage_stems) {
-            let hop = stage.input.num_frames();
-            for start in (0..frames).step_by(hop) {
-                for channel in 0..2 {
-                    stage
-                        .input
-                        .channel_mut(channel)
-                        .copy_from_slice(&self.carried.channel(channel)[start..start + hop]);
-                }
-                if let Err(error) = stage.separator.process_hop(&stage.input, &mut stage.stems) {
-                    first_error.get_or_insert(error);
-                }
-                for channel in 0..SEPARATED_CHANNELS {
-                    stage_stems.channel_mut(channel)[start..start + hop]
-                        .copy_from_slice(stage.stems.channel(channel));
-                }
+            if let Err(error) = stage.runner.run(&self.carried, frames, stage_stems) {
+                first_error.get_or_insert(error);
             }
             // What this stage leaves: its input, delayed to line up with its stems, minus the
             // stems it serves. That is the next stage's input.
@@ -264,29 +178,19 @@ impl Separator for RoutedSeparator {
                 }
             }
         }
-        match first_error {
-            None => Ok(()),
-            Some(error) => Err(SeparatorError {
-                separator: self.info.name().to_owned(),
-                reason: error.to_string(),
-            }),
-        }
+        combined_result(self.info.name(), first_error)
     }
 
     fn request(&mut self, request: SeparatorRequest) {
-        for stage in &mut self.stages {
-            stage.separator.request(request.clone());
-        }
+        self.request_all(&request);
     }
 
     fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        for stage in &mut self.stages {
-            stage.separator.poll_events(events);
-        }
+        self.poll_all(events);
     }
 
     fn device(&self) -> Option<ActiveDevice> {
-        self.stages.iter().find_map(|s| s.separator.device())
+        self.first_device()
     }
 }
 
@@ -294,6 +198,7 @@ impl Separator for RoutedSeparator {
 mod tests {
     use super::*;
     use crate::builtin::BuiltinSeparator;
+    use crate::dsp::gcd;
     use crate::passthrough::PassthroughSeparator;
 
     /// A separator whose vocals are half its input, delayed by `latency` frames.

@@ -1,6 +1,8 @@
 //! The bass line of the bass stem.
 
-use super::*;
+use super::dsp::*;
+use super::math::*;
+use super::score::*;
 
 /// Fraction of an eighth note a bass note is held (slightly detached).
 pub(super) const BASS_GATE_FRACTION: f64 = 0.8;

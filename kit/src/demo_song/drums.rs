@@ -1,6 +1,8 @@
 //! The drum kit: kick, snare and hi-hat of the drums stem.
 
-use super::*;
+use super::dsp::*;
+use super::math::*;
+use super::score::*;
 
 /// Kick pitch at the hit.
 pub(super) const KICK_START_HZ: f64 = 160.0;

@@ -1,6 +1,6 @@
 //! Building blocks: oscillator, filters, envelopes.
 
-use super::*;
+use super::math::*;
 
 /// A sawtooth with PolyBLEP corrections at the wrap, so it is nearly free of aliasing.
 #[derive(Default)]
@@ -139,4 +139,12 @@ pub(super) fn smoothstep(x: f64) -> f64 {
 /// The factor that makes an exponential decay with time constant `time_constant_s` per sample.
 pub(super) fn decay_per_sample(sample_rate_hz: f64, time_constant_s: f64) -> f64 {
     exp_det(-1.0 / (time_constant_s * sample_rate_hz))
+}
+
+/// One stereo signal: `[left, right]`, equal lengths.
+pub type StereoBuffer = [Vec<f32>; 2];
+
+/// A centred stereo signal: the same samples left and right.
+pub(super) fn centred(mono: Vec<f32>) -> StereoBuffer {
+    [mono.clone(), mono]
 }

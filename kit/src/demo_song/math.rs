@@ -1,6 +1,6 @@
 //! Deterministic maths and noise: the same bits on every platform (see the module documentation).
 
-use super::*;
+use std::f64::consts::{LN_2, LOG2_E};
 
 /// Frequency of a (possibly fractional) MIDI note, A4 = 69 = 440 Hz.
 pub(super) fn midi_to_hz(midi: f64) -> f64 {

@@ -1,6 +1,8 @@
 //! The pad and the plucked guitar of the other stem.
 
-use super::*;
+use super::dsp::*;
+use super::math::*;
+use super::score::*;
 
 /// Detune of the pad's two sawtooths per note, each way.
 pub(super) const PAD_DETUNE_CENTS: f64 = 7.0;

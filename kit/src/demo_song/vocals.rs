@@ -1,6 +1,8 @@
 //! The singer: formant synthesis of the vocals stem.
 
-use super::*;
+use super::dsp::*;
+use super::math::*;
+use super::score::*;
 
 /// Vibrato rate.
 pub(super) const VIBRATO_RATE_HZ: f64 = 5.5;
@@ -144,3 +146,17 @@ pub(super) fn sing(
         *sample += (envelope * voiced) as f32;
     }
 }
+
+/// The "lyrics": the vowel of each sung note, cycled over the whole song. Nine vowels against
+/// fourteen notes per loop, so every loop is sung on different vowels.
+pub(super) const LYRIC_VOWELS: [Vowel; 9] = [
+    Vowel::A,
+    Vowel::O,
+    Vowel::E,
+    Vowel::A,
+    Vowel::I,
+    Vowel::U,
+    Vowel::O,
+    Vowel::E,
+    Vowel::A,
+];

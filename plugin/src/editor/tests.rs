@@ -1063,6 +1063,39 @@ fn spleeter_and_its_hybrid_route_are_offered_and_chosen_like_any_model() {
 }
 
 #[test]
+fn an_ensemble_route_is_offered_as_an_ensemble_and_chosen_like_any_model() {
+    let mut model = builtin_model();
+    let ensemble = ModelInfo {
+        path: PathBuf::from("/home/user/.local/share/stemflow/models/vocals-max.stemflow-route"),
+        name: "vocals-max".into(),
+        family: Some(ModelFamily::Ensemble),
+        stems: ["vocals", "drums", "bass", "other"]
+            .map(String::from)
+            .to_vec(),
+        delivers: delivered(&["vocals", "drums", "bass", "other"]),
+        sample_rate_hz: 44_100,
+        sha256: String::new(),
+        latency_frames: Some(529_408),
+        error: None,
+    };
+    model.models = ModelList::Ready(Arc::new(vec![ensemble.clone()]));
+    let mut harness = harness(model);
+    harness.get_by_role(egui::accesskit::Role::ComboBox).click();
+    harness.run();
+    let item = harness.get_by_label_contains("vocals-max");
+    let label = item.accesskit_node().label().unwrap_or_default();
+    assert!(label.contains("Ensemble"), "{label}");
+    item.click();
+    harness.run();
+    assert_eq!(
+        harness.state().backend.performed,
+        [EditorAction::ChooseSeparator(SeparatorChoice::Model(
+            ensemble.path
+        ))]
+    );
+}
+
+#[test]
 fn a_model_offers_look_ahead_with_its_latency_and_compute_and_the_builtin_does_not() {
     let harness_builtin = harness(builtin_model());
     assert!(harness_builtin

@@ -1,0 +1,406 @@
+//! [`EnsembleSeparator`]: several separators on the same input, their stems combined stem by
+//! stem (see the module docs of [`crate::ensemble`]).
+
+use super::channel_combiner::{delay_samples_of, ChannelCombiner};
+use super::method::EnsembleMethod;
+use crate::hybrid::{combined_info, combined_result, PlanarDelay, Runners, StageRunner};
+use crate::planar::PlanarBlock;
+use crate::runtime::devices::{ActiveDevice, DeviceEvent};
+use crate::separator::{
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
+};
+use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+
+/// One member: its separator and its stems of one ensemble hop, delayed to the slowest
+/// member's latency.
+struct Member {
+    runner: StageRunner,
+    stems: PlanarBlock,
+    delay: PlanarDelay,
+}
+
+/// How one separated stem is made.
+enum StemPlan {
+    /// No member delivers it.
+    Silent,
+    /// One member delivers it: its stem, delayed as the combined stems are.
+    One { member: usize, delay: PlanarDelay },
+    /// Several do: their stems combined, channel by channel.
+    Combined {
+        members: Vec<usize>,
+        channels: Box<[ChannelCombiner; 2]>,
+    },
+}
+
+/// Several separators' stems combined per stem by an [`EnsembleMethod`].
+pub struct EnsembleSeparator {
+    /// Built from the members' when it is built (theirs are fixed too).
+    info: SeparatorInfo,
+    method: EnsembleMethod,
+    members: Vec<Member>,
+    plans: Vec<StemPlan>,
+    /// The slowest member's latency: the members' stems of the input's first frame come out
+    /// that late, and the combiners' STFT frames start there, where a file's frames start.
+    slowest_latency_frames: usize,
+    /// How many of the hops' first frames are still before that.
+    frames_before_start: usize,
+}
+
+impl EnsembleSeparator {
+    /// Combines `members` (at least two, all at one rate) by `method` (whose weights are one
+    /// per member). A stem is combined from the members that deliver it (a vocals-only model
+    /// adds nothing to drums), with their weights. The latency is the slowest member's, plus
+    /// [`super::SPECTRAL_DELAY_SAMPLES`] for the spectral algorithms. Not realtime-safe:
+    /// allocates.
+    pub fn new(
+        name: String,
+        method: EnsembleMethod,
+        members: Vec<Box<dyn Separator>>,
+    ) -> Result<Self, String> {
+        if members.len() != method.weights().len() {
+            return Err(format!(
+                "{} separators for {} weights",
+                members.len(),
+                method.weights().len()
+            ));
+        }
+        let latencies: Vec<usize> = members.iter().map(|m| m.info().latency_frames()).collect();
+        let slowest = latencies.iter().copied().max().unwrap_or(0);
+        let delivered = |stem: Stem| -> Vec<usize> {
+            (0..members.len())
+                .filter(|&m| members[m].info().delivers_stem(stem))
+                .collect()
+        };
+        let algorithm = method.algorithm();
+        let combine_delay = delay_samples_of(algorithm);
+        let plans: Vec<StemPlan> = Stem::ALL[..NUM_SEPARATED_STEMS]
+            .iter()
+            .map(|&stem| match delivered(stem).as_slice() {
+                [] => StemPlan::Silent,
+                [member] => StemPlan::One {
+                    member: *member,
+                    delay: PlanarDelay::new(2, combine_delay),
+                },
+                several => {
+                    let weights: Vec<f64> = several.iter().map(|&m| method.weights()[m]).collect();
+                    StemPlan::Combined {
+                        members: several.to_vec(),
+                        channels: Box::new(std::array::from_fn(|_| {
+                            ChannelCombiner::new(algorithm, &weights)
+                        })),
+                    }
+                }
+            })
+            .collect();
+        let delivered_stems: Vec<Stem> = Stem::ALL[..NUM_SEPARATED_STEMS]
+            .iter()
+            .zip(&plans)
+            .filter(|(_, plan)| !matches!(plan, StemPlan::Silent))
+            .map(|(&stem, _)| stem)
+            .collect();
+        let info = combined_info(
+            name,
+            members.iter().map(|m| m.as_ref()),
+            slowest + combine_delay,
+            delivered_stems,
+        )?;
+        let hop_frames = info.hop_frames();
+        let members = members
+            .into_iter()
+            .zip(latencies)
+            .map(|(separator, latency)| Member {
+                runner: StageRunner::new(separator),
+                stems: PlanarBlock::new(SEPARATED_CHANNELS, hop_frames),
+                delay: PlanarDelay::new(SEPARATED_CHANNELS, slowest - latency),
+            })
+            .collect();
+        Ok(Self {
+            info,
+            method,
+            members,
+            plans,
+            slowest_latency_frames: slowest,
+            frames_before_start: slowest,
+        })
+    }
+
+    /// How the members' stems are combined. Realtime-safe.
+    pub fn method(&self) -> &EnsembleMethod {
+        &self.method
+    }
+}
+
+impl Runners for EnsembleSeparator {
+    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
+        self.members.iter().map(|m| &m.runner)
+    }
+    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
+        self.members.iter_mut().map(|m| &mut m.runner)
+    }
+}
+
+impl Separator for EnsembleSeparator {
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
+    }
+
+    fn model_runs(&self) -> u64 {
+        self.all_model_runs()
+    }
+
+    fn reset(&mut self) {
+        for member in &mut self.members {
+            member.runner.separator.reset();
+            member.delay.reset();
+        }
+        self.frames_before_start = self.slowest_latency_frames;
+        for plan in &mut self.plans {
+            match plan {
+                StemPlan::Silent => {}
+                StemPlan::One { delay, .. } => delay.reset(),
+                StemPlan::Combined { channels, .. } => {
+                    channels.iter_mut().for_each(ChannelCombiner::reset)
+                }
+            }
+        }
+    }
+
+    fn process_hop(
+        &mut self,
+        input: &PlanarBlock,
+        stems: &mut PlanarBlock,
+    ) -> Result<(), SeparatorError> {
+        let frames = self.info.hop_frames();
+        let mut first_error = None;
+        for member in &mut self.members {
+            if let Err(error) = member.runner.run(input, frames, &mut member.stems) {
+                first_error.get_or_insert(error);
+            }
+            for channel in 0..SEPARATED_CHANNELS {
+                member
+                    .delay
+                    .process(channel, member.stems.channel_mut(channel));
+            }
+            member.delay.advance(frames);
+        }
+        stems.clear();
+        let members = &self.members;
+        // Before the input's first frame every member's stems are silent; the combiners start
+        // with it.
+        let skip = self.frames_before_start.min(frames);
+        self.frames_before_start -= skip;
+        for (stem_index, plan) in self.plans.iter_mut().enumerate() {
+            match plan {
+                StemPlan::Silent => {}
+                StemPlan::One { member, delay } => {
+                    for channel in 0..2 {
+                        let index = stem_channel(stem_index, channel);
+                        let out = &mut stems.channel_mut(index)[..frames];
+                        out.copy_from_slice(members[*member].stems.channel(index));
+                        delay.process(channel, out);
+                    }
+                    delay.advance(frames);
+                }
+                StemPlan::Combined {
+                    members: combined,
+                    channels,
+                } => {
+                    for (channel, combiner) in channels.iter_mut().enumerate() {
+                        let index = stem_channel(stem_index, channel);
+                        combiner.process(
+                            |i| &members[combined[i]].stems.channel(index)[skip..],
+                            &mut stems.channel_mut(index)[skip..frames],
+                        );
+                    }
+                }
+            }
+        }
+        combined_result(self.info.name(), first_error)
+    }
+
+    fn request(&mut self, request: SeparatorRequest) {
+        self.request_all(&request);
+    }
+
+    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
+        self.poll_all(events);
+    }
+
+    fn device(&self) -> Option<ActiveDevice> {
+        self.first_device()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ensemble::{combine_whole_file, EnsembleAlgorithm, SPECTRAL_DELAY_SAMPLES};
+
+    /// A toy member: vocals are `gain·x + echo·x[t − 7]` and drums `−gain·x`, delivered
+    /// `latency` frames late; bass only when `has_bass` (`x` squared).
+    struct Toy {
+        info: SeparatorInfo,
+        delay: PlanarDelay,
+        gain: f32,
+        echo: f32,
+        previous: [[f32; 7]; 2],
+    }
+
+    impl Toy {
+        fn new(hop: usize, latency: usize, gain: f32, echo: f32, has_bass: bool) -> Self {
+            let stems = [Stem::Vocals, Stem::Drums]
+                .into_iter()
+                .chain(has_bass.then_some(Stem::Bass));
+            Self {
+                info: SeparatorInfo::new("toy", 44_100, hop, latency).with_delivered_stems(stems),
+                delay: PlanarDelay::new(SEPARATED_CHANNELS, latency),
+                gain,
+                echo,
+                previous: [[0.0; 7]; 2],
+            }
+        }
+    }
+
+    impl Separator for Toy {
+        fn info(&self) -> &SeparatorInfo {
+            &self.info
+        }
+        fn reset(&mut self) {
+            self.delay.reset();
+            self.previous = [[0.0; 7]; 2];
+        }
+        fn process_hop(
+            &mut self,
+            input: &PlanarBlock,
+            stems: &mut PlanarBlock,
+        ) -> Result<(), SeparatorError> {
+            stems.clear();
+            let has_bass = self.info.delivers_stem(Stem::Bass);
+            for channel in 0..2 {
+                for (t, &x) in input.channel(channel).iter().enumerate() {
+                    let history = &mut self.previous[channel];
+                    let echoed = history[t % 7];
+                    history[t % 7] = x;
+                    stems.channel_mut(stem_channel(0, channel))[t] =
+                        self.gain * x + self.echo * echoed;
+                    stems.channel_mut(stem_channel(1, channel))[t] = -self.gain * x;
+                    if has_bass {
+                        stems.channel_mut(stem_channel(2, channel))[t] = x * x;
+                    }
+                }
+            }
+            for channel in 0..SEPARATED_CHANNELS {
+                self.delay.process(channel, stems.channel_mut(channel));
+            }
+            self.delay.advance(self.info.hop_frames());
+            Ok(())
+        }
+    }
+
+    fn toys() -> Vec<Box<dyn Separator>> {
+        vec![
+            Box::new(Toy::new(256, 700, 1.0, 0.5, true)),
+            Box::new(Toy::new(384, 1500, 0.6, -0.8, false)),
+            Box::new(Toy::new(128, 0, 0.9, 0.1, false)),
+        ]
+    }
+
+    fn noise(frames: usize) -> [Vec<f32>; 2] {
+        let mut state = 0x2545_f491u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32 - 0.5
+        };
+        std::array::from_fn(|_| (0..frames).map(|_| next()).collect())
+    }
+
+    /// Runs `separator` over `input` followed by enough silence for its latency; returns the
+    /// separated stems of the input's frames, `[channel][frame]` laid out by [`stem_channel`].
+    fn separate(separator: &mut dyn Separator, input: &[Vec<f32>; 2]) -> Vec<Vec<f32>> {
+        let hop = separator.info().hop_frames();
+        let latency = separator.info().latency_frames();
+        let frames = input[0].len();
+        let mut block = PlanarBlock::new(2, hop);
+        let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
+        let mut out = vec![Vec::new(); SEPARATED_CHANNELS];
+        let mut start = 0;
+        while out[0].len() < latency + frames {
+            for channel in 0..2 {
+                for (i, sample) in block.channel_mut(channel).iter_mut().enumerate() {
+                    *sample = input[channel].get(start + i).copied().unwrap_or(0.0);
+                }
+            }
+            separator.process_hop(&block, &mut stems).unwrap();
+            for (channel, out) in out.iter_mut().enumerate() {
+                out.extend_from_slice(stems.channel(channel));
+            }
+            start += hop;
+        }
+        out.into_iter()
+            .map(|channel| channel[latency..latency + frames].to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn latency_is_the_slowest_members_plus_the_combinations() {
+        for (algorithm, extra) in [
+            (EnsembleAlgorithm::MaxWave, 0),
+            (EnsembleAlgorithm::MaxFft, SPECTRAL_DELAY_SAMPLES),
+        ] {
+            let method = EnsembleMethod::new(algorithm, 3, None).unwrap();
+            let ensemble = EnsembleSeparator::new("e".into(), method, toys()).unwrap();
+            assert_eq!(ensemble.info().latency_frames(), 1500 + extra);
+            assert_eq!(ensemble.info().hop_frames(), 768);
+            assert!(ensemble.info().delivers_stem(Stem::Bass));
+            assert!(!ensemble.info().delivers_stem(Stem::Guitar));
+        }
+    }
+
+    #[test]
+    fn a_stream_equals_the_whole_file_combination_before_the_last_frames() {
+        let input = noise(12_000);
+        let alone: Vec<Vec<Vec<f32>>> = toys()
+            .iter_mut()
+            .map(|member| separate(member.as_mut(), &input))
+            .collect();
+        for algorithm in EnsembleAlgorithm::ALL {
+            let weights = algorithm.uses_weights().then(|| vec![2.0, 1.0, 0.5]);
+            let method = EnsembleMethod::new(algorithm, 3, weights).unwrap();
+            let mut ensemble = EnsembleSeparator::new("e".into(), method.clone(), toys()).unwrap();
+            let streamed = separate(&mut ensemble, &input);
+            // Exact to the end for the samples; the spectral frames that reach past the end
+            // see the members' stems of the silence after it, not librosa's zeros.
+            let compared = if algorithm.is_spectral() {
+                12_000 - SPECTRAL_DELAY_SAMPLES
+            } else {
+                12_000
+            };
+            for channel in 0..2 {
+                let index = stem_channel(Stem::Vocals.index(), channel);
+                let members: Vec<&[f32]> = alone.iter().map(|m| m[index].as_slice()).collect();
+                let whole = combine_whole_file(&method, &members);
+                let largest = streamed[index][..compared]
+                    .iter()
+                    .zip(&whole)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                assert!(largest < 1e-6, "{algorithm}: {largest}");
+                assert!(whole.iter().any(|x| x.abs() > 0.1), "{algorithm}: silent");
+                let at_end = streamed[index][compared..]
+                    .iter()
+                    .zip(&whole[compared..])
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                let peak = whole.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+                println!(
+                    "{algorithm}: the last 2048 samples differ by {at_end:.1e} (peak {peak:.2})"
+                );
+                // Bass comes from the first member alone, unchanged.
+                let bass = stem_channel(Stem::Bass.index(), channel);
+                assert_eq!(streamed[bass], alone[0][bass], "{algorithm}");
+            }
+        }
+    }
+}

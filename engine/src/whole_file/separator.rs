@@ -1,0 +1,191 @@
+//! [`WholeFileSeparator`]: a separator loaded once to separate whole files, one after the
+//! other, with the reference's edges or the stream's ([`SeparationMode`]).
+
+use crate::builtin::BuiltinSeparator;
+use crate::choice::{models_dirs, SeparatorChoice};
+use crate::families::ModelSeparator;
+use crate::hybrid::{is_route_file, RouteFile, StageSeparator};
+use crate::look_ahead::LookAhead;
+use crate::model_error::ModelError;
+use crate::runtime::devices::ActiveDevice;
+use crate::separator::{Separator, SeparatorInfo};
+use crate::stem::ExtraStems;
+use crate::EngineError;
+
+use super::file_run::FileRun;
+use super::hop_run::HopRun;
+use super::model_run::ModelRun;
+use super::options::{OtherStem, SeparationMode, WholeFileOptions};
+use super::route_run::RouteRun;
+
+/// What runs the files.
+pub(super) enum Loaded {
+    /// The stream, as the plugin renders offline: the separator between files (`None` while a
+    /// file streams, or after its worker died: built again for the next file).
+    Stream(Option<Box<dyn Separator>>),
+    /// The reference's whole-file edges.
+    WholeFile(Box<dyn FileRun>),
+}
+
+/// A separator for whole files: load it once, then separate file after file with the model
+/// kept loaded (`WholeFileSeparator::stream` and `WholeFileSeparator::separate`, in
+/// `stream.rs`). Not realtime-safe: everything here loads models or runs them.
+pub struct WholeFileSeparator {
+    pub(super) choice: SeparatorChoice,
+    pub(super) options: WholeFileOptions,
+    pub(super) loaded: Loaded,
+    info: SeparatorInfo,
+}
+
+impl WholeFileSeparator {
+    /// Loads `choice` (the built-in, a model, a route) on `options.device`. The built-in
+    /// separator has no whole-file reference: it runs as the stream in either mode. A model's
+    /// own `Other` exists only with the whole-file edges: asking for it in the stream mode is
+    /// an error.
+    pub fn load(choice: &SeparatorChoice, options: &WholeFileOptions) -> Result<Self, ModelError> {
+        let loaded = match (options.mode, choice) {
+            (SeparationMode::Stream(_), _) if options.other == OtherStem::Model => {
+                return Err(ModelError::Params {
+                    model: choice.display_name(),
+                    message: "the model's own other stem is computed only for whole files \
+                              (the stream's Other is always the residual)"
+                        .into(),
+                })
+            }
+            (SeparationMode::Stream(look_ahead), _) => {
+                Loaded::Stream(Some(choice.build_with(options.device, look_ahead)?))
+            }
+            (SeparationMode::WholeFile, SeparatorChoice::Builtin) => {
+                Loaded::Stream(Some(choice.build_with(options.device, LookAhead::Full)?))
+            }
+            (SeparationMode::WholeFile, _) => Loaded::WholeFile(build_run(choice, options)?),
+        };
+        let info = match &loaded {
+            Loaded::Stream(Some(separator)) => separator.info().clone(),
+            Loaded::Stream(None) => unreachable!("a stream separator was just built"),
+            Loaded::WholeFile(run) => run.info().clone(),
+        };
+        Ok(Self {
+            choice: choice.clone(),
+            options: *options,
+            loaded,
+            info,
+        })
+    }
+
+    /// What it is: name, the model's rate, the stems it delivers.
+    pub fn info(&self) -> &SeparatorInfo {
+        &self.info
+    }
+
+    /// How it separates.
+    pub fn options(&self) -> &WholeFileOptions {
+        &self.options
+    }
+
+    /// Puts six-stem models' guitar and piano as `extra_stems` says from the next file on.
+    pub fn set_extra_stems(&mut self, extra_stems: ExtraStems) {
+        self.options.extra_stems = extra_stems;
+    }
+
+    /// Whether files run with the reference's edges (false: the stream's, as for the
+    /// built-in separator).
+    pub fn is_whole_file(&self) -> bool {
+        matches!(self.loaded, Loaded::WholeFile(_))
+    }
+
+    /// Whether `Other` is a model's own output ([`OtherStem::Model`] and a model that has one).
+    pub fn has_model_other(&self) -> bool {
+        match &self.loaded {
+            Loaded::WholeFile(run) => run.has_model_other(),
+            Loaded::Stream(_) => false,
+        }
+    }
+
+    /// The device the model runs on (`None` for DSP, or while a streamed file holds it).
+    pub fn device(&self) -> Option<ActiveDevice> {
+        match &self.loaded {
+            Loaded::Stream(separator) => separator.as_ref().and_then(|s| s.device()),
+            Loaded::WholeFile(run) => run.device(),
+        }
+    }
+
+    /// Chunks its models ran since it was loaded.
+    pub fn model_runs(&self) -> u64 {
+        match &self.loaded {
+            Loaded::Stream(separator) => separator.as_ref().map_or(0, |s| s.model_runs()),
+            Loaded::WholeFile(run) => run.model_runs(),
+        }
+    }
+
+    /// The stream mode's separator for the next file, built again if the last one's worker
+    /// died.
+    pub(super) fn take_stream_separator(&mut self) -> Result<Box<dyn Separator>, EngineError> {
+        let look_ahead = match self.options.mode {
+            SeparationMode::Stream(look_ahead) => look_ahead,
+            SeparationMode::WholeFile => LookAhead::Full,
+        };
+        match &mut self.loaded {
+            Loaded::Stream(slot) => match slot.take() {
+                Some(separator) => Ok(separator),
+                None => self
+                    .choice
+                    .build_with(self.options.device, look_ahead)
+                    .map_err(EngineError::Model),
+            },
+            Loaded::WholeFile(_) => unreachable!("only the stream mode streams"),
+        }
+    }
+}
+
+/// The whole-file run of `choice`: a model with its family's edges, a route of such runs, or
+/// a DSP separator hop by hop.
+fn build_run(
+    choice: &SeparatorChoice,
+    options: &WholeFileOptions,
+) -> Result<Box<dyn FileRun>, ModelError> {
+    match choice {
+        SeparatorChoice::Model(path) if is_route_file(path) => {
+            let route = RouteFile::read(path, &models_dirs(&[]))?;
+            let mut stages = Vec::new();
+            for stage in &route.stages {
+                let run = match &stage.separator {
+                    StageSeparator::One(choice) => build_run(choice, options)?,
+                    // An ensemble stage has no whole-file reference of its own: its members
+                    // stream, as the plugin runs them, hop by hop over the file.
+                    StageSeparator::Ensemble(spec) => Box::new(HopRun::new(Box::new(
+                        spec.build_with(options.device, LookAhead::Full)?,
+                    ))),
+                };
+                stages.push((run, stage.stems.clone()));
+            }
+            let run = RouteRun::new(&route.name, stages).map_err(|message| ModelError::Params {
+                model: route.name.clone(),
+                message,
+            })?;
+            Ok(Box::new(run))
+        }
+        SeparatorChoice::Model(path) if !is_fault_plan(path) => {
+            let separator = ModelSeparator::load_with(path, options.device, LookAhead::Full)?;
+            Ok(Box::new(ModelRun::new(separator, options)))
+        }
+        SeparatorChoice::Builtin => Ok(Box::new(HopRun::new(Box::new(BuiltinSeparator::new())))),
+        SeparatorChoice::Model(_) => Ok(Box::new(HopRun::new(
+            choice.build_with(options.device, LookAhead::Full)?,
+        ))),
+    }
+}
+
+/// Whether `path` is a fault plan (test builds only), which runs as a DSP separator.
+fn is_fault_plan(path: &std::path::Path) -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        path.extension()
+            .is_some_and(|e| e == crate::fault::FAULT_PLAN_EXTENSION)
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        let _ = path;
+        false
+    }
+}
