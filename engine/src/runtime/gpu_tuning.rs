@@ -313,11 +313,12 @@ mod tests {
 
     #[test]
     fn cuda_is_registered_with_the_tunings_options() {
+        // Every option the CUDA provider takes away from its default.
         let tuning = GpuTuning {
             should_use_tf32: false,
             conv_search: ConvSearch::Heuristic,
             should_capture_graph: true,
-            should_bind_io: true,
+            ..GpuTuning::default()
         };
         let cuda: DeviceId = "cuda:1".parse().unwrap();
         // ONNX Runtime gets these key/value pairs (OrtCUDAProviderOptionsV2) at registration.
