@@ -32,14 +32,13 @@ use clap::Args;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::models::models_dirs;
 use stemflow_engine::offline::{OfflineStream, StemFrames};
-use stemflow_engine::planar::PlanarBlock;
 use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::separator::{Separator, SEPARATED_CHANNELS};
 use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
+use crate::hop_timing::run_hops;
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
 use crate::variant_comparison::{stem_values, StemAudio, Timed};
 
@@ -93,7 +92,7 @@ pub struct BenchArgs {
 
 /// Runs `stemflow bench`.
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
-    crate::no_tf32_flag(args.no_tf32);
+    crate::devices::no_tf32_flag(args.no_tf32);
     if args.look_ahead_curve {
         let device = match args.device.as_slice() {
             [] => DeviceChoice::Device(DeviceId::CPU),
@@ -416,38 +415,6 @@ fn time_hops(
         hop_ms,
         run_ms,
     })
-}
-
-/// Runs `separator` hop by hop over `mix` (at its rate) and then its latency's silence; returns
-/// every hop's time and the times of the hops that ran the model, in ms. Not realtime-safe.
-pub(crate) fn run_hops(
-    separator: &mut dyn Separator,
-    mix: &[Vec<f32>; 2],
-) -> Result<(Vec<f64>, Vec<f64>), String> {
-    let hop = separator.info().hop_frames();
-    let mut input = PlanarBlock::new(2, hop);
-    let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, hop);
-    let mut hop_ms = Vec::new();
-    let mut run_ms = Vec::new();
-    let num_frames = mix[0].len() + separator.info().latency_frames();
-    for start in (0..num_frames).step_by(hop) {
-        let signal = start.min(mix[0].len())..(start + hop).min(mix[0].len());
-        input.clear();
-        for (channel, samples) in mix.iter().enumerate() {
-            input.channel_mut(channel)[..signal.len()].copy_from_slice(&samples[signal.clone()]);
-        }
-        let runs_before = separator.model_runs();
-        let t = Instant::now();
-        separator
-            .process_hop(&input, &mut stems)
-            .map_err(|e| e.to_string())?;
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        hop_ms.push(ms);
-        if separator.model_runs() > runs_before {
-            run_ms.push(ms);
-        }
-    }
-    Ok((hop_ms, run_ms))
 }
 
 /// The whole offline path at the host rate, as `stemflow separate` runs it, into `stems`.

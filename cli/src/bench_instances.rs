@@ -13,7 +13,7 @@ use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::runtime::session::live_session_count;
 use stemflow_kit::demo_song::DemoSong;
 
-use crate::bench::run_hops;
+use crate::hop_timing::run_hops;
 use crate::memory::{peak_rss_bytes, reset_peak_rss};
 
 /// One row: `instances` separators at once.

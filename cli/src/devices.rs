@@ -99,3 +99,13 @@ fn gpu_setup_json(tuning: &GpuTuning) -> serde_json::Value {
         "io_binding": tuning.should_bind_io,
     })
 }
+
+/// `--no-tf32` (separate, bench): TF32 off for this run, as `STEMFLOW_CUDA_TF32=0` would.
+pub(crate) fn no_tf32_flag(is_set: bool) {
+    if is_set {
+        stemflow_engine::runtime::gpu_tuning::override_setting(
+            stemflow_engine::runtime::gpu_tuning::TF32_ENV,
+            "0",
+        );
+    }
+}

@@ -17,6 +17,7 @@ mod encode;
 mod engine_log;
 mod error;
 mod eval;
+mod hop_timing;
 mod interrupt;
 mod loaded_model;
 mod look_ahead_curve;
@@ -158,16 +159,6 @@ fn quiet_panics() {
             );
         }
     }));
-}
-
-/// `--no-tf32` (separate, bench): TF32 off for this run, as `STEMFLOW_CUDA_TF32=0` would.
-fn no_tf32_flag(is_set: bool) {
-    if is_set {
-        stemflow_engine::runtime::gpu_tuning::override_setting(
-            stemflow_engine::runtime::gpu_tuning::TF32_ENV,
-            "0",
-        );
-    }
 }
 
 #[cfg(test)]

@@ -25,9 +25,9 @@ use md5::Md5;
 use sha2::{Digest, Sha256};
 use ureq::tls::{RootCerts, TlsConfig};
 
-use crate::catalogue::{FileCheck, RemoteFile};
 use crate::error::FetchError;
 use crate::files::write_error;
+use crate::remote_file::{FileCheck, RemoteFile};
 
 /// Bytes UVR hashes at the end of a model file to key its parameter table.
 const UVR_TAIL_BYTES: u64 = 10_240_000;

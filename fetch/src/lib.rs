@@ -26,6 +26,7 @@ pub mod gpu_graphs;
 pub mod import;
 pub mod progress;
 pub mod pypi;
+mod remote_file;
 pub mod spleeter_wheel;
 pub mod terms;
 

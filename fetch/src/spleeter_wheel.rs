@@ -16,11 +16,11 @@ use stemflow_convert::torch::{load_numpy_dict, NdArray};
 use stemflow_convert::zip::ZipArchive;
 use stemflow_convert::ConvertError;
 
-use crate::catalogue::FileCheck;
 use crate::download::verify_bytes;
 use crate::error::FetchError;
 use crate::files::{sha256_hex, write_all_or_none, write_atomically};
 use crate::gpu_graphs::PendingGpuGraphs;
+use crate::remote_file::FileCheck;
 
 /// One stem's checkpoint inside the wheel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -38,7 +38,7 @@ pub use options::{Catalogue, Failure, SeparateOptions};
 
 /// Runs `stemflow separate`.
 pub fn run(args: SeparateArgs) -> Result<(), CliError> {
-    crate::no_tf32_flag(args.no_tf32);
+    crate::devices::no_tf32_flag(args.no_tf32);
     let (source, output, options, catalogue) = args.into_options()?;
     let result = match source {
         JobSource::Paths(inputs) => separate_all(&inputs, &output, &options),

@@ -8,7 +8,7 @@ use std::mem::size_of;
 use super::item::{as_flag, as_size, DtypeState, GlobalRef, Item, Known, Object};
 use super::latin1::{latin1_len_bytes, utf8};
 use super::machine::{Machine, MAX_NUM_DIMS};
-use super::persistent::TensorRef;
+use super::storage_refs::TensorRef;
 use super::tensor::StridedLayout;
 
 /// What the allow-list says the pickle may call, in the words of the refusal message.

@@ -1,18 +1,15 @@
-//! [`load_torch_checkpoint`]: a `torch.save` file, in either layout, as a [`Value`] tree and
-//! its [`Tensor`]s.
+//! [`TorchCheckpoint`]: a `torch.save` file as a [`Value`] tree and its [`Tensor`]s, and what
+//! both layouts share: running their pickles and materialising their tensors.
 //!
 //! The zip layout (torch ≥ 1.6) is read in `zip_layout.rs`, the legacy one (torch < 1.6) in
-//! `legacy.rs`; both run their pickles here and materialise their tensors here. Very old tar
-//! checkpoints (torch < 0.4) are refused.
+//! `legacy.rs`; `load.rs` tells them apart.
 
 use std::borrow::Cow;
 
-use super::legacy::load_legacy;
 use super::machine::{Machine, PersistentIds};
 use super::numpy::array_tensor;
 use super::tensor::{DType, StridedLayout, Tensor};
 use super::value::{TensorSource, TreeBuilder, Value};
-use super::zip_layout::load_zip;
 use crate::budget::ReadBudget;
 use crate::error::ConvertError;
 
@@ -84,54 +81,6 @@ impl<'a> TorchCheckpoint<'a> {
                 Ok((name, tensor))
             })
             .collect()
-    }
-}
-
-/// Loads a `torch.save` file (zip or legacy layout) from its bytes, without running anything.
-///
-/// The pickle runs on the restricted machine ([module docs](super)): dicts, OrderedDicts,
-/// lists, tuples, ints, floats, strings, bytes, bools, None, `fractions.Fraction`, tensors
-/// (`torch._utils._rebuild_tensor_v2`, `_rebuild_parameter`) and float32 numpy arrays; any other
-/// class is kept as a name ([`Value::Global`]) when used as a value and refused, by name, when
-/// the pickle would call or instantiate it. Tensors of any storage dtype load with their
-/// storage offsets and strides checked against their storage (contiguous ones borrow the file's
-/// bytes; views are gathered), and tensors sharing a storage each get their own view.
-///
-/// Everything the read allocates (values, inflated entries, gathered views) is charged to one
-/// [`ReadBudget`] for the file ([`ReadBudget::for_file`]); [`load_torch_checkpoint_within`]
-/// takes another.
-///
-/// Fails with [`ConvertError::Zip`] for a damaged archive, [`ConvertError::Pickle`] for a pickle
-/// that is damaged or asks for anything outside the allow-list, and [`ConvertError::Layout`] for
-/// a file that is neither layout, a missing or wrongly sized storage, or a big-endian file; a
-/// read that would pass the budget fails with one of these, saying so. Not realtime-safe:
-/// allocates the tree and the gathered views.
-pub fn load_torch_checkpoint(bytes: &[u8]) -> Result<TorchCheckpoint<'_>, ConvertError> {
-    load_torch_checkpoint_within(bytes, &ReadBudget::for_file(bytes.len()))
-}
-
-/// [`load_torch_checkpoint`], charging `budget`. Not realtime-safe: see there.
-pub fn load_torch_checkpoint_within<'a>(
-    bytes: &'a [u8],
-    budget: &ReadBudget,
-) -> Result<TorchCheckpoint<'a>, ConvertError> {
-    crate::cancel::check()?;
-    if bytes.starts_with(b"PK\x03\x04") {
-        load_zip(bytes, budget)
-    } else if bytes.first() == Some(&0x80) {
-        load_legacy(bytes, budget)
-    } else if bytes.get(257..262) == Some(b"ustar") {
-        Err(ConvertError::Layout(
-            "a tar checkpoint (torch before 0.4) is not supported: load and save it again \
-             with a current torch"
-                .to_string(),
-        ))
-    } else {
-        Err(ConvertError::Layout(format!(
-            "not a torch checkpoint: {} bytes that are neither a zip archive nor a legacy \
-             pickle stream",
-            bytes.len()
-        )))
     }
 }
 
@@ -244,6 +193,7 @@ pub(super) fn storage_bytes(key: &str, dtype: DType, len: usize) -> Result<usize
 
 #[cfg(test)]
 mod tests {
+    use super::super::load::load_torch_checkpoint;
     use super::*;
     use crate::testing::{
         write_torch_checkpoint_with_storages, write_torch_state_dict, write_torch_zip,

@@ -18,7 +18,7 @@ use super::item::{
     global, global_name, long_item, make_tuple, pairs, Item, Object, MAX_GLOBAL_NAME_BYTES,
 };
 use super::opcode;
-pub use super::persistent::{PersistentIds, StorageRef, StorageView, TensorRef};
+pub use super::storage_refs::{PersistentIds, StorageRef, StorageView, TensorRef};
 use crate::budget::ReadBudget;
 
 /// Deepest the value stack may grow (a checkpoint needs a few dozen).

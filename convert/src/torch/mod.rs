@@ -38,19 +38,20 @@ mod checkpoint;
 mod item;
 mod latin1;
 mod legacy;
+mod load;
 mod machine;
 mod numpy;
 pub(crate) mod opcode;
 mod persistent;
 mod setstate;
+mod storage_refs;
 mod tensor;
 mod value;
 mod zip_layout;
 
 pub use crate::budget::{ReadBudget, BUDGET_BYTES_PER_FILE_BYTE, BUDGET_FLOOR_BYTES};
-pub use checkpoint::{
-    load_torch_checkpoint, load_torch_checkpoint_within, CheckpointLayout, TorchCheckpoint,
-};
+pub use checkpoint::{CheckpointLayout, TorchCheckpoint};
+pub use load::{load_torch_checkpoint, load_torch_checkpoint_within};
 pub use numpy::{load_numpy_dict, NdArray};
 pub use tensor::{DType, Tensor};
 pub use value::Value;

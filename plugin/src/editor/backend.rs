@@ -5,31 +5,29 @@
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Once, OnceLock};
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::runtime::runtime;
-use stemflow_engine::stream::StreamStats;
 
 /// Model discovery.
 pub(crate) use stemflow_engine::models;
 
 mod downloads;
+mod rtf_meter;
+mod state;
+
 use downloads::available_models;
+use rtf_meter::RtfMeter;
+pub use state::PluginBackend;
 
 use super::model::{
-    AvailableModel, DownloadTask, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask,
-    RuntimeStatus, StreamStatus,
+    DownloadTask, EditorAction, EditorBackend, EditorModel, ModelList, ModelTask, RuntimeStatus,
+    StreamStatus,
 };
 use crate::params::StemflowParams;
 use crate::shared::{PluginShared, PreparedSeparator, SwapRefused};
-
-/// How often the worker's real-time factor is re-measured.
-const RTF_WINDOW: Duration = Duration::from_millis(750);
 
 /// What the process-wide discovery found: devices and the runtime library.
 struct Discovery {
@@ -78,75 +76,6 @@ fn cpu_only(reason: String) -> Discovery {
         .into(),
         runtime: RuntimeStatus::Missing(reason),
     }
-}
-
-/// Measures the worker's real-time factor over windows of [`RTF_WINDOW`].
-#[derive(Default)]
-struct RtfMeter {
-    /// The stats being measured (a new stream starts over).
-    stats: Option<Arc<StreamStats>>,
-    /// Start of the current window: when, busy ns, processed frames.
-    window_start: Option<(Instant, u64, u64)>,
-    value: Option<f64>,
-}
-
-impl RtfMeter {
-    fn update(&mut self, stats: &Arc<StreamStats>, sample_rate_hz: f32) -> Option<f64> {
-        let now = Instant::now();
-        let sample = (stats.worker_busy_ns(), stats.worker_processed_frames());
-        if !self.stats.as_ref().is_some_and(|s| Arc::ptr_eq(s, stats)) {
-            self.stats = Some(stats.clone());
-            self.window_start = Some((now, sample.0, sample.1));
-            self.value = rtf(sample.0, sample.1, sample_rate_hz);
-        }
-        if let Some((started, busy_ns, frames)) = self.window_start {
-            if now.duration_since(started) >= RTF_WINDOW {
-                if let Some(value) = rtf(sample.0 - busy_ns, sample.1 - frames, sample_rate_hz) {
-                    self.value = Some(value);
-                }
-                self.window_start = Some((now, sample.0, sample.1));
-            }
-        }
-        self.value
-    }
-}
-
-/// Busy time over audio time; `None` without audio.
-fn rtf(busy_ns: u64, frames: u64, sample_rate_hz: f32) -> Option<f64> {
-    (frames > 0 && sample_rate_hz > 0.0)
-        .then(|| (busy_ns as f64 * 1e-9) / (frames as f64 / sample_rate_hz as f64))
-}
-
-/// What background threads report back.
-#[derive(Default)]
-struct Background {
-    models: Option<Arc<Vec<models::ModelInfo>>>,
-    /// Catalogue models not in the user models folder, found by the last scan.
-    available: Option<Arc<[AvailableModel]>>,
-    is_scanning: bool,
-    /// A scan was asked for while one ran: the running one scans again before it reports.
-    should_scan_again: bool,
-    model_task: Option<ModelTask>,
-    /// The download thread's state (`None`: nothing downloading).
-    download: Option<DownloadTask>,
-    /// Set to stop the running download; shared with its thread.
-    download_cancel: Option<Arc<AtomicBool>>,
-    /// The last download thread started, joined when the backend goes (or before the next).
-    download_thread: Option<std::thread::JoinHandle<()>>,
-    /// Alive while the download thread runs (tests: the thread ended).
-    #[cfg(test)]
-    download_alive: std::sync::Weak<()>,
-    /// A model a download installed, for the GUI thread to rescan and choose.
-    finished_download: Option<PathBuf>,
-    folder_error: Option<String>,
-}
-
-/// The editor's link to the plugin.
-pub struct PluginBackend {
-    shared: Arc<PluginShared>,
-    params: Arc<StemflowParams>,
-    background: Arc<Mutex<Background>>,
-    rtf: RtfMeter,
 }
 
 impl PluginBackend {
@@ -408,17 +337,12 @@ pub fn model_folders() -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
     use stemflow_engine::look_ahead::LookAhead;
     use stemflow_engine::runtime::devices::DeviceChoice;
     use stemflow_engine::separator::Separator;
-
-    #[test]
-    fn rtf_is_busy_time_over_audio_time() {
-        assert_eq!(rtf(0, 0, 48_000.0), None);
-        let value = rtf(250_000_000, 48_000, 48_000.0).unwrap();
-        assert!((value - 0.25).abs() < 1e-9, "{value}");
-    }
 
     /// Waits until the backend's model task is idle again and the saved separator is `choice`.
     fn wait_until_chosen(

@@ -14,7 +14,9 @@ use stemflow_fetch::get::{install_catalogue_model, GetOptions, ModelSource};
 use stemflow_fetch::terms::terms_accepted;
 use stemflow_fetch::FetchError;
 
-use super::{models, Background, PluginBackend};
+use stemflow_engine::models;
+
+use super::state::{Background, PluginBackend};
 use crate::editor::model::{AvailableModel, DownloadTask};
 
 /// The catalogue models that `found` (a scan of the models folders) lacks in `models_dir`, with
