@@ -24,6 +24,7 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.out = os.path.abspath(args.out)
+        os.makedirs(self.out, exist_ok=True)
         # Models and stems stay out of $OUT: what comes back from the machine is a few files.
         self.work = os.path.abspath(args.work)
         os.makedirs(self.work, exist_ok=True)
@@ -235,6 +236,10 @@ def part_stemflow_bench(b):
             if model == "bs_roformer" and label in ("I/O binding off", "cuDNN heuristic search"):
                 continue  # a RoFormer has no convolutions; I/O binding is measured on HTDemucs
             stemflow_bench(b, model, label, env, 150)
+        # float16 both ways: the GPU graph `models import` writes beside the model (matmuls and
+        # convolutions in float16, norms and reductions in float32), and `quantize --fp16` of
+        # the CPU graph (the whole graph in float16, as before the GPU graphs).
+        stemflow_bench(b, model + ".gpu-f16", "GPU graph float16", {}, 150)
         stemflow_bench(b, model + ".fp16", "float16 model", {}, 150)
 
 
@@ -263,6 +268,7 @@ def part_stemflow_song(b):
     stemflow_separate(b, "bs_roformer", "float32", {}, song, "rf32", 240)
     stemflow_separate(b, "bs_roformer", "float32, TF32 off", {"STEMFLOW_CUDA_TF32": "0"}, song,
                       "rf32notf32", 240)
+    stemflow_separate(b, "bs_roformer.gpu-f16", "GPU graph float16", {}, song, "rfg16", 240)
     stemflow_separate(b, "bs_roformer.fp16", "float16", {}, song, "rf16", 240)
 
 
