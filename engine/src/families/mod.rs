@@ -25,21 +25,21 @@
 //! Vocals the mix minus it; the rest goes to `Other`, which is always the residual. Guitar and
 //! piano are folded back into `Other` unless the user asks for them ([`crate::ExtraStems`]).
 
-pub mod description;
+pub(crate) mod description;
 mod device_graph;
-pub mod file_edges;
-pub mod htdemucs;
-pub mod htdemucs_stft_outside;
-pub mod look_ahead_schedule;
+pub(crate) mod file_edges;
+pub(crate) mod htdemucs;
+pub(crate) mod htdemucs_stft_outside;
+pub(crate) mod look_ahead_schedule;
 pub mod mdx_net;
-pub mod model_separator;
+pub(crate) mod model_separator;
 pub mod overlap_add;
 pub mod params;
-pub mod recognise;
-pub mod roformer;
-pub mod spleeter;
-pub mod stem_sources;
-pub mod stft;
+pub(crate) mod recognise;
+pub(crate) mod roformer;
+pub(crate) mod spleeter;
+pub(crate) mod stem_sources;
+pub(crate) mod stft;
 pub mod waveform;
 mod waveform_family;
 

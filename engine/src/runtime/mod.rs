@@ -15,20 +15,20 @@
 //! (the plugin bundle or the `stemflow` executable), the user data folder's `runtime/`. The first
 //! two are explicit: when set, only they are tried.
 
-pub mod bound_io;
+pub(crate) mod bound_io;
 pub mod build;
 pub mod constant_fold;
-pub mod device_id;
-pub mod device_switch;
+pub(crate) mod device_id;
+pub(crate) mod device_switch;
 pub mod devices;
-pub mod fair_mutex;
+pub(crate) mod fair_mutex;
 pub mod fold_plan;
 pub mod gpu_tuning;
 pub mod graph_cache;
 pub mod graph_files;
-pub mod graph_io;
+pub(crate) mod graph_io;
 pub mod model_file;
-pub mod plain_run;
+pub(crate) mod plain_run;
 pub mod runner;
 pub mod session;
 pub mod session_slot;
