@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -189,6 +189,18 @@ fn checked(bytes: &[u8]) -> FileCheck {
     }
 }
 
+/// `server`'s file fetched into `part` by a direct downloader, checked against `bytes`, with no
+/// progress to report and no cancel.
+fn fetch_quietly(server: &Server, bytes: &[u8], part: &Path) -> Result<u64, FetchError> {
+    Downloader::direct().fetch(
+        &server.url,
+        &checked(bytes),
+        part,
+        &mut |_, _| {},
+        &no_cancel(),
+    )
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stemflow-download-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -228,15 +240,7 @@ fn a_dropped_connection_is_resumed_where_it_stopped() {
         },
     );
     let part = scratch("dropped");
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(
         *server.ranges.lock().unwrap(),
@@ -251,15 +255,7 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     let server = serve(bytes.clone(), Behaviour::default());
     let part = scratch("earlier");
     std::fs::write(&part, &bytes[..123_456]).unwrap();
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(*server.ranges.lock().unwrap(), ["bytes=123456-"]);
 
@@ -267,15 +263,7 @@ fn a_part_left_by_an_earlier_run_is_resumed_and_a_longer_one_restarted() {
     let mut longer = bytes.clone();
     longer.extend_from_slice(b"junk");
     std::fs::write(&part, &longer).unwrap();
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
 }
 
@@ -291,15 +279,7 @@ fn a_server_that_ignores_ranges_sends_the_whole_file_again() {
     );
     let part = scratch("ignores");
     std::fs::write(&part, vec![0xAA; 50_000]).unwrap();
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(
         std::fs::read(&part).unwrap(),
         bytes,
@@ -320,15 +300,7 @@ fn a_damaged_file_is_refused_and_its_part_deleted() {
         },
     );
     let part = scratch("damaged");
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Checksum { what, .. } if what == "m.onnx"),
         "{error:?}"
@@ -350,15 +322,7 @@ fn a_file_that_is_gone_says_so_without_retrying() {
         },
     );
     let part = scratch("gone");
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Download(m) if m.contains("HTTP 404") && m.contains("no longer publishes")),
         "{error:?}"
@@ -377,15 +341,7 @@ fn a_server_that_keeps_dropping_is_given_up_on_with_the_part_kept_for_later() {
         },
     );
     let part = scratch("keeps-dropping");
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Download(m) if m.contains("gave up after 20 attempts") && m.contains("resume")),
         "{error:?}"
@@ -408,15 +364,7 @@ fn a_line_that_drops_often_still_finishes_as_long_as_each_attempt_brings_bytes()
         },
     );
     let part = scratch("drops-often");
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(server.ranges.lock().unwrap().len(), 8);
 }
@@ -432,15 +380,7 @@ fn a_busy_server_is_retried_and_a_refusal_is_not() {
         },
     );
     let part = scratch("busy");
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(
         server.ranges.lock().unwrap().len(),
@@ -456,15 +396,7 @@ fn a_busy_server_is_retried_and_a_refusal_is_not() {
         },
     );
     let part = scratch("refused");
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Download(m) if m.contains("HTTP 403")),
         "{error:?}"
@@ -484,15 +416,7 @@ fn a_truncated_file_is_refused_by_its_size_or_its_hash_and_nothing_kept() {
     );
     // The catalogue knows the size: refused before a byte is written.
     let part = scratch("truncated-size");
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Download(m) if m.contains("is 200000 bytes, the catalogue says 300000")),
         "{error:?}"
@@ -541,15 +465,7 @@ fn a_cancelled_download_stops_and_keeps_its_part_for_the_next_attempt() {
     assert!((50_000..bytes.len() as u64).contains(&kept), "{kept}");
     assert_eq!(std::fs::read(&part).unwrap(), bytes[..kept as usize]);
     // The next attempt resumes it.
-    Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap();
+    fetch_quietly(&server, &bytes, &part).unwrap();
     assert_eq!(std::fs::read(&part).unwrap(), bytes);
     assert_eq!(
         server.ranges.lock().unwrap().last().unwrap(),
@@ -590,15 +506,7 @@ fn a_full_disk_fails_at_once_and_says_so() {
     let part = scratch("full-disk");
     // /dev/full: every write fails with ENOSPC, as on a full disk.
     std::os::unix::fs::symlink("/dev/full", &part).unwrap();
-    let error = Downloader::direct()
-        .fetch(
-            &server.url,
-            &checked(&bytes),
-            &part,
-            &mut |_, _| {},
-            &no_cancel(),
-        )
-        .unwrap_err();
+    let error = fetch_quietly(&server, &bytes, &part).unwrap_err();
     assert!(
         matches!(&error, FetchError::Io(m) if m.contains("the disk is full")),
         "{error:?}"
