@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    println!("cargo:rerun-if-changed=proto");
-    let fds = protox::compile(["onnx.proto"], ["proto"]).unwrap();
+    println!("cargo:rerun-if-changed=third_party/onnx");
+    let fds = protox::compile(["onnx.proto"], ["third_party/onnx"]).unwrap();
     for (dir, bytes) in [("vec", false), ("bytes", true)] {
         let dir = out.join(dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -17,7 +17,7 @@ fn main() {
         }
         config.compile_fds(fds.clone()).unwrap();
     }
-    let lite = protox::compile(["onnx_lite.proto"], ["proto"]).unwrap();
+    let lite = protox::compile(["onnx_lite.proto"], ["third_party/onnx"]).unwrap();
     let dir = out.join("lite");
     std::fs::create_dir_all(&dir).unwrap();
     prost_build::Config::new().out_dir(&dir).compile_fds(lite).unwrap();

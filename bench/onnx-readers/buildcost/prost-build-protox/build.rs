@@ -1,4 +1,4 @@
 fn main() {
-    let fds = protox::compile(["onnx.proto"], ["../../proto"]).unwrap();
+    let fds = protox::compile(["onnx.proto"], ["../../third_party/onnx"]).unwrap();
     prost_build::Config::new().compile_fds(fds).unwrap();
 }
