@@ -19,7 +19,7 @@ use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
-use crate::runtime::signature::TensorSignature;
+use crate::runtime::signature::{GraphSignature, TensorSignature};
 
 /// The graph's input and output names.
 const MIX: &str = "mix";
@@ -27,35 +27,31 @@ const SPEC: &str = "spec";
 const WAVE_STEMS: &str = "wave_stems";
 const SPEC_STEMS: &str = "spec_stems";
 
-/// Recognises a converted HTDemucs graph by its two named inputs and outputs; `None` for any
-/// other graph.
-pub(super) fn recognise(
-    recognition: &Recognition<'_>,
-) -> Option<Result<ModelDescription, ModelError>> {
-    let signature = recognition.signature;
-    let find =
-        |list: &'_ [TensorSignature], name: &str| list.iter().find(|t| t.name == name).cloned();
-    let (Some(mix), Some(spec), Some(wave_stems), Some(spec_stems)) = (
-        find(&signature.inputs, MIX),
-        find(&signature.inputs, SPEC),
-        find(&signature.outputs, WAVE_STEMS),
-        find(&signature.outputs, SPEC_STEMS),
-    ) else {
-        return None;
-    };
+/// A converted HTDemucs graph's two named inputs and two named outputs: `mix`, `spec`,
+/// `wave_stems`, `spec_stems`; `None` when the graph does not have exactly these.
+fn named_tensors(signature: &GraphSignature) -> Option<[&TensorSignature; 4]> {
+    fn find<'a>(list: &'a [TensorSignature], name: &str) -> Option<&'a TensorSignature> {
+        list.iter().find(|t| t.name == name)
+    }
     if signature.inputs.len() != 2 || signature.outputs.len() != 2 {
         return None;
     }
-    Some(describe(
-        recognition,
-        [&mix, &spec, &wave_stems, &spec_stems],
-    ))
+    Some([
+        find(&signature.inputs, MIX)?,
+        find(&signature.inputs, SPEC)?,
+        find(&signature.outputs, WAVE_STEMS)?,
+        find(&signature.outputs, SPEC_STEMS)?,
+    ])
 }
 
-fn describe(
-    recognition: &Recognition<'_>,
-    [mix, spec, wave_stems, spec_stems]: [&TensorSignature; 4],
-) -> Result<ModelDescription, ModelError> {
+/// Whether a graph is a converted HTDemucs graph, by its two named inputs and outputs.
+pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
+    named_tensors(recognition.signature).is_some()
+}
+
+pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+    let [mix, spec, wave_stems, spec_stems] =
+        named_tensors(recognition.signature).ok_or_else(|| recognition.mismatch())?;
     let all_f32 = [mix, spec, wave_stems, spec_stems].iter().all(|t| t.is_f32);
     let (m, s, w, o) = (&mix.dims, &spec.dims, &wave_stems.dims, &spec_stems.dims);
     let shapes_ok = m.len() == 3

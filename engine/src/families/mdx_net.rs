@@ -45,18 +45,13 @@ pub struct MdxParams {
     pub primary_stem: String,
 }
 
-/// Recognises an MDX-Net graph; `None` when the shapes are not this family's.
-pub(super) fn recognise(
-    recognition: &Recognition<'_>,
-) -> Option<Result<ModelDescription, ModelError>> {
+/// Whether a graph is MDX-Net's, by its shapes.
+pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
     let (i, o) = (&recognition.input.dims, &recognition.output.dims);
-    if !(i.len() == 4 && o.len() == 4 && i[1] == 4) {
-        return None;
-    }
-    Some(describe(recognition))
+    i.len() == 4 && o.len() == 4 && i[1] == 4
 }
 
-fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let (dim_f, dim_t) = (i[2], i[3]);

@@ -59,8 +59,39 @@ fn session_signature(path: &Path, model: &ModelBytes) -> Result<GraphSignature, 
     Ok(signature)
 }
 
-/// A family's recogniser: `None` when the signature is not the family's.
-type Recogniser = fn(&Recognition<'_>) -> Option<Result<ModelDescription, ModelError>>;
+/// A family as recognising sees it: whether a signature is the family's (by its ranks, names or
+/// tag), and the description it derives from one that is.
+struct FamilyRecogniser {
+    claims: fn(&Recognition<'_>) -> bool,
+    describe: fn(&Recognition<'_>) -> Result<ModelDescription, ModelError>,
+}
+
+/// Converted HTDemucs: the one family whose graphs take two inputs.
+const TWO_INPUT_FAMILIES: [FamilyRecogniser; 1] = [FamilyRecogniser {
+    claims: htdemucs_stft_outside::claims,
+    describe: htdemucs_stft_outside::describe,
+}];
+
+/// The one-input families, in the order they are asked. Waveform graphs first: a GPU graph
+/// carries its family's tag (Spleeter's too).
+const ONE_INPUT_FAMILIES: [FamilyRecogniser; 4] = [
+    FamilyRecogniser {
+        claims: waveform::claims,
+        describe: waveform::describe,
+    },
+    FamilyRecogniser {
+        claims: spleeter::claims,
+        describe: spleeter::describe,
+    },
+    FamilyRecogniser {
+        claims: mdx_net::claims,
+        describe: mdx_net::describe,
+    },
+    FamilyRecogniser {
+        claims: roformer::claims,
+        describe: roformer::describe,
+    },
+];
 
 /// Matches a signature to a family and derives the processing from it and the parameters.
 pub fn describe_signature(
@@ -103,21 +134,15 @@ pub fn describe_signature(
         bytes,
         sidecar,
     };
-    let recognisers: &[Recogniser] = if signature.inputs.len() == 2 {
-        &[htdemucs_stft_outside::recognise]
+    let families: &[FamilyRecogniser] = if signature.inputs.len() == 2 {
+        &TWO_INPUT_FAMILIES
     } else {
-        // Waveform graphs first: a GPU graph carries its family's tag (Spleeter's too).
-        &[
-            waveform::recognise,
-            spleeter::recognise,
-            mdx_net::recognise,
-            roformer::recognise,
-        ]
+        &ONE_INPUT_FAMILIES
     };
-    recognisers
+    families
         .iter()
-        .find_map(|recognise| recognise(&recognition))
-        .unwrap_or_else(|| Err(mismatch()))
+        .find(|family| (family.claims)(&recognition))
+        .map_or_else(|| Err(mismatch()), |family| (family.describe)(&recognition))
         .map(|description| ModelDescription {
             is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
             ..description

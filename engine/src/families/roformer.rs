@@ -37,18 +37,13 @@ pub struct RoFormerParams {
     pub msst_batch_size: usize,
 }
 
-/// Recognises a RoFormer graph; `None` when the shapes are not this family's.
-pub(super) fn recognise(
-    recognition: &Recognition<'_>,
-) -> Option<Result<ModelDescription, ModelError>> {
+/// Whether a graph is a RoFormer's, by its shapes.
+pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
     let (i, o) = (&recognition.input.dims, &recognition.output.dims);
-    if !(i.len() == 4 && o.len() == 5 && i[3] == 2 && o[4] == 2) {
-        return None;
-    }
-    Some(describe(recognition))
+    i.len() == 4 && o.len() == 5 && i[3] == 2 && o[4] == 2
 }
 
-fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let (bins2, frames, num_stems) = (i[1], i[2], o[1]);

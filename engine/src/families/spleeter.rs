@@ -21,8 +21,6 @@
 
 use std::sync::Arc;
 
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
-
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
     Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
@@ -30,7 +28,7 @@ use super::description::{
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
-use super::stft::{periodic_hann, Complex64};
+use super::stft::{periodic_hann, Complex64, Stft};
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
@@ -59,10 +57,8 @@ pub struct SpleeterParams {
     pub num_stems: usize,
 }
 
-/// Recognises a Spleeter graph; `None` when the shapes are not this family's.
-pub(super) fn recognise(
-    recognition: &Recognition<'_>,
-) -> Option<Result<ModelDescription, ModelError>> {
+/// Whether a graph is Spleeter's: by its family tag or its shapes.
+pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
     let (i, o) = (&recognition.input.dims, &recognition.output.dims);
     let is_tagged = recognition
         .signature
@@ -70,13 +66,10 @@ pub(super) fn recognise(
         .get(FAMILY_METADATA_KEY)
         .is_some_and(|f| f.eq_ignore_ascii_case("spleeter"));
     let is_shaped = i.len() == 4 && o.len() == 5 && i[1] == 2 && i[3] == SPLEETER_BINS as i64;
-    if !(is_tagged || is_shaped) {
-        return None;
-    }
-    Some(describe(recognition))
+    is_tagged || is_shaped
 }
 
-fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let bins = SPLEETER_BINS as i64;
@@ -336,13 +329,11 @@ impl FileEdges for SpleeterEdges {
 /// STFT, the graph, soft masks, inverse STFT.
 struct SpleeterCodec {
     params: SpleeterParams,
+    /// Frames' transforms (Spleeter's segments cut the signal themselves: no reflect padding).
+    stft: Stft,
+    /// The synthesis window (the STFT's own, periodic Hann).
     window: Vec<f64>,
     envelope: Vec<f64>,
-    forward: Arc<dyn RealToComplex<f64>>,
-    inverse: Arc<dyn ComplexToReal<f64>>,
-    time: Vec<f64>,
-    bins: Vec<Complex64>,
-    scratch: Vec<Complex64>,
     /// The kept bins `[channel][frame][bin]`.
     spectra: [Vec<Complex64>; 2],
     /// One stem's and channel's overlap-add.
@@ -357,10 +348,6 @@ struct SpleeterCodec {
 
 impl SpleeterCodec {
     fn new(params: &SpleeterParams) -> Self {
-        let mut planner = RealFftPlanner::<f64>::new();
-        let forward = planner.plan_fft_forward(SPLEETER_N_FFT);
-        let inverse = planner.plan_fft_inverse(SPLEETER_N_FFT);
-        let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
         let frames = params.segment_frames;
         let envelope = segment_envelope(frames);
         Self {
@@ -369,11 +356,7 @@ impl SpleeterCodec {
             inverse_output: vec![0.0; envelope.len()],
             decoded: vec![0.0; params.num_stems * 2 * envelope.len()],
             envelope,
-            forward,
-            inverse,
-            time: vec![0.0; SPLEETER_N_FFT],
-            bins: vec![Complex64::default(); SPLEETER_N_FFT / 2 + 1],
-            scratch: vec![Complex64::default(); scratch_len],
+            stft: Stft::new(SPLEETER_N_FFT, SPLEETER_HOP_FRAMES),
             spectra: [
                 vec![Complex64::default(); frames * SPLEETER_BINS],
                 vec![Complex64::default(); frames * SPLEETER_BINS],
@@ -409,20 +392,10 @@ impl ChunkCodec for SpleeterCodec {
         }
         for (channel, signal) in [left, right].into_iter().enumerate() {
             for frame in 0..valid {
-                let start = frame * SPLEETER_HOP_FRAMES;
-                for ((t, &x), &w) in self
-                    .time
-                    .iter_mut()
-                    .zip(&signal[start..start + SPLEETER_N_FFT])
-                    .zip(&self.window)
-                {
-                    *t = f64::from(x) * w;
-                }
-                self.forward
-                    .process_with_scratch(&mut self.time, &mut self.bins, &mut self.scratch)
-                    .map_err(|e| e.to_string())?;
+                let samples = &signal[frame * SPLEETER_HOP_FRAMES..][..SPLEETER_N_FFT];
+                let bins = self.stft.analyse_frame(|j| f64::from(samples[j]));
                 self.spectra[channel][frame * SPLEETER_BINS..][..SPLEETER_BINS]
-                    .copy_from_slice(&self.bins[..SPLEETER_BINS]);
+                    .copy_from_slice(&bins[..SPLEETER_BINS]);
             }
         }
         let spectra = &self.spectra;
@@ -454,25 +427,24 @@ impl ChunkCodec for SpleeterCodec {
                 self.inverse_output.fill(0.0);
                 for frame in 0..valid {
                     let at = (channel * frames + frame) * SPLEETER_BINS;
-                    self.bins.fill(Complex64::default());
-                    for bin in 0..SPLEETER_BINS {
+                    let spectrum = &self.spectra[channel][frame * SPLEETER_BINS..];
+                    // The kept bins masked, the others zero.
+                    let time = self.stft.unscaled_inverse_frame(|bin| {
+                        if bin >= SPLEETER_BINS {
+                            return Complex64::default();
+                        }
                         let power = |s: usize| {
                             let y = f64::from(estimates[s * per_stem + at + bin]);
                             y * y
                         };
                         let total: f64 = (0..num_stems).map(power).sum::<f64>() + MASK_EPSILON;
                         let mask = (power(stem) + mask_floor) / total;
-                        self.bins[bin] = self.spectra[channel][frame * SPLEETER_BINS + bin] * mask;
-                    }
-                    // The DC and Nyquist bins of a real signal's spectrum are real.
-                    self.bins[0].im = 0.0;
-                    self.inverse
-                        .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
-                        .map_err(|e| e.to_string())?;
+                        spectrum[bin] * mask
+                    });
                     let start = frame * SPLEETER_HOP_FRAMES;
                     for ((out, &t), &w) in self.inverse_output[start..start + SPLEETER_N_FFT]
                         .iter_mut()
-                        .zip(&self.time)
+                        .zip(time)
                         .zip(&self.window)
                     {
                         *out += t * scale * w;

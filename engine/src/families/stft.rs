@@ -80,6 +80,18 @@ impl Stft {
     /// whose bins are `bin(b)`. As `irfft` does, the imaginary parts of the DC and Nyquist bins
     /// are ignored. Realtime-safe.
     pub fn synthesise_frame(&mut self, bin: impl Fn(usize) -> Complex64) -> &[f64] {
+        self.unscaled_inverse_frame(bin);
+        let scale = 1.0 / self.n_fft as f64;
+        for (value, &window) in self.time.iter_mut().zip(&self.window) {
+            *value *= scale * window;
+        }
+        &self.time
+    }
+
+    /// The plain inverse FFT (`n_fft` samples, neither windowed nor divided by `n_fft`) of the
+    /// spectrum whose bins are `bin(b)`, as a caller that weights the frame itself wants it. The
+    /// imaginary parts of the DC and Nyquist bins are ignored. Realtime-safe.
+    pub fn unscaled_inverse_frame(&mut self, bin: impl Fn(usize) -> Complex64) -> &[f64] {
         let num_bins = self.num_bins();
         for (index, value) in self.bins.iter_mut().enumerate() {
             *value = bin(index);
@@ -89,10 +101,6 @@ impl Stft {
         self.inverse
             .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
             .expect("FFT sizes are fixed at construction");
-        let scale = 1.0 / self.n_fft as f64;
-        for (value, &window) in self.time.iter_mut().zip(&self.window) {
-            *value *= scale * window;
-        }
         &self.time
     }
 

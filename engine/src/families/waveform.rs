@@ -32,19 +32,13 @@ pub const GPU_GRAPH_METADATA_KEY: &str = "stemflow.gpu";
 /// once): memory grows with it, the speed-up flattens.
 pub const MAX_BATCH_CHUNKS: usize = 4;
 
-/// Recognises a waveform graph by its ranks (`[B, 2, T]` → `[B, S, 2, T]`); `None` for any
-/// other graph.
-pub(super) fn recognise(
-    recognition: &Recognition<'_>,
-) -> Option<Result<ModelDescription, ModelError>> {
+/// Whether a graph is a waveform graph, by its ranks (`[B, 2, T]` → `[B, S, 2, T]`).
+pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
     let (i, o) = (&recognition.input.dims, &recognition.output.dims);
-    if !(i.len() == 3 && o.len() == 4) {
-        return None;
-    }
-    Some(describe(recognition))
+    i.len() == 3 && o.len() == 4
 }
 
-fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
+pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription, ModelError> {
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let t = i[2];
