@@ -14,8 +14,9 @@ use super::description::{
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{read_sidecar, uvr_table_entry, ModelParams};
+use super::spectral_chunk::SpectralChunk;
 use super::stem_sources::{stem_for_name, ReferenceSources, StemSource};
-use super::stft::{Complex64, Stft};
+use super::stft::Complex64;
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::graph_files::model_of_gpu_graph;
@@ -391,31 +392,15 @@ fn window(chunk_frames: usize) -> Vec<f64> {
 /// STFT, the graph, inverse STFT.
 struct MdxCodec {
     params: MdxParams,
-    chunk_frames: usize,
-    stft: Stft,
-    /// Spectra `[channel][bin][frame]`, reused.
-    spectra: [Vec<Complex64>; 2],
-    inverse_spectrum: Vec<Complex64>,
-    inverse_output: Vec<f64>,
-    /// The chunk's waveforms `[channel][frame]`, reused.
-    decoded: Vec<f32>,
+    /// Decodes `[channel]` waveforms.
+    chunk: SpectralChunk,
 }
 
 impl MdxCodec {
     fn new(params: &MdxParams, chunk_frames: usize) -> Self {
-        let stft = Stft::new(params.n_fft, params.hop_frames);
-        let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
         Self {
-            decoded: vec![0.0; 2 * chunk_frames],
-            spectra: [
-                vec![Complex64::default(); spectrum_len],
-                vec![Complex64::default(); spectrum_len],
-            ],
-            inverse_spectrum: vec![Complex64::default(); spectrum_len],
-            inverse_output: vec![0.0; chunk_frames],
+            chunk: SpectralChunk::new(params.n_fft, params.hop_frames, chunk_frames, 2),
             params: params.clone(),
-            chunk_frames,
-            stft,
         }
     }
 }
@@ -429,14 +414,11 @@ impl ChunkCodec for MdxCodec {
         outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let (dim_f, dim_t) = (self.params.dim_f, self.params.dim_t);
-        let chunk = self.chunk_frames;
-        let frames = self.stft.num_frames(chunk);
-        let bins = self.stft.num_bins();
+        let frames = self.chunk.stft.num_frames(self.chunk.chunk_frames);
+        let bins = self.chunk.stft.num_bins();
         debug_assert_eq!(frames, dim_t);
-        for (channel, signal) in [left, right].into_iter().enumerate() {
-            self.stft.forward(signal, &mut self.spectra[channel]);
-        }
-        let spectra = &self.spectra;
+        self.chunk.analyse(left, right);
+        let spectra = &self.chunk.spectra;
         let mut output = Vec::new();
         runner.run_with(
             |input| {
@@ -461,25 +443,19 @@ impl ChunkCodec for MdxCodec {
             },
         )?;
         for channel in 0..2 {
-            self.inverse_spectrum.fill(Complex64::default());
+            let spectrum = &mut self.chunk.inverse_spectrum;
+            spectrum.fill(Complex64::default());
             for f in 0..dim_f.min(bins) {
                 for t in 0..dim_t {
-                    self.inverse_spectrum[f * frames + t] = Complex64::new(
+                    spectrum[f * frames + t] = Complex64::new(
                         output[((2 * channel) * dim_f + f) * dim_t + t] as f64,
                         output[((2 * channel + 1) * dim_f + f) * dim_t + t] as f64,
                     );
                 }
             }
-            self.stft
-                .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-            for (out, &v) in self.decoded[channel * chunk..][..chunk]
-                .iter_mut()
-                .zip(&self.inverse_output)
-            {
-                *out = v as f32;
-            }
+            self.chunk.synthesise(frames, channel);
         }
-        outputs(&self.decoded);
+        outputs(&self.chunk.decoded);
         Ok(())
     }
 }

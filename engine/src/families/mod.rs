@@ -37,6 +37,7 @@ pub mod overlap_add;
 pub mod params;
 pub(crate) mod recognise;
 pub(crate) mod roformer;
+mod spectral_chunk;
 pub(crate) mod spleeter;
 pub(crate) mod stem_sources;
 pub(crate) mod stft;

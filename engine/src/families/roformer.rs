@@ -15,8 +15,9 @@ use super::description::{
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
+use super::spectral_chunk::SpectralChunk;
 use super::stem_sources::stem_sources_by_name;
-use super::stft::{Complex64, Stft};
+use super::stft::Complex64;
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::runner::ModelRunner;
@@ -434,32 +435,17 @@ fn windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
 struct RoFormerCodec {
     params: RoFormerParams,
     num_stems: usize,
-    chunk_frames: usize,
-    stft: Stft,
-    /// Spectra `[channel][bin][frame]`, reused.
-    spectra: [Vec<Complex64>; 2],
-    inverse_spectrum: Vec<Complex64>,
-    inverse_output: Vec<f64>,
-    /// The chunk's waveforms `[stem][channel][frame]`, reused.
-    decoded: Vec<f32>,
+    /// Decodes `[stem][channel]` waveforms.
+    chunk: SpectralChunk,
 }
 
 impl RoFormerCodec {
     fn new(params: &RoFormerParams, num_stems: usize, chunk_frames: usize) -> Self {
-        let stft = Stft::new(params.n_fft, params.hop_frames);
-        let spectrum_len = stft.num_bins() * stft.num_frames(chunk_frames);
+        let waveforms = num_stems * 2;
         Self {
-            decoded: vec![0.0; num_stems * 2 * chunk_frames],
-            spectra: [
-                vec![Complex64::default(); spectrum_len],
-                vec![Complex64::default(); spectrum_len],
-            ],
-            inverse_spectrum: vec![Complex64::default(); spectrum_len],
-            inverse_output: vec![0.0; chunk_frames],
+            chunk: SpectralChunk::new(params.n_fft, params.hop_frames, chunk_frames, waveforms),
             params: params.clone(),
             num_stems,
-            chunk_frames,
-            stft,
         }
     }
 }
@@ -473,12 +459,9 @@ impl ChunkCodec for RoFormerCodec {
         outputs: &mut dyn FnMut(&[f32]),
     ) -> Result<(), String> {
         let frames = self.params.frames;
-        let chunk = self.chunk_frames;
-        let bins = self.stft.num_bins();
-        for (channel, signal) in [left, right].into_iter().enumerate() {
-            self.stft.forward(signal, &mut self.spectra[channel]);
-        }
-        let spectra = &self.spectra;
+        let bins = self.chunk.stft.num_bins();
+        self.chunk.analyse(left, right);
+        let spectra = &self.chunk.spectra;
         let mask_len = self.num_stems * bins * 2 * frames * 2;
         let mut mask = Vec::new();
         runner.run_with(
@@ -505,29 +488,23 @@ impl ChunkCodec for RoFormerCodec {
         )?;
         for n in 0..self.num_stems {
             for s in 0..2 {
+                let chunk = &mut self.chunk;
                 for f in 0..bins {
                     for t in 0..frames {
                         let index = (((n * bins + f) * 2 + s) * frames + t) * 2;
                         let m = Complex64::new(mask[index] as f64, mask[index + 1] as f64);
-                        let x = self.spectra[s][f * frames + t];
-                        self.inverse_spectrum[f * frames + t] = if self.params.zero_dc && f == 0 {
+                        let x = chunk.spectra[s][f * frames + t];
+                        chunk.inverse_spectrum[f * frames + t] = if self.params.zero_dc && f == 0 {
                             Complex64::default()
                         } else {
                             x * m
                         };
                     }
                 }
-                self.stft
-                    .inverse(&self.inverse_spectrum, frames, &mut self.inverse_output);
-                for (out, &v) in self.decoded[(n * 2 + s) * chunk..][..chunk]
-                    .iter_mut()
-                    .zip(&self.inverse_output)
-                {
-                    *out = v as f32;
-                }
+                chunk.synthesise(frames, n * 2 + s);
             }
         }
-        outputs(&self.decoded);
+        outputs(&self.chunk.decoded);
         Ok(())
     }
 }
