@@ -126,20 +126,25 @@ pub trait FamilyPipeline: std::fmt::Debug + Send + Sync {
     }
 }
 
+/// What [`ChunkCodec::run_chunk`] is given: the chunk, the graph's runner and where the
+/// outputs go.
+pub struct ChunkRun<'a> {
+    /// Runs the family's graph.
+    pub runner: &'a mut ModelRunner,
+    /// The chunk, `[left, right]`, `chunk_frames` each.
+    pub input: [&'a [f32]; 2],
+    /// Takes the chunk's outputs as waveforms, `[output][channel][frame]` planar: once, as the
+    /// last step of a run that worked (a waveform model hands ONNX Runtime's output itself,
+    /// uncopied).
+    pub outputs: &'a mut dyn FnMut(&[f32]),
+}
+
 /// What runs around a family's graph for one chunk: encode the chunk, run the graph, decode its
 /// outputs as waveforms.
 pub trait ChunkCodec: Send {
-    /// Runs the model on one chunk (`left`, `right`: `chunk_frames` each) and hands the outputs
-    /// as waveforms, `[output][channel][frame]` planar, to `outputs`: once, as the last step of
-    /// a run that worked (a waveform model hands ONNX Runtime's output itself, uncopied).
-    /// Not realtime-safe: inference.
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String>;
+    /// Runs the model on one chunk and hands the outputs to [`ChunkRun::outputs`]. Not
+    /// realtime-safe: inference.
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String>;
 
     /// The most chunks one call of [`ChunkCodec::run_chunks`] runs in a single model run: 1
     /// unless the graph has a batch dimension.
@@ -158,8 +163,12 @@ pub trait ChunkCodec: Send {
         chunks: &[[&[f32]; 2]],
         outputs: &mut dyn FnMut(usize, &[f32]),
     ) -> Result<(), String> {
-        for (index, [left, right]) in chunks.iter().enumerate() {
-            self.run_chunk(runner, left, right, &mut |values| outputs(index, values))?;
+        for (index, &input) in chunks.iter().enumerate() {
+            self.run_chunk(ChunkRun {
+                runner: &mut *runner,
+                input,
+                outputs: &mut |values| outputs(index, values),
+            })?;
         }
         Ok(())
     }

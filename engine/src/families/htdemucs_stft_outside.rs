@@ -10,15 +10,14 @@
 //! family's ([`super::htdemucs`]): `apply_model`'s.
 
 use super::description::{
-    is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily, Recognition,
-    MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
+    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::file_edges::FileEdges;
 use super::htdemucs::{demucs_layout, demucs_stems, windows, DemucsEdges};
 use super::stem_sources::stem_sources_by_name;
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
-use crate::runtime::runner::ModelRunner;
 use crate::runtime::signature::{GraphSignature, TensorSignature};
 
 /// The graph's input and output names.
@@ -232,19 +231,14 @@ impl SpecTransform {
 }
 
 impl ChunkCodec for HtDemucsStftCodec {
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String> {
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String> {
         let chunk = self.chunk_frames;
         let num_stems = self.num_stems;
         let plane = 2 * self.transform.bins * self.transform.frames;
         let mut stems = std::mem::take(&mut self.stems);
         let transform = std::cell::RefCell::new(&mut self.transform);
-        let result = runner.run_all(
+        let [left, right] = run.input;
+        let result = run.runner.run_all(
             |inputs| {
                 let [mix, spec] = inputs else {
                     return Err("the graph takes two inputs".into());
@@ -281,7 +275,7 @@ impl ChunkCodec for HtDemucsStftCodec {
             },
         );
         if result.is_ok() {
-            outputs(&stems);
+            (run.outputs)(&stems);
         }
         self.stems = stems;
         result

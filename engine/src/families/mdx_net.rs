@@ -8,8 +8,8 @@
 //! file hash) or a `<model>.json` sidecar with UVR's keys.
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
-    Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
+    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
@@ -20,7 +20,6 @@ use super::stft::Complex64;
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::graph_files::model_of_gpu_graph;
-use crate::runtime::runner::ModelRunner;
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
 /// The range a model's `compensate` may take: UVR's values lie around 1.0–1.1; anything
@@ -406,21 +405,15 @@ impl MdxCodec {
 }
 
 impl ChunkCodec for MdxCodec {
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String> {
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String> {
         let (dim_f, dim_t) = (self.params.dim_f, self.params.dim_t);
         let frames = self.chunk.stft.num_frames(self.chunk.chunk_frames);
         let bins = self.chunk.stft.num_bins();
         debug_assert_eq!(frames, dim_t);
-        self.chunk.analyse(left, right);
+        self.chunk.analyse(run.input);
         let spectra = &self.chunk.spectra;
         let mut output = Vec::new();
-        runner.run_with(
+        run.runner.run_with(
             |input| {
                 // [1, 4, dim_f, dim_t]: L re, L im, R re, R im; bins 0–2 zeroed as the
                 // reference does.
@@ -455,7 +448,7 @@ impl ChunkCodec for MdxCodec {
             }
             self.chunk.synthesise(frames, channel);
         }
-        outputs(&self.chunk.decoded);
+        (run.outputs)(&self.chunk.decoded);
         Ok(())
     }
 }

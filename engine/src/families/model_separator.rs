@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::description::{ChunkCodec, ModelDescription};
+use super::description::{ChunkCodec, ChunkRun, ModelDescription};
 use super::device_graph::{
     graph_for_choice, load_exact, load_graph, prepare_graph, LoadedGraph, ReadyGraph,
 };
@@ -202,7 +202,11 @@ impl ModelSeparator {
         for _ in 0..2 {
             let start = std::time::Instant::now();
             self.codec
-                .run_chunk(&mut self.runner, &silence, &silence, &mut |_| {})
+                .run_chunk(ChunkRun {
+                    runner: &mut self.runner,
+                    input: [&silence, &silence],
+                    outputs: &mut |_| {},
+                })
                 .ok()?;
             fastest_s = fastest_s.min(start.elapsed().as_secs_f64());
         }
@@ -332,14 +336,16 @@ impl Separator for ModelSeparator {
             // NaN or infinite values: then its stems stay silent and Other carries the mix (the
             // worker reports it).
             let mut num_non_finite = 0;
-            let result = self
-                .codec
-                .run_chunk(&mut self.runner, left, right, &mut |outputs| {
+            let result = self.codec.run_chunk(ChunkRun {
+                runner: &mut self.runner,
+                input: [left, right],
+                outputs: &mut |outputs| {
                     num_non_finite = outputs.iter().filter(|x| !x.is_finite()).count();
                     if num_non_finite == 0 {
                         sums.add(outputs, window);
                     }
-                });
+                },
+            });
             sums.finish(window);
             self.model_runs += 1;
             let result = result.and_then(|()| match num_non_finite {

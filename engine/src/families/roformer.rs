@@ -9,8 +9,9 @@
 //! models Stemflow converted from checkpoints, the graph's [`PARAMS_METADATA_KEY`] metadata.
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
-    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
+    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
+    MODEL_SAMPLE_RATE_HZ,
 };
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
@@ -20,7 +21,6 @@ use super::stem_sources::stem_sources_by_name;
 use super::stft::Complex64;
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
-use crate::runtime::runner::ModelRunner;
 
 /// RoFormer's processing parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -451,20 +451,14 @@ impl RoFormerCodec {
 }
 
 impl ChunkCodec for RoFormerCodec {
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String> {
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String> {
         let frames = self.params.frames;
         let bins = self.chunk.stft.num_bins();
-        self.chunk.analyse(left, right);
+        self.chunk.analyse(run.input);
         let spectra = &self.chunk.spectra;
         let mask_len = self.num_stems * bins * 2 * frames * 2;
         let mut mask = Vec::new();
-        runner.run_with(
+        run.runner.run_with(
             |input| {
                 // [1, (f s), t, c]: stereo interleaved per bin.
                 for f in 0..bins {
@@ -504,7 +498,7 @@ impl ChunkCodec for RoFormerCodec {
                 chunk.synthesise(frames, n * 2 + s);
             }
         }
-        outputs(&self.chunk.decoded);
+        (run.outputs)(&self.chunk.decoded);
         Ok(())
     }
 }

@@ -37,8 +37,8 @@ impl SpectralChunk {
     }
 
     /// The spectra of the chunk's two channels. Realtime-safe.
-    pub fn analyse(&mut self, left: &[f32], right: &[f32]) {
-        for (channel, signal) in [left, right].into_iter().enumerate() {
+    pub fn analyse(&mut self, input: [&[f32]; 2]) {
+        for (channel, signal) in input.into_iter().enumerate() {
             self.stft.forward(signal, &mut self.spectra[channel]);
         }
     }

@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
-    Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
+    ModelFamily, Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
@@ -31,7 +31,6 @@ use super::stem_sources::stem_sources_by_name;
 use super::stft::{periodic_hann, Complex64, Stft};
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
-use crate::runtime::runner::ModelRunner;
 
 /// FFT size.
 pub const SPLEETER_N_FFT: usize = 4096;
@@ -375,13 +374,7 @@ impl ChunkCodec for SpleeterCodec {
             (self.valid_frames < frames).then(|| frames_envelope(frames, self.valid_frames));
     }
 
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String> {
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String> {
         let (frames, num_stems) = (self.params.segment_frames, self.params.num_stems);
         let valid = self.valid_frames;
         let chunk = self.envelope.len();
@@ -390,7 +383,7 @@ impl ChunkCodec for SpleeterCodec {
         for spectrum in &mut self.spectra {
             spectrum[valid * SPLEETER_BINS..].fill(Complex64::default());
         }
-        for (channel, signal) in [left, right].into_iter().enumerate() {
+        for (channel, signal) in run.input.into_iter().enumerate() {
             for frame in 0..valid {
                 let samples = &signal[frame * SPLEETER_HOP_FRAMES..][..SPLEETER_N_FFT];
                 let bins = self.stft.analyse_frame(|j| f64::from(samples[j]));
@@ -401,7 +394,7 @@ impl ChunkCodec for SpleeterCodec {
         let spectra = &self.spectra;
         let per_stem = 2 * frames * SPLEETER_BINS;
         let mut estimates = Vec::new();
-        runner.run_with(
+        run.runner.run_with(
             |input| {
                 // Their magnitudes, `[1, 2, T, F]`.
                 for (channel, spectrum) in spectra.iter().enumerate() {
@@ -458,7 +451,7 @@ impl ChunkCodec for SpleeterCodec {
                 }
             }
         }
-        outputs(&self.decoded);
+        (run.outputs)(&self.decoded);
         Ok(())
     }
 }

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
-    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MODEL_SAMPLE_RATE_HZ,
+    check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
+    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MODEL_SAMPLE_RATE_HZ,
 };
 use super::file_edges::FileEdges;
 use super::htdemucs::{demucs_layout, demucs_stems, DemucsEdges};
@@ -169,14 +169,9 @@ struct WaveformCodec {
 }
 
 impl ChunkCodec for WaveformCodec {
-    fn run_chunk(
-        &mut self,
-        runner: &mut ModelRunner,
-        left: &[f32],
-        right: &[f32],
-        outputs: &mut dyn FnMut(&[f32]),
-    ) -> Result<(), String> {
-        self.run_chunks(runner, &[[left, right]], &mut |_, values| outputs(values))
+    fn run_chunk(&mut self, run: ChunkRun<'_>) -> Result<(), String> {
+        let outputs = run.outputs;
+        self.run_chunks(run.runner, &[run.input], &mut |_, values| outputs(values))
     }
 
     fn max_batch_chunks(&self) -> usize {
