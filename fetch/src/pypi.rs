@@ -103,6 +103,20 @@ pub fn find_wheel(
 mod tests {
     use super::*;
 
+    const PYPI: &str = "https://pypi.org/simple/x/";
+    const MIRROR: &str = "https://mirror.example/simple/x/";
+
+    /// Each `(page, index URL, wheel, expected URL)` looked up.
+    fn assert_found(cases: &[(&str, &str, &str, Option<&str>)]) {
+        for &(page, page_url, wheel, expected) in cases {
+            assert_eq!(
+                wheel_url(page, page_url, wheel).as_deref(),
+                expected,
+                "{wheel} in {page_url}"
+            );
+        }
+    }
+
     #[test]
     fn the_wheel_is_found_in_the_json_index() {
         let page = r#"{"meta": {"api-version": "1.1"}, "name": "x", "files": [
@@ -110,74 +124,50 @@ mod tests {
             {"filename": "x-0.1.5-py3-none-any.whl", "url": "https://files.example/p/b/x-0.1.5-py3-none-any.whl", "hashes": {"sha256": "2"}},
             {"filename": "x-1-py3-none-any.whl", "url": "../../packages/x-1-py3-none-any.whl", "hashes": {}}
         ]}"#;
-        assert_eq!(
-            wheel_url(
+        assert_found(&[
+            (
                 page,
-                "https://pypi.org/simple/x/",
-                "x-0.1.5-py3-none-any.whl"
-            )
-            .as_deref(),
-            Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl")
-        );
-        assert_eq!(
-            wheel_url(
+                PYPI,
+                "x-0.1.5-py3-none-any.whl",
+                Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl"),
+            ),
+            (
                 page,
-                "https://mirror.example/simple/x/",
-                "x-1-py3-none-any.whl"
-            )
-            .as_deref(),
-            Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl")
-        );
-        assert_eq!(
-            wheel_url(page, "https://pypi.org/simple/x/", "x-0.2-py3-none-any.whl"),
-            None
-        );
-        assert_eq!(
-            wheel_url(r#"{"files": 3}"#, "https://pypi.org/simple/x/", "x"),
-            None
-        );
+                MIRROR,
+                "x-1-py3-none-any.whl",
+                Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl"),
+            ),
+            (page, PYPI, "x-0.2-py3-none-any.whl", None),
+            (r#"{"files": 3}"#, PYPI, "x", None),
+        ]);
     }
 
     #[test]
     fn the_wheel_link_is_found_without_its_hash_fragment() {
         let page = r#"<a href="https://files.example/p/a/x-0.1.5.tar.gz#sha256=1">x-0.1.5.tar.gz</a><br/>
 <a href="https://files.example/p/b/x-0.1.5-py3-none-any.whl#sha256=2" data-requires-python="&gt;=3.6">x</a>"#;
-        assert_eq!(
-            wheel_url(
-                page,
-                "https://pypi.org/simple/x/",
-                "x-0.1.5-py3-none-any.whl"
-            )
-            .as_deref(),
-            Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl")
-        );
-        assert_eq!(
-            wheel_url(
-                page,
-                "https://pypi.org/simple/x/",
-                "x-0.1.6-py3-none-any.whl"
-            ),
-            None
-        );
         let relative = r#"<a href="../../packages/x-1-py3-none-any.whl#sha256=3">x</a>
 <a href="/packages/y-1-py3-none-any.whl">y</a>"#;
-        assert_eq!(
-            wheel_url(
+        assert_found(&[
+            (
+                page,
+                PYPI,
+                "x-0.1.5-py3-none-any.whl",
+                Some("https://files.example/p/b/x-0.1.5-py3-none-any.whl"),
+            ),
+            (page, PYPI, "x-0.1.6-py3-none-any.whl", None),
+            (
                 relative,
-                "https://mirror.example/simple/x/",
-                "x-1-py3-none-any.whl"
-            )
-            .as_deref(),
-            Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl")
-        );
-        assert_eq!(
-            wheel_url(
+                MIRROR,
+                "x-1-py3-none-any.whl",
+                Some("https://mirror.example/simple/x/../../packages/x-1-py3-none-any.whl"),
+            ),
+            (
                 relative,
-                "https://mirror.example/simple/x/",
-                "y-1-py3-none-any.whl"
-            )
-            .as_deref(),
-            Some("https://mirror.example/packages/y-1-py3-none-any.whl")
-        );
+                MIRROR,
+                "y-1-py3-none-any.whl",
+                Some("https://mirror.example/packages/y-1-py3-none-any.whl"),
+            ),
+        ]);
     }
 }
