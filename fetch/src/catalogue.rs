@@ -104,8 +104,8 @@ pub fn catalogue_model(name: &str) -> Option<&'static CatalogueModel> {
         .find(|m| m.name.eq_ignore_ascii_case(name.trim()))
 }
 
-/// Where UVR's models are published: every MDX-Net URL starts with it (`uvr_file!` spells it
-/// in `concat!`, which takes only literals; a test holds the two together).
+/// Where UVR's models are published: every MDX-Net URL starts with it (`uvr_mdx_net!` spells
+/// it in `concat!`, which takes only literals; a test holds the two together).
 pub const UVR_RELEASE_URL: &str =
     "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/";
 const UVR_SOURCE: &str = "Ultimate Vocal Remover (github.com/TRvlvr/model_repo)";
@@ -117,19 +117,30 @@ const DEMUCS_TERMS: &str = "code MIT; the weights are \"not covered by the MIT l
                             facebookresearch/demucs#327)";
 const DEMUCS_SOURCES: &[&str] = &["drums", "bass", "other", "vocals"];
 
-macro_rules! uvr_file {
-    ($file:literal, $md5:literal, $sha256:literal, $size:literal) => {
-        RemoteFile {
-            url: concat!(
-                "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/",
-                $file
-            ),
-            check: FileCheck {
-                sha256: Some($sha256),
-                sha256_prefix: None,
-                uvr_md5_tail: Some($md5),
-                size_bytes: Some($size),
-            },
+/// A UVR MDX-Net model of the catalogue: `NAME.onnx` in UVR's release (checked by its size,
+/// SHA-256 and UVR's MD5 of its tail), with UVR's source and terms.
+macro_rules! uvr_mdx_net {
+    ($name:literal, $stems:expr, $md5:literal, $sha256:literal, $size:literal, $quality:expr) => {
+        CatalogueModel {
+            name: $name,
+            family: "mdx-net",
+            stems: $stems,
+            delivery: Delivery::Onnx(RemoteFile {
+                url: concat!(
+                    "https://github.com/TRvlvr/model_repo/releases/download/all_public_uvr_models/",
+                    $name,
+                    ".onnx"
+                ),
+                check: FileCheck {
+                    sha256: Some($sha256),
+                    sha256_prefix: None,
+                    uvr_md5_tail: Some($md5),
+                    size_bytes: Some($size),
+                },
+            }),
+            source: UVR_SOURCE,
+            terms: UVR_TERMS,
+            quality: $quality,
         }
     };
 }
@@ -368,51 +379,33 @@ pub const CATALOGUE: &[CatalogueModel] = &[
         quality: "SDR vocals 10.98 dB on the Multisong dataset (MSST's model list). On a CPU an \
                   overnight job",
     },
-    CatalogueModel {
-        name: "UVR-MDX-NET-Inst_HQ_3",
-        family: "mdx-net",
-        stems: &["instrumental", "vocals"],
-        delivery: Delivery::Onnx(uvr_file!(
-            "UVR-MDX-NET-Inst_HQ_3.onnx",
-            "55657dd70583b0fedfba5f67df11d711",
-            "317554b07fe1ea5279a77f2b1520a41ea4b93432560c4ffd08792c30fddf9adc",
-            66759214
-        )),
-        source: UVR_SOURCE,
-        terms: UVR_TERMS,
-        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
-                  instrumental 15.42 dB, vocals 8.81 dB SDR",
-    },
-    CatalogueModel {
-        name: "Kim_Vocal_2",
-        family: "mdx-net",
-        stems: &["vocals", "instrumental"],
-        delivery: Delivery::Onnx(uvr_file!(
-            "Kim_Vocal_2.onnx",
-            "970b3f9492014d18fefeedfe4773cb42",
-            "ce74ef3b6a6024ce44211a07be9cf8bc6d87728cc852a68ab34eb8e58cde9c8b",
-            66759214
-        )),
-        source: UVR_SOURCE,
-        terms: UVR_TERMS,
-        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
-                  vocals 10.18 dB, instrumental 15.36 dB SDR",
-    },
-    CatalogueModel {
-        name: "UVR_MDXNET_KARA_2",
-        family: "mdx-net",
-        stems: &["instrumental (backing vocals kept)", "lead vocals"],
-        delivery: Delivery::Onnx(uvr_file!(
-            "UVR_MDXNET_KARA_2.onnx",
-            "1d64a6d2c30f709b8c9b4ce1366d96ee",
-            "bf32e15105a09c0f7dddd2b67346146334d6f3ecb399ed7638eba2ab07cbf5f4",
-            52786726
-        )),
-        source: UVR_SOURCE,
-        terms: UVR_TERMS,
-        quality: "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
-                  instrumental 14.77 dB, vocals 5.43 dB SDR",
-    },
+    uvr_mdx_net!(
+        "UVR-MDX-NET-Inst_HQ_3",
+        &["instrumental", "vocals"],
+        "55657dd70583b0fedfba5f67df11d711",
+        "317554b07fe1ea5279a77f2b1520a41ea4b93432560c4ffd08792c30fddf9adc",
+        66759214,
+        "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  instrumental 15.42 dB, vocals 8.81 dB SDR"
+    ),
+    uvr_mdx_net!(
+        "Kim_Vocal_2",
+        &["vocals", "instrumental"],
+        "970b3f9492014d18fefeedfe4773cb42",
+        "ce74ef3b6a6024ce44211a07be9cf8bc6d87728cc852a68ab34eb8e58cde9c8b",
+        66759214,
+        "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  vocals 10.18 dB, instrumental 15.36 dB SDR"
+    ),
+    uvr_mdx_net!(
+        "UVR_MDXNET_KARA_2",
+        &["instrumental (backing vocals kept)", "lead vocals"],
+        "1d64a6d2c30f709b8c9b4ce1366d96ee",
+        "bf32e15105a09c0f7dddd2b67346146334d6f3ecb399ed7638eba2ab07cbf5f4",
+        52786726,
+        "none published by UVR; python-audio-separator's median on MUSDB18-HQ: \
+                  instrumental 14.77 dB, vocals 5.43 dB SDR"
+    ),
     CatalogueModel {
         name: "spleeter-2stems",
         family: "spleeter",
