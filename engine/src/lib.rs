@@ -56,6 +56,8 @@ mod separator_info;
 mod stem;
 mod stem_sink;
 pub mod stream;
+#[cfg(test)]
+mod testing;
 pub mod whole_file;
 
 pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPLE_RATE_HZ};

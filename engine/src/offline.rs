@@ -352,7 +352,9 @@ pub fn separate_with_progress(
 mod tests {
     use super::*;
     use crate::builtin::BuiltinSeparator;
+    use crate::passthrough::PassthroughSeparator;
     use crate::separator::SeparatorInfo;
+    use crate::testing::Scripted;
     use stemflow_kit::demo_song::DemoSong;
 
     #[test]
@@ -439,35 +441,21 @@ mod tests {
         assert!(matches!(result, Err(EngineError::Io(message)) if message == "disk full"));
     }
 
-    /// A separator whose model fails on every hop.
-    struct FailingSeparator(SeparatorInfo);
-
-    impl Separator for FailingSeparator {
-        fn info(&self) -> &SeparatorInfo {
-            &self.0
-        }
-        fn reset(&mut self) {}
-        fn process_hop(
-            &mut self,
-            _: &crate::planar::PlanarBlock,
-            _: &mut crate::planar::PlanarBlock,
-        ) -> Result<(), crate::separator::SeparatorError> {
-            Err(crate::separator::SeparatorError {
-                separator: "broken.onnx".into(),
-                reason: "the model returned 3 values where its signature declares 4".into(),
-            })
-        }
-    }
-
     #[test]
     fn a_failing_separator_fails_the_render_and_names_the_model() {
         let mut stream = OfflineStream::new(
-            Box::new(FailingSeparator(SeparatorInfo::new(
-                "broken.onnx",
-                44_100,
-                512,
-                0,
-            ))),
+            // A model that fails on every hop.
+            Box::new(
+                Scripted::around(PassthroughSeparator::new(44_100, 512, 0))
+                    .named("broken.onnx")
+                    .before_hop(|_| {
+                        Err(crate::separator::SeparatorError {
+                            separator: "broken.onnx".into(),
+                            reason: "the model returned 3 values where its signature declares 4"
+                                .into(),
+                        })
+                    }),
+            ),
             44_100,
         )
         .unwrap();

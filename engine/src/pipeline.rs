@@ -447,7 +447,7 @@ mod tests {
     use super::*;
     use crate::interleave::{initialised_room, room_values};
     use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
-    use crate::separator::SeparatorInfo;
+    use crate::testing::Scripted;
 
     /// One chunk through the pipeline, its frames appended to `out` (a sink holds no more than
     /// `max_output_frames_per_chunk`, so a chunk that made more would panic).
@@ -589,28 +589,17 @@ mod tests {
 
     #[test]
     fn non_finite_separator_output_is_silenced_and_reported() {
-        struct NanSeparator(SeparatorInfo);
-        impl Separator for NanSeparator {
-            fn info(&self) -> &SeparatorInfo {
-                &self.0
-            }
-            fn reset(&mut self) {}
-            fn process_hop(
-                &mut self,
-                _input: &PlanarBlock,
-                stems: &mut PlanarBlock,
-            ) -> Result<(), SeparatorError> {
-                for c in 0..stems.num_channels() {
-                    stems.channel_mut(c).fill(f32::NAN);
-                }
-                Ok(())
-            }
-        }
-        let mut pipeline = StemPipeline::new(
-            Box::new(NanSeparator(SeparatorInfo::new("nan", 44_100, 256, 0))),
-            44_100,
-        )
-        .unwrap();
+        // Every stem channel NaN.
+        let nan_separator = || {
+            Scripted::around(PassthroughSeparator::new(44_100, 256, 0))
+                .named("nan")
+                .after_hop(|stems| {
+                    for c in 0..stems.num_channels() {
+                        stems.channel_mut(c).fill(f32::NAN);
+                    }
+                })
+        };
+        let mut pipeline = StemPipeline::new(Box::new(nan_separator()), 44_100).unwrap();
         let input = vec![0.25; 256];
         let mut out = Vec::new();
         let error = process_chunk(&mut pipeline, &input, &input, &mut out).unwrap_err();
@@ -622,11 +611,7 @@ mod tests {
         assert!(out.iter().all(|&x| x == 0.0));
 
         // Through the resamplers (where the stems are checked before they are resampled).
-        let mut pipeline = StemPipeline::new(
-            Box::new(NanSeparator(SeparatorInfo::new("nan", 44_100, 256, 0))),
-            48_000,
-        )
-        .unwrap();
+        let mut pipeline = StemPipeline::new(Box::new(nan_separator()), 48_000).unwrap();
         let input = vec![0.25; pipeline.input_chunk_frames()];
         let mut out = Vec::new();
         let errors: Vec<SeparatorError> = (0..4)

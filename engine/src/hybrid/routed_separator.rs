@@ -200,51 +200,25 @@ mod tests {
     use crate::builtin::BuiltinSeparator;
     use crate::dsp::gcd;
     use crate::passthrough::PassthroughSeparator;
+    use crate::testing::Scripted;
 
-    /// A separator whose vocals are half its input, delayed by `latency` frames.
-    struct HalfVocals {
-        info: SeparatorInfo,
-        delay: PlanarDelay,
-    }
-
-    impl HalfVocals {
-        fn new(hop: usize, latency: usize) -> Self {
-            Self {
-                info: SeparatorInfo::new("half vocals", 44_100, hop, latency),
-                delay: PlanarDelay::new(2, latency),
-            }
-        }
-    }
-
-    impl Separator for HalfVocals {
-        fn info(&self) -> &SeparatorInfo {
-            &self.info
-        }
-        fn reset(&mut self) {
-            self.delay.reset();
-        }
-        fn process_hop(
-            &mut self,
-            input: &PlanarBlock,
-            stems: &mut PlanarBlock,
-        ) -> Result<(), SeparatorError> {
-            stems.clear();
-            for channel in 0..2 {
-                let out = stems.channel_mut(stem_channel(Stem::Vocals.index(), channel));
-                out.copy_from_slice(input.channel(channel));
-                self.delay.process(channel, out);
-                for x in out.iter_mut() {
-                    *x *= 0.5;
+    /// A separator whose vocals are half its input, delayed by `latency` frames; its drums too,
+    /// which the route does not take from this stage.
+    fn half_vocals(hop: usize, latency: usize) -> Scripted<PassthroughSeparator> {
+        Scripted::around(PassthroughSeparator::new(44_100, hop, latency))
+            .named("half vocals")
+            .after_hop(|stems| {
+                for channel in 0..2 {
+                    let out = stems.channel_mut(stem_channel(Stem::Vocals.index(), channel));
+                    for x in out.iter_mut() {
+                        *x *= 0.5;
+                    }
+                    let drums: Vec<f32> = out.to_vec();
+                    stems
+                        .channel_mut(stem_channel(Stem::Drums.index(), channel))
+                        .copy_from_slice(&drums);
                 }
-                // Drums too, which the route does not take from this stage.
-                let drums: Vec<f32> = out.to_vec();
-                stems
-                    .channel_mut(stem_channel(Stem::Drums.index(), channel))
-                    .copy_from_slice(&drums);
-            }
-            self.delay.advance(self.info.hop_frames());
-            Ok(())
-        }
+            })
     }
 
     /// Runs `separator` over `input` (stereo), returning the separated stems, planar.
@@ -283,7 +257,7 @@ mod tests {
 
     #[test]
     fn the_second_stage_splits_what_the_first_left_and_latencies_add_up() {
-        let first = HalfVocals::new(256, 700);
+        let first = half_vocals(256, 700);
         let second = BuiltinSeparator::new();
         let (second_latency, second_hop) =
             (second.info().latency_frames(), second.info().hop_frames());
@@ -359,7 +333,7 @@ mod tests {
         };
         let vocals_only = RoutedSeparator::new(
             "vocals".into(),
-            vec![(Box::new(HalfVocals::new(256, 0)), vec![Stem::Vocals])],
+            vec![(Box::new(half_vocals(256, 0)), vec![Stem::Vocals])],
         )
         .unwrap();
         assert_eq!(delivered(&vocals_only), [Stem::Vocals, Stem::Other]);
@@ -367,7 +341,7 @@ mod tests {
         let hybrid = RoutedSeparator::new(
             "hybrid".into(),
             vec![
-                (Box::new(HalfVocals::new(256, 0)), vec![Stem::Vocals]),
+                (Box::new(half_vocals(256, 0)), vec![Stem::Vocals]),
                 (
                     Box::new(BuiltinSeparator::new()),
                     vec![Stem::Drums, Stem::Bass, Stem::Guitar, Stem::Piano],
@@ -385,7 +359,7 @@ mod tests {
     #[test]
     fn a_route_is_float16_when_one_of_its_models_is() {
         let route = |is_float16: bool| {
-            let mut first = HalfVocals::new(256, 700);
+            let mut first = half_vocals(256, 700);
             first.info = first.info.with_float16(is_float16);
             let stages: Vec<(Box<dyn Separator>, Vec<Stem>)> = vec![
                 (Box::new(BuiltinSeparator::new()), vec![Stem::Drums]),
@@ -414,12 +388,12 @@ mod tests {
 
     #[test]
     fn separators_at_different_rates_are_refused() {
-        let mut at_48k = HalfVocals::new(64, 0);
+        let mut at_48k = half_vocals(64, 0);
         at_48k.info = SeparatorInfo::new("48k", 48_000, 64, 0);
         let error = RoutedSeparator::new(
             "mixed".into(),
             vec![
-                (Box::new(HalfVocals::new(64, 0)), vec![Stem::Vocals]),
+                (Box::new(half_vocals(64, 0)), vec![Stem::Vocals]),
                 (Box::new(at_48k), vec![Stem::Drums]),
             ],
         )

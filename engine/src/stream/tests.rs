@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::*;
 use crate::builtin::BuiltinSeparator;
 use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
-use crate::planar::PlanarBlock;
-use crate::separator::{SeparatorError, SeparatorInfo};
+
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
+use crate::testing::Scripted;
 use stemflow_kit::testing::XorShift64;
 
 /// Feeds `input` in blocks of the given sizes (cycled) and collects every stem's output.
@@ -141,32 +141,21 @@ fn reset_restarts_the_timeline_as_if_new() {
     assert!(after_reset == expected);
 }
 
-/// A passthrough separator that stalls on some hops, to provoke underruns.
-struct StallingPassthrough {
-    inner: PassthroughSeparator,
-    hop_index: usize,
+/// A passthrough separator of `block_frames` hops and 700 frames of latency that stalls for
+/// `stall` on the hops of `stalling_hops`, to provoke underruns.
+fn stalling_passthrough(
+    block_frames: usize,
     stalling_hops: std::ops::Range<usize>,
     stall: Duration,
-}
-
-impl Separator for StallingPassthrough {
-    fn info(&self) -> &SeparatorInfo {
-        self.inner.info()
-    }
-    fn reset(&mut self) {
-        self.inner.reset()
-    }
-    fn process_hop(
-        &mut self,
-        input: &PlanarBlock,
-        stems: &mut PlanarBlock,
-    ) -> Result<(), SeparatorError> {
-        if self.stalling_hops.contains(&self.hop_index) {
-            std::thread::sleep(self.stall);
-        }
-        self.hop_index += 1;
-        self.inner.process_hop(input, stems)
-    }
+) -> Scripted<PassthroughSeparator> {
+    Scripted::around(PassthroughSeparator::new(44_100, block_frames, 700)).before_hop(
+        move |hop_index| {
+            if stalling_hops.contains(&hop_index) {
+                std::thread::sleep(stall);
+            }
+            Ok(())
+        },
+    )
 }
 
 #[test]
@@ -190,12 +179,7 @@ fn a_stall_longer_than_the_input_ring_restarts_without_losing_audio() {
 /// resumes afterwards.
 fn stall_worker_and_check_timeline(stall: Duration) -> Arc<StreamStats> {
     const BLOCK: usize = 256;
-    let separator = StallingPassthrough {
-        inner: PassthroughSeparator::new(44_100, BLOCK, 700),
-        hop_index: 0,
-        stalling_hops: 20..21,
-        stall,
-    };
+    let separator = stalling_passthrough(BLOCK, 20..21, stall);
     let config = StreamConfig {
         host_sample_rate_hz: 44_100.0,
         max_block_frames: BLOCK,
@@ -327,43 +311,17 @@ fn a_live_worker_is_woken_once_a_chunk_is_in_not_at_every_block() {
     }
 }
 
-/// A passthrough separator that panics on one hop, then works (its hop count survives resets).
-struct CrashingPassthrough {
-    inner: PassthroughSeparator,
-    /// The passthrough's facts, named as a model.
-    info: SeparatorInfo,
-    hop_index: usize,
-    crash_on_hop: usize,
-}
-
-impl Separator for CrashingPassthrough {
-    fn info(&self) -> &SeparatorInfo {
-        &self.info
-    }
-    fn reset(&mut self) {
-        self.inner.reset();
-    }
-    fn process_hop(
-        &mut self,
-        input: &PlanarBlock,
-        stems: &mut PlanarBlock,
-    ) -> Result<(), SeparatorError> {
-        self.hop_index += 1;
-        if self.hop_index == self.crash_on_hop {
-            panic!("model exploded");
-        }
-        self.inner.process_hop(input, stems)
-    }
-}
-
 #[test]
 fn a_crashing_separator_leaves_dry_audio_on_other_and_recovers_on_reset() {
-    let separator = CrashingPassthrough {
-        inner: PassthroughSeparator::new(44_100, 128, 0),
-        info: SeparatorInfo::new("crashes.onnx", 44_100, 128, 0),
-        hop_index: 0,
-        crash_on_hop: 3,
-    };
+    // A passthrough that panics on its third hop, then works (its hop count survives resets).
+    let separator = Scripted::around(PassthroughSeparator::new(44_100, 128, 0))
+        .named("crashes.onnx")
+        .before_hop(|hop_index| {
+            if hop_index + 1 == 3 {
+                panic!("model exploded");
+            }
+            Ok(())
+        });
     let (mut handle, controller) =
         spawn_stream(Box::new(separator), &offline_config(44_100.0, 128)).unwrap();
     let latency = handle.latency_samples();
@@ -490,12 +448,7 @@ fn render_offline_through_a_long_run(
     run_limit: Duration,
 ) -> u64 {
     const BLOCK: usize = 512;
-    let separator = StallingPassthrough {
-        inner: PassthroughSeparator::new(44_100, BLOCK, 700),
-        hop_index: 0,
-        stalling_hops: 5..6,
-        stall,
-    };
+    let separator = stalling_passthrough(BLOCK, 5..6, stall);
     let (mut handle, _worker) =
         spawn_stream(Box::new(separator), &offline_config(44_100.0, BLOCK)).unwrap();
     handle.set_offline_wait(timeout, run_limit);
