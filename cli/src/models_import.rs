@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_convert::mdx::MdxStft;
-use stemflow_engine::families::mdx_net::stft_of_model;
+use stemflow_engine::families::stft_of_model;
 use stemflow_engine::models::ModelFamily;
 use stemflow_fetch::import::{import_model, ImportKind, ImportOptions};
 

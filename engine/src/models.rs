@@ -50,7 +50,7 @@ pub use crate::choice::models_dirs;
 /// Checks one model file: hash, family, stems. Never fails: problems land in
 /// [`ModelInfo::error`]. Not realtime-safe: reads the file and builds a CPU session.
 pub fn inspect_model(path: &Path) -> ModelInfo {
-    if crate::hybrid::route_file::is_route_file(path) {
+    if crate::hybrid::is_route_file(path) {
         return inspect_route(path);
     }
     let name = path

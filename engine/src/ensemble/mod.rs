@@ -22,7 +22,7 @@
 //!   says it.
 
 mod channel_combiner;
-pub mod method;
+mod method;
 mod offline_stream;
 mod reduce;
 mod separator;

@@ -98,7 +98,6 @@ impl ChunkLayout {
 /// outputs and their weights. Buffers are sized once; nothing allocates after `new`.
 pub struct OverlapAdd {
     layout: ChunkLayout,
-    num_outputs: usize,
     hop_frames: usize,
     latency_frames: usize,
     /// How far the input may run ahead of what is still needed before it is shifted back:
@@ -151,7 +150,6 @@ impl OverlapAdd {
         let sum_capacity = (latency_frames + hop_frames).max(layout.chunk_frames);
         Self {
             layout,
-            num_outputs,
             hop_frames,
             latency_frames,
             compact_slack_frames,
@@ -213,11 +211,6 @@ impl OverlapAdd {
     /// Delay from input to output, in frames.
     pub fn latency_frames(&self) -> usize {
         self.latency_frames
-    }
-
-    /// Number of stereo outputs per chunk.
-    pub fn num_outputs(&self) -> usize {
-        self.num_outputs
     }
 
     /// Appends one hop of input (`left`, `right`: `hop_frames` each). Realtime-safe.

@@ -26,8 +26,6 @@ const MIX: &str = "mix";
 const STEMS: &str = "stems";
 /// Metadata key naming the family, written by Stemflow's converters.
 pub const FAMILY_METADATA_KEY: &str = "stemflow.family";
-/// Metadata key of a graph made for GPUs (its precision).
-pub const GPU_GRAPH_METADATA_KEY: &str = "stemflow.gpu";
 /// The most chunks one run of a graph that takes a batch is given on a GPU (what MSST runs at
 /// once): memory grows with it, the speed-up flattens.
 pub const MAX_BATCH_CHUNKS: usize = 4;

@@ -10,7 +10,7 @@
 //! ([`crate::ensemble`]); a route whose one stage is an ensemble is how the plugin offers one.
 
 mod planar_delay;
-pub mod route_file;
+mod route_file;
 mod routed_separator;
 mod stage_runner;
 
