@@ -865,60 +865,27 @@ struct StreamSource<'a> {
     chunk_bytes: usize,
 }
 
-/// Runs a state stream's callback on the stream's context `T` (the `StreamSink` of `save_state`
-/// or the `StreamSource` of `load_state`): -1 for a null stream, or a null buffer with bytes to
-/// move; otherwise the count `transfer` moves of the `size` asked for, at most `chunk_bytes`
-/// (0: unlimited) of the context.
-///
-/// # Safety
-/// A non-null `stream` is a live stream whose `ctx` (read by `context`) is a live `T`.
-unsafe fn stream_call<S, T>(
-    stream: *const S,
-    context: impl FnOnce(&S) -> *mut c_void,
-    is_buffer_null: bool,
-    size: u64,
-    chunk_bytes: impl FnOnce(&T) -> usize,
-    transfer: impl FnOnce(&mut T, usize) -> usize,
-) -> i64 {
-    // SAFETY: null or a live stream (the caller's promise).
-    let Some(stream) = (unsafe { stream.as_ref() }) else {
-        return -1;
-    };
-    if is_buffer_null && size > 0 {
-        return -1;
-    }
-    // SAFETY: the context is a live `T` (the caller's promise).
-    let target = unsafe { &mut *(context(stream) as *mut T) };
-    let mut size = size as usize;
-    let chunk_bytes = chunk_bytes(target);
-    if chunk_bytes > 0 {
-        size = size.min(chunk_bytes);
-    }
-    transfer(target, size) as i64
-}
-
 unsafe extern "C" fn stream_write(
     stream: *const clap_ostream,
     buffer: *const c_void,
     size: u64,
 ) -> i64 {
-    // SAFETY: the context is the `StreamSink` of `save_state`, alive for the call.
+    if stream.is_null() || (buffer.is_null() && size > 0) {
+        return -1;
+    }
+    // SAFETY: the context is the `StreamSink` of `save_state`, alive for the call; the plugin
+    // passes `size` readable bytes.
     unsafe {
-        stream_call(
-            stream,
-            |s| s.ctx,
-            buffer.is_null(),
-            size,
-            |sink: &StreamSink| sink.chunk_bytes,
-            |sink, size| {
-                if size > 0 {
-                    // SAFETY: the plugin passes `size` readable bytes (or more).
-                    let bytes = std::slice::from_raw_parts(buffer as *const u8, size);
-                    sink.bytes.extend_from_slice(bytes);
-                }
-                size
-            },
-        )
+        let sink = &mut *((*stream).ctx as *mut StreamSink);
+        let mut size = size as usize;
+        if sink.chunk_bytes > 0 {
+            size = size.min(sink.chunk_bytes);
+        }
+        if size > 0 {
+            sink.bytes
+                .extend_from_slice(std::slice::from_raw_parts(buffer as *const u8, size));
+        }
+        size as i64
     }
 }
 
@@ -927,23 +894,25 @@ unsafe extern "C" fn stream_read(
     buffer: *mut c_void,
     size: u64,
 ) -> i64 {
-    // SAFETY: the context is the `StreamSource` of `load_state`, alive for the call.
+    if stream.is_null() || (buffer.is_null() && size > 0) {
+        return -1;
+    }
+    // SAFETY: the context is the `StreamSource` of `load_state`, alive for the call; the plugin
+    // passes `size` writable bytes.
     unsafe {
-        stream_call(
-            stream,
-            |s| s.ctx,
-            buffer.is_null(),
+        let source = &mut *((*stream).ctx as *mut StreamSource);
+        let left = source.bytes.len() - source.position;
+        let mut size = (size as usize).min(left);
+        if source.chunk_bytes > 0 {
+            size = size.min(source.chunk_bytes);
+        }
+        std::ptr::copy_nonoverlapping(
+            source.bytes[source.position..].as_ptr(),
+            buffer as *mut u8,
             size,
-            |source: &StreamSource| source.chunk_bytes,
-            |source, size| {
-                let size = size.min(source.bytes.len() - source.position);
-                let from = source.bytes[source.position..].as_ptr();
-                // SAFETY: the plugin passes `size` writable bytes (or more).
-                std::ptr::copy_nonoverlapping(from, buffer as *mut u8, size);
-                source.position += size;
-                size
-            },
-        )
+        );
+        source.position += size;
+        size as i64
     }
 }
 
