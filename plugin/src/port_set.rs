@@ -24,35 +24,32 @@ const STEM_PORT_NAMES: [&str; NUM_STEMS] = {
 /// (guitar and piano always stay in Other there).
 pub const TEN_CHANNEL_OUTPUT_CHANNELS: u32 = 2 + 2 * Stem::FOUR.len() as u32;
 
+/// The layout `name` with one output per stem after the main output, each of `stem_ports`'s
+/// channel counts (all the same), and the input and main output as wide.
+const fn per_stem_layout(
+    name: &'static str,
+    stem_ports: &'static [NonZeroU32; NUM_STEMS],
+) -> AudioIOLayout {
+    AudioIOLayout {
+        main_input_channels: Some(stem_ports[0]),
+        main_output_channels: Some(stem_ports[0]),
+        aux_input_ports: &[],
+        aux_output_ports: stem_ports,
+        names: PortNames {
+            layout: Some(name),
+            main_input: Some("Input"),
+            main_output: Some("Mix"),
+            aux_inputs: &[],
+            aux_outputs: &STEM_PORT_NAMES,
+        },
+    }
+}
+
 /// Stereo in; one stereo output per stem after the stereo main output.
-const STEREO_LAYOUT: AudioIOLayout = AudioIOLayout {
-    main_input_channels: NonZeroU32::new(2),
-    main_output_channels: NonZeroU32::new(2),
-    aux_input_ports: &[],
-    aux_output_ports: &[new_nonzero_u32(2); NUM_STEMS],
-    names: PortNames {
-        layout: Some("Stereo"),
-        main_input: Some("Input"),
-        main_output: Some("Mix"),
-        aux_inputs: &[],
-        aux_outputs: &STEM_PORT_NAMES,
-    },
-};
+const STEREO_LAYOUT: AudioIOLayout = per_stem_layout("Stereo", &[new_nonzero_u32(2); NUM_STEMS]);
 
 /// Mono in; one mono output per stem after the mono main output.
-const MONO_LAYOUT: AudioIOLayout = AudioIOLayout {
-    main_input_channels: NonZeroU32::new(1),
-    main_output_channels: NonZeroU32::new(1),
-    aux_input_ports: &[],
-    aux_output_ports: &[new_nonzero_u32(1); NUM_STEMS],
-    names: PortNames {
-        layout: Some("Mono"),
-        main_input: Some("Input"),
-        main_output: Some("Mix"),
-        aux_inputs: &[],
-        aux_outputs: &STEM_PORT_NAMES,
-    },
-};
+const MONO_LAYOUT: AudioIOLayout = per_stem_layout("Mono", &[new_nonzero_u32(1); NUM_STEMS]);
 
 /// Stereo in; one 10-channel output.
 const TEN_CHANNEL_LAYOUT: AudioIOLayout = AudioIOLayout {

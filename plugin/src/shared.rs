@@ -302,6 +302,17 @@ impl PluginShared {
             && prepared.look_ahead == look_ahead)
             .then_some(prepared.separator)
     }
+
+    /// [`PluginShared::take_prepared`] for the tests' usual choice: the built-in separator, the
+    /// automatic device and full look-ahead.
+    #[cfg(test)]
+    pub(crate) fn take_prepared_builtin(&self) -> Option<Box<dyn Separator>> {
+        self.take_prepared(
+            &SeparatorChoice::Builtin,
+            DeviceChoice::Auto,
+            LookAhead::Full,
+        )
+    }
 }
 
 #[cfg(test)]
@@ -351,20 +362,8 @@ mod tests {
             )
             .is_none());
         // A mismatch consumes it: it was for a choice that is no longer wanted.
-        assert!(shared
-            .take_prepared(
-                &SeparatorChoice::Builtin,
-                DeviceChoice::Auto,
-                LookAhead::Full
-            )
-            .is_none());
+        assert!(shared.take_prepared_builtin().is_none());
         shared.set_prepared(prepare());
-        assert!(shared
-            .take_prepared(
-                &SeparatorChoice::Builtin,
-                DeviceChoice::Auto,
-                LookAhead::Full
-            )
-            .is_some());
+        assert!(shared.take_prepared_builtin().is_some());
     }
 }

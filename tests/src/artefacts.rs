@@ -2,6 +2,7 @@
 //! names as a host sees them.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The CLAP plugin id of Stemflow.
 pub const PLUGIN_ID: &str = "audio.stemflow.stemflow";
@@ -78,4 +79,21 @@ pub fn cli_path() -> PathBuf {
         workspace_root().join("target/debug").join(name),
         "the stemflow CLI",
     )
+}
+
+/// Runs `command` (`what` names it in messages) to its end and asserts that it succeeded; a
+/// failure shows its exit status, stdout and stderr. Returns its output.
+#[track_caller]
+pub fn run_ok(what: &str, command: &mut Command) -> Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }

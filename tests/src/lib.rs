@@ -49,8 +49,8 @@ pub mod vst3_host;
 pub mod wav;
 
 pub use artefacts::{
-    cli_path, plugin_path, vst3_path, workspace_root, ALL_STEMS, CLI_PATH_ENV, OUTPUT_PORT_NAMES,
-    PLUGIN_ID, PLUGIN_PATH_ENV, STEMS, VST3_PATH_ENV,
+    cli_path, plugin_path, run_ok, vst3_path, workspace_root, ALL_STEMS, CLI_PATH_ENV,
+    OUTPUT_PORT_NAMES, PLUGIN_ID, PLUGIN_PATH_ENV, STEMS, VST3_PATH_ENV,
 };
 pub use clack_extensions::render::RenderMode;
 pub use plugin::{

@@ -18,7 +18,7 @@ use clack_host::prelude::*;
 
 use crate::artefacts::{plugin_path, PLUGIN_ID};
 use crate::host::{TestHost, TestHostMainThread, TestHostShared};
-use crate::signal::BlockSizes;
+use crate::signal::{nan_ports, BlockSizes};
 use crate::state::{decode_state, encode_state};
 
 /// One audio port as the host sees it through the audio-ports extension.
@@ -34,13 +34,24 @@ pub struct PortInfo {
     pub is_main: bool,
 }
 
-/// All audio ports of the current configuration.
+/// All audio ports of the current configuration, each described by a `P` (the fuzzer's hosts
+/// describe them in their own way, see [`crate::fuzz::clap_instance::Ports`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortLayout {
+pub struct PortLayout<P = PortInfo> {
     /// Input ports, main first.
-    pub inputs: Vec<PortInfo>,
+    pub inputs: Vec<P>,
     /// Output ports, main first.
-    pub outputs: Vec<PortInfo>,
+    pub outputs: Vec<P>,
+}
+
+/// No ports.
+impl<P> Default for PortLayout<P> {
+    fn default() -> Self {
+        Self {
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
 }
 
 /// One entry of the audio-ports-config extension.
@@ -214,6 +225,14 @@ pub struct TestPlugin {
     clap_value_cache: HashMap<(u32, u64), f64>,
 }
 
+/// Reads items `0..count` of a plugin's list through `read`; panics, naming the item by `what`
+/// and index, if one cannot be read.
+fn read_each<T>(what: &str, count: u32, mut read: impl FnMut(u32) -> Option<T>) -> Vec<T> {
+    (0..count)
+        .map(|index| read(index).unwrap_or_else(|| panic!("{what} {index} cannot be read")))
+        .collect()
+}
+
 impl TestPlugin {
     /// Loads the plugin from [`plugin_path`] and creates an instance of `audio.stemflow.stemflow`.
     /// Panics (telling how to build it) if the bundle is missing.
@@ -336,21 +355,17 @@ impl TestPlugin {
             return Vec::new();
         };
         let mut buffer = AudioPortsConfigBuffer::new();
-        (0..ext.count(&handle))
-            .map(|index| {
-                let config = ext
-                    .get(&handle, index, &mut buffer)
-                    .unwrap_or_else(|| panic!("audio-ports-config {index} cannot be read"));
-                PortConfigInfo {
-                    id: config.id.get(),
-                    name: String::from_utf8_lossy(config.name).into_owned(),
-                    input_port_count: config.input_port_count,
-                    output_port_count: config.output_port_count,
-                    main_input_channels: config.main_input.map(|p| p.channel_count),
-                    main_output_channels: config.main_output.map(|p| p.channel_count),
-                }
+        read_each("audio-ports-config", ext.count(&handle), |index| {
+            let config = ext.get(&handle, index, &mut buffer)?;
+            Some(PortConfigInfo {
+                id: config.id.get(),
+                name: String::from_utf8_lossy(config.name).into_owned(),
+                input_port_count: config.input_port_count,
+                output_port_count: config.output_port_count,
+                main_input_channels: config.main_input.map(|p| p.channel_count),
+                main_output_channels: config.main_output.map(|p| p.channel_count),
             })
-            .collect()
+        })
     }
 
     /// Selects an audio-ports-config by id. The plugin must be inactive.
@@ -372,21 +387,16 @@ impl TestPlugin {
         let handle = self.instance.plugin_handle();
         let mut buffer = AudioPortInfoBuffer::new();
         let mut read = |is_input: bool| -> Vec<PortInfo> {
-            (0..ext.count(&handle, is_input))
-                .map(|index| {
-                    let info = ext
-                        .get(&handle, index, is_input, &mut buffer)
-                        .unwrap_or_else(|| {
-                            panic!("audio port {index} (input: {is_input}) cannot be read")
-                        });
-                    PortInfo {
-                        id: info.id.get(),
-                        name: String::from_utf8_lossy(info.name).into_owned(),
-                        channel_count: info.channel_count,
-                        is_main: info.flags.contains(AudioPortFlags::IS_MAIN),
-                    }
+            let what = format!("audio port (input: {is_input})");
+            read_each(&what, ext.count(&handle, is_input), |index| {
+                let info = ext.get(&handle, index, is_input, &mut buffer)?;
+                Some(PortInfo {
+                    id: info.id.get(),
+                    name: String::from_utf8_lossy(info.name).into_owned(),
+                    channel_count: info.channel_count,
+                    is_main: info.flags.contains(AudioPortFlags::IS_MAIN),
                 })
-                .collect()
+            })
         };
         let inputs = read(true);
         let outputs = read(false);
@@ -418,22 +428,18 @@ impl TestPlugin {
         let ext: PluginParams = self.extension("params");
         let handle = self.instance.plugin_handle();
         let mut buffer = ParamInfoBuffer::new();
-        (0..ext.count(&handle))
-            .map(|index| {
-                let info = ext
-                    .get_info(&handle, index, &mut buffer)
-                    .unwrap_or_else(|| panic!("parameter info {index} cannot be read"));
-                ParamDesc {
-                    clap_id: info.id.get(),
-                    name: String::from_utf8_lossy(info.name).into_owned(),
-                    module: String::from_utf8_lossy(info.module).into_owned(),
-                    min_value: info.min_value,
-                    max_value: info.max_value,
-                    default_value: info.default_value,
-                    flags: info.flags,
-                }
+        read_each("parameter info", ext.count(&handle), |index| {
+            let info = ext.get_info(&handle, index, &mut buffer)?;
+            Some(ParamDesc {
+                clap_id: info.id.get(),
+                name: String::from_utf8_lossy(info.name).into_owned(),
+                module: String::from_utf8_lossy(info.module).into_owned(),
+                min_value: info.min_value,
+                max_value: info.max_value,
+                default_value: info.default_value,
+                flags: info.flags,
             })
-            .collect()
+        })
     }
 
     /// Every parameter the plugin lists.
@@ -720,11 +726,7 @@ impl TestPlugin {
                 }
             })
             .collect();
-        let mut outputs: Vec<Vec<Vec<f32>>> = layout
-            .outputs
-            .iter()
-            .map(|port| vec![vec![f32::NAN; num_frames]; port.channel_count as usize])
-            .collect();
+        let mut outputs = nan_ports(layout.outputs.iter().map(|p| p.channel_count), num_frames);
         // Capacity for every channel pointer up front: clack-host 0.2.0 mis-rebuilds its pointer
         // lists when they grow.
         let total_in: usize = inputs.iter().map(Vec::len).sum();

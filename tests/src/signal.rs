@@ -166,6 +166,18 @@ pub fn pad_end(channels: &[Vec<f32>], num_frames: usize) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// Output buffers, `num_frames` long, for ports of `channel_counts` channels each, filled with
+/// NaN so that a sample the plugin leaves unwritten fails every comparison.
+pub fn nan_ports(
+    channel_counts: impl IntoIterator<Item = u32>,
+    num_frames: usize,
+) -> Vec<Vec<Vec<f32>>> {
+    channel_counts
+        .into_iter()
+        .map(|count| vec![vec![f32::NAN; num_frames]; count as usize])
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

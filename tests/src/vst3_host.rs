@@ -124,6 +124,34 @@ impl Class for MemoryStream {
     type Interfaces = (IBStream,);
 }
 
+impl MemoryStream {
+    /// A `read` or `write` of `num_bytes` at `buffer`: `kInvalidArgument` for a null buffer or a
+    /// negative count; otherwise `transfer` moves bytes between the buffer and the stream's
+    /// bytes at its position, and the count it returns goes to `num_bytes_moved` (if not null).
+    ///
+    /// # Safety
+    /// `num_bytes_moved` is null or valid for a write.
+    unsafe fn transfer(
+        &self,
+        buffer: *mut c_void,
+        num_bytes: i32,
+        num_bytes_moved: *mut i32,
+        transfer: impl FnOnce(&mut Vec<u8>, &mut usize, usize) -> usize,
+    ) -> tresult {
+        if buffer.is_null() || num_bytes < 0 {
+            return kInvalidArgument;
+        }
+        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        let (bytes, position) = &mut *data;
+        let count = transfer(bytes, position, num_bytes as usize);
+        if !num_bytes_moved.is_null() {
+            // SAFETY: a valid pointer from the plugin.
+            unsafe { *num_bytes_moved = count as i32 };
+        }
+        kResultOk
+    }
+}
+
 impl IBStreamTrait for MemoryStream {
     unsafe fn read(
         &self,
@@ -131,24 +159,25 @@ impl IBStreamTrait for MemoryStream {
         num_bytes: i32,
         num_bytes_read: *mut i32,
     ) -> tresult {
-        if buffer.is_null() || num_bytes < 0 {
-            return kInvalidArgument;
-        }
-        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
-        let (bytes, position) = &mut *data;
-        let mut count = (num_bytes as usize).min(bytes.len().saturating_sub(*position));
-        if self.chunk_bytes > 0 {
-            count = count.min(self.chunk_bytes);
-        }
-        // SAFETY: the plugin passes `num_bytes` writable bytes; `count` is no more.
+        // SAFETY: `num_bytes_read` comes from the plugin.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes[*position..].as_ptr(), buffer as *mut u8, count);
-            if !num_bytes_read.is_null() {
-                *num_bytes_read = count as i32;
-            }
+            self.transfer(
+                buffer,
+                num_bytes,
+                num_bytes_read,
+                |bytes, position, num_bytes| {
+                    let mut count = num_bytes.min(bytes.len().saturating_sub(*position));
+                    if self.chunk_bytes > 0 {
+                        count = count.min(self.chunk_bytes);
+                    }
+                    let to = buffer as *mut u8;
+                    // SAFETY: the plugin passes `num_bytes` writable bytes; `count` is no more.
+                    std::ptr::copy_nonoverlapping(bytes[*position..].as_ptr(), to, count);
+                    *position += count;
+                    count
+                },
+            )
         }
-        *position += count;
-        kResultOk
     }
 
     unsafe fn write(
@@ -157,24 +186,25 @@ impl IBStreamTrait for MemoryStream {
         num_bytes: i32,
         num_bytes_written: *mut i32,
     ) -> tresult {
-        if buffer.is_null() || num_bytes < 0 {
-            return kInvalidArgument;
+        // SAFETY: `num_bytes_written` comes from the plugin.
+        unsafe {
+            self.transfer(
+                buffer,
+                num_bytes,
+                num_bytes_written,
+                |bytes, position, num_bytes| {
+                    // SAFETY: the plugin passes `num_bytes` readable bytes.
+                    let source = std::slice::from_raw_parts(buffer as *const u8, num_bytes);
+                    let end = *position + source.len();
+                    if bytes.len() < end {
+                        bytes.resize(end, 0);
+                    }
+                    bytes[*position..end].copy_from_slice(source);
+                    *position = end;
+                    num_bytes
+                },
+            )
         }
-        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
-        let (bytes, position) = &mut *data;
-        // SAFETY: the plugin passes `num_bytes` readable bytes.
-        let source = unsafe { std::slice::from_raw_parts(buffer as *const u8, num_bytes as usize) };
-        let end = *position + source.len();
-        if bytes.len() < end {
-            bytes.resize(end, 0);
-        }
-        bytes[*position..end].copy_from_slice(source);
-        *position = end;
-        if !num_bytes_written.is_null() {
-            // SAFETY: a valid pointer from the plugin.
-            unsafe { *num_bytes_written = num_bytes };
-        }
-        kResultOk
     }
 
     unsafe fn seek(&self, pos: i64, mode: i32, result: *mut i64) -> tresult {

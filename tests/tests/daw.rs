@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stemflow_host_tests::{cli_path, vst3_path, wav, workspace_root};
+use stemflow_host_tests::{cli_path, run_ok, vst3_path, wav, workspace_root};
 use stemflow_kit::demo_song::DemoSong;
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
@@ -56,23 +56,17 @@ fn export_from_ardour(
 ) -> PathBuf {
     let _ = std::fs::remove_dir_all(out_dir);
     let harness = workspace_root().join("tests/ardour/ardour_stems.py");
-    let output = Command::new("python3")
-        .arg(&harness)
-        .arg("--input")
-        .arg(input)
-        .arg("--out-dir")
-        .arg(out_dir)
-        .arg("--vst3")
-        .arg(vst3)
-        .args(["--plugin", plugin, "--stems", pairs])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "the Ardour export of {plugin} failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_ok(
+        &format!("the Ardour export of {plugin}"),
+        Command::new("python3")
+            .arg(&harness)
+            .arg("--input")
+            .arg(input)
+            .arg("--out-dir")
+            .arg(out_dir)
+            .arg("--vst3")
+            .arg(vst3)
+            .args(["--plugin", plugin, "--stems", pairs]),
     );
     eprintln!("{plugin}: {}", String::from_utf8_lossy(&output.stdout));
     out_dir.to_path_buf()
@@ -161,50 +155,41 @@ fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
     wav::write_f32(&input_path, SAMPLE_RATE_HZ, &input);
 
     let cli_out = dir.join("cli");
-    let output = Command::new(cli_path())
-        .args([
-            "separate",
-            "--mode",
-            "stream",
-            "--quiet",
-            "--bit-depth",
-            "32f",
-            "-o",
-        ])
-        .arg(&cli_out)
-        .arg(&input_path)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        "`stemflow separate`",
+        Command::new(cli_path())
+            .args([
+                "separate",
+                "--mode",
+                "stream",
+                "--quiet",
+                "--bit-depth",
+                "32f",
+                "-o",
+            ])
+            .arg(&cli_out)
+            .arg(&input_path),
     );
     let cli_stems = cli_out.join("song");
 
-    let multi = export_from_ardour(
-        &input_path,
-        &dir.join("multi"),
-        &vst3,
-        "Stemflow",
-        "Vocals,Drums,Bass,Other,Guitar,Piano",
-    );
-    check_export("Stemflow", &multi, &input, &cli_stems);
-    // The built-in separator has no guitar or piano: those outputs are silent.
-    for (index, port) in [(5, "Guitar"), (6, "Piano")] {
-        let silent = read_stereo(&multi.join(format!("{index:02}_{port}.wav")));
-        assert!(
-            silent.iter().flatten().all(|&x| x == 0.0),
-            "{port} is not silent"
-        );
+    // Each plugin: its export folder and its output pairs.
+    let plugins = [
+        ("Stemflow", "multi", "Vocals,Drums,Bass,Other,Guitar,Piano"),
+        ("Stemflow Single Bus", "single", "Vocals,Drums,Bass,Other"),
+    ];
+    for (plugin, folder, pairs) in plugins {
+        let exported = export_from_ardour(&input_path, &dir.join(folder), &vst3, plugin, pairs);
+        check_export(plugin, &exported, &input, &cli_stems);
+        // The built-in separator has no guitar or piano: those outputs are silent.
+        let silent_ports = (1..)
+            .zip(pairs.split(','))
+            .filter(|(_, port)| matches!(*port, "Guitar" | "Piano"));
+        for (index, port) in silent_ports {
+            let silent = read_stereo(&exported.join(format!("{index:02}_{port}.wav")));
+            assert!(
+                silent.iter().flatten().all(|&x| x == 0.0),
+                "{port} is not silent"
+            );
+        }
     }
-
-    let single = export_from_ardour(
-        &input_path,
-        &dir.join("single"),
-        &vst3,
-        "Stemflow Single Bus",
-        "Vocals,Drums,Bass,Other",
-    );
-    check_export("Stemflow Single Bus", &single, &input, &cli_stems);
 }

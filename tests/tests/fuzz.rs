@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use stemflow_host_tests::run_ok;
+
 /// How long the run in `cargo xtask test` lasts.
 const DEFAULT_MINUTES: &str = "1";
 
@@ -11,18 +13,12 @@ const DEFAULT_MINUTES: &str = "1";
 fn a_minute_of_fuzzing_neither_crashes_nor_fails_the_plugin() {
     let minutes =
         std::env::var("STEMFLOW_TEST_FUZZ_MINUTES").unwrap_or_else(|_| DEFAULT_MINUTES.into());
-    let output = Command::new(env!("CARGO_BIN_EXE_fuzz"))
-        .args(["--minutes", &minutes])
-        .output()
-        .expect("the fuzz binary runs");
+    let output = run_ok(
+        "the fuzzer",
+        Command::new(env!("CARGO_BIN_EXE_fuzz")).args(["--minutes", &minutes]),
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     println!("{stdout}");
-    assert!(
-        output.status.success(),
-        "the fuzzer failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
     let summary = stdout
         .lines()
         .find(|l| l.contains(" seeds (") && l.contains(" failed"))

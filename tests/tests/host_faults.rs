@@ -4,11 +4,14 @@
 
 use std::time::{Duration, Instant};
 
+use clap_sys::audio_buffer::clap_audio_buffer;
+use clap_sys::process::clap_process_status;
 use stemflow_host_tests::fuzz::clap_instance::{
-    audio_buffers32, channel_pointers, ClapInstance, HostCapabilities,
+    audio_buffers32, channel_pointers, process_call, ClapInstance, HostCapabilities,
 };
 use stemflow_host_tests::fuzz::events::{self, EventList};
 use stemflow_host_tests::fuzz::state_edit::state_with_separator;
+use stemflow_host_tests::signal::nan_ports;
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::vst3_host::{component_classes, module, Module, Vst3Component};
 use stemflow_host_tests::{param_hash, plugin_path, vst3_path, PLUGIN_ID};
@@ -49,34 +52,55 @@ fn process_block(instance: &ClapInstance, frames: usize, events: &EventList) -> 
                 .collect()
         })
         .collect();
-    let mut outputs: Vec<Vec<Vec<f32>>> = ports
-        .outputs
-        .iter()
-        .map(|p| vec![vec![f32::NAN; frames]; p.channel_count as usize])
-        .collect();
+    let mut outputs = nan_ports(ports.outputs.iter().map(|p| p.channel_count), frames);
     let mut input_ptrs = channel_pointers(&mut inputs);
     let mut output_ptrs = channel_pointers(&mut outputs);
     let input_buffers = audio_buffers32(&mut input_ptrs);
     let mut output_buffers = audio_buffers32(&mut output_ptrs);
-    let in_events = events.input();
-    let out_events = EventList::output_sink(true);
-    let process = stemflow_host_tests::fuzz::clap_instance::process_call(
-        0,
-        frames as u32,
-        std::ptr::null(),
-        &input_buffers,
-        &mut output_buffers,
-        &in_events,
-        &out_events,
-    );
     // SAFETY: every buffer holds `frames` samples and lives until the call returns.
-    let status = unsafe { instance.audio().process(&process) };
+    let status = unsafe {
+        process_status(
+            instance,
+            frames,
+            &input_buffers,
+            &mut output_buffers,
+            events,
+        )
+    };
     assert_ne!(
         status,
         clap_sys::process::CLAP_PROCESS_ERROR,
         "process failed"
     );
     outputs.swap_remove(0)
+}
+
+/// One `process()` call on `instance` (from the main thread acting as the audio thread) with
+/// these buffers and `events`; returns its status.
+///
+/// # Safety
+/// Every channel of `inputs` and `outputs` holds `frames` samples and lives until the call
+/// returns.
+unsafe fn process_status(
+    instance: &ClapInstance,
+    frames: usize,
+    inputs: &[clap_audio_buffer],
+    outputs: &mut [clap_audio_buffer],
+    events: &EventList,
+) -> clap_process_status {
+    let in_events = events.input();
+    let out_events = EventList::output_sink(true);
+    let process = process_call(
+        0,
+        frames as u32,
+        std::ptr::null(),
+        inputs,
+        outputs,
+        &in_events,
+        &out_events,
+    );
+    // SAFETY: the caller vouches for the buffers; the event lists live for the call.
+    unsafe { instance.audio().process(&process) }
 }
 
 fn look_ahead_event(value: f64) -> EventList {
@@ -265,20 +289,8 @@ fn calls_out_of_order_and_null_host_callbacks_get_errors_not_an_abort() {
     );
 
     let plugin = ClapInstance::create(&clap, PLUGIN_ID, HostCapabilities::ALL).expect("instance");
-    let in_events = EventList::default();
-    let input = in_events.input();
-    let output = EventList::output_sink(true);
-    let process = stemflow_host_tests::fuzz::clap_instance::process_call(
-        0,
-        0,
-        std::ptr::null(),
-        &[],
-        &mut [],
-        &input,
-        &output,
-    );
-    // SAFETY: no buffers (0 frames); the event lists live for the call.
-    let status = unsafe { plugin.audio().process(&process) };
+    // SAFETY: no buffers (0 frames).
+    let status = unsafe { process_status(&plugin, 0, &[], &mut [], &EventList::default()) };
     assert_eq!(
         status,
         clap_sys::process::CLAP_PROCESS_ERROR,

@@ -20,8 +20,8 @@ use stemflow_host_tests::compare::{
 use stemflow_host_tests::signal::{self, impulse, pad_end};
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{
-    cli_path, render, wav, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin, ALL_STEMS,
-    OUTPUT_PORT_NAMES, PLUGIN_ID, STEMS,
+    cli_path, render, run_ok, wav, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin,
+    ALL_STEMS, OUTPUT_PORT_NAMES, PLUGIN_ID, STEMS,
 };
 use stemflow_kit::demo_song::DemoSong;
 
@@ -1153,20 +1153,14 @@ fn cli_stems_are_the_plugins_offline_stems() {
     let cli = cli_path();
     // The plugin renders the stream: `--mode stream` (the built-in separator has no whole-file
     // edges of its own and runs as the stream in either mode).
-    let output = Command::new(&cli)
-        .arg("separate")
-        .args(["--mode", "stream"])
-        .arg(&wav_path)
-        .arg("-o")
-        .arg(&out_dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cli.display()));
-    assert!(
-        output.status.success(),
-        "`stemflow separate` failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        "`stemflow separate`",
+        Command::new(&cli)
+            .arg("separate")
+            .args(["--mode", "stream"])
+            .arg(&wav_path)
+            .arg("-o")
+            .arg(&out_dir),
     );
 
     let mut plugin = TestPlugin::load();
@@ -1238,18 +1232,13 @@ fn cli_mono_stems_at_another_rate_are_the_plugins_offline_stems() {
 
     let out_dir = dir.join("out");
     let cli = cli_path();
-    let output = Command::new(&cli)
-        .arg("separate")
-        .arg(&wav_path)
-        .args(["--mode", "stream", "--bit-depth", "32f", "--quiet", "-o"])
-        .arg(&out_dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cli.display()));
-    assert!(
-        output.status.success(),
-        "`stemflow separate` failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        "`stemflow separate`",
+        Command::new(&cli)
+            .arg("separate")
+            .arg(&wav_path)
+            .args(["--mode", "stream", "--bit-depth", "32f", "--quiet", "-o"])
+            .arg(&out_dir),
     );
 
     let mut plugin = TestPlugin::load();

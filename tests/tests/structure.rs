@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use stemflow_host_tests::{run_ok, workspace_root};
+
 /// Lines a source file of any crate may have before its unit tests.
 const MAX_FILE_LINES: usize = 700;
 
@@ -21,13 +23,6 @@ const CRATE_SOURCES: [&str; 10] = [
     "tests/src",
     "xtask/src",
 ];
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the tests crate sits in the workspace")
-        .to_path_buf()
-}
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -605,17 +600,13 @@ fn onnx_is_read_and_written_only_through_the_onnx_crate() {
 /// it: `cargo tree`'s view of one `cargo build -p package`.
 fn resolved_features(package: &str) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = std::process::Command::new(cargo)
-        .current_dir(workspace_root())
-        .args(["tree", "--locked", "-q", "-p", package])
-        .args(["-e", "normal,build,features", "--prefix", "none"])
-        .args(["-f", "{p}|{f}"])
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "cargo tree -p {package}: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_ok(
+        &format!("cargo tree -p {package}"),
+        std::process::Command::new(cargo)
+            .current_dir(workspace_root())
+            .args(["tree", "--locked", "-q", "-p", package])
+            .args(["-e", "normal,build,features", "--prefix", "none"])
+            .args(["-f", "{p}|{f}"]),
     );
     let mut crates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {

@@ -11,10 +11,10 @@
 //! not run them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use stemflow_host_tests::compare::max_abs_diff;
-use stemflow_host_tests::{cli_path, signal, wav, STEMS};
+use stemflow_host_tests::{cli_path, run_ok as run, signal, wav, STEMS};
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
 
@@ -61,20 +61,6 @@ fn wine(program: &str, args: &[&str]) -> Command {
         .env_remove("STEMFLOW_TEST_CLI")
         .env_remove("STEMFLOW_DATA_DIR");
     command
-}
-
-fn run(what: &str, command: &mut Command) -> Output {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
 }
 
 /// A fresh scratch folder for one test.

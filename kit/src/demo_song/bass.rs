@@ -19,21 +19,16 @@ pub(super) const BASS_HARMONICS: [f64; 2] = [0.35, 0.12];
 
 /// Renders the bass line as a mono track: root and fifth in eighth notes.
 pub(super) fn render_bass(song: &Song) -> Vec<f32> {
-    let mut track = song.silence();
-    song.for_each_eighth(|start_s, bar, eighth| {
+    let gate_s = BASS_GATE_FRACTION * EIGHTH_S;
+    let notes = song.eighths().map(|(start_s, bar, eighth)| {
         let midi = chord_of_bar(bar).bass_root_midi + BASS_PATTERN_SEMITONES[eighth];
         let velocity = if eighth % 2 == 0 { 1.0 } else { 0.8 };
-        let gate_s = BASS_GATE_FRACTION * EIGHTH_S;
-        let span = song.event_span(&mut track, start_s, gate_s + BASS_RELEASE_S);
-        bass_note(
-            span,
-            song.sample_rate_hz,
-            midi_to_hz(f64::from(midi)),
-            gate_s,
-            velocity,
-        );
+        (start_s, gate_s + BASS_RELEASE_S, (midi, velocity))
     });
-    track
+    song.render_events(notes, |span, (midi, velocity)| {
+        let pitch_hz = midi_to_hz(f64::from(midi));
+        bass_note(span, song.sample_rate_hz, pitch_hz, gate_s, velocity);
+    })
 }
 
 /// One bass note: a sine with two soft harmonics, plucked-style envelope.

@@ -42,8 +42,7 @@ pub(super) fn render_drums(song: &Song) -> StereoBuffer {
     let sample_rate_hz = song.sample_rate_hz;
     let mut centre = song.silence();
     let mut hats = song.silence();
-    let mut hit_index = 0;
-    song.for_each_eighth(|start_s, bar, eighth| {
+    for (hit_index, (start_s, bar, eighth)) in song.eighths().enumerate() {
         let is_fill_bar = bar % NUM_BARS_PER_LOOP == NUM_BARS_PER_LOOP - 1;
         let snare_pattern = if is_fill_bar {
             &SNARE_FILL_PATTERN
@@ -57,7 +56,7 @@ pub(super) fn render_drums(song: &Song) -> StereoBuffer {
                 span,
                 sample_rate_hz,
                 kick_velocity,
-                &mut Rng::for_event(KICK_SEED, hit_index),
+                &mut Rng::for_event(Instrument::Kick.seed(), hit_index),
             );
         }
         let snare_velocity = snare_pattern[eighth];
@@ -67,19 +66,18 @@ pub(super) fn render_drums(song: &Song) -> StereoBuffer {
                 span,
                 sample_rate_hz,
                 snare_velocity,
-                &mut Rng::for_event(SNARE_SEED, hit_index),
+                &mut Rng::for_event(Instrument::Snare.seed(), hit_index),
             );
         }
         // The hat makes room for the snare's pickup at the end of a fill bar.
         let is_pickup = is_fill_bar && eighth == NUM_EIGHTHS_PER_BAR - 1;
         if !is_pickup {
-            let mut rng = Rng::for_event(HAT_SEED, hit_index);
+            let mut rng = Rng::for_event(Instrument::Hat.seed(), hit_index);
             let velocity = HAT_PATTERN[eighth] * (1.0 + HAT_HUMANIZE * rng.next_bipolar());
             let span = song.event_span(&mut hats, start_s, HAT_LENGTH_S);
             hi_hat(span, sample_rate_hz, velocity, &mut rng);
         }
-        hit_index += 1;
-    });
+    }
     HAT_GAINS.map(|gain| {
         centre
             .iter()

@@ -207,6 +207,13 @@ mod tests {
             .fold(0.0, |peak, x| peak.max(x.abs()))
     }
 
+    /// The song's stems with their names, in the order of [`DemoSong::stems`].
+    fn named_stems(song: &DemoSong) -> impl Iterator<Item = (&str, &StereoBuffer)> {
+        ["vocals", "drums", "bass", "other"]
+            .into_iter()
+            .zip(song.stems())
+    }
+
     fn energy(samples: &[f32]) -> f64 {
         samples.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
     }
@@ -326,10 +333,7 @@ mod tests {
     #[test]
     fn levels_are_within_bounds() {
         let song = default_song();
-        for (name, stem) in ["vocals", "drums", "bass", "other"]
-            .iter()
-            .zip(song.stems())
-        {
+        for (name, stem) in named_stems(song) {
             let stem_peak = peak(stem);
             assert!(
                 (0.1..=0.5).contains(&stem_peak),
@@ -343,10 +347,7 @@ mod tests {
     #[test]
     fn no_non_finite_samples_and_no_dc() {
         let song = default_song();
-        for (name, stem) in ["vocals", "drums", "bass", "other"]
-            .iter()
-            .zip(song.stems())
-        {
+        for (name, stem) in named_stems(song) {
             for channel in stem {
                 assert!(
                     channel.iter().all(|x| x.is_finite()),

@@ -39,17 +39,12 @@ pub(super) fn render_other(song: &Song) -> StereoBuffer {
 
 /// Renders one pad chord per bar, then low-passes the whole pad.
 pub(super) fn render_pad(song: &Song) -> Vec<f32> {
-    let mut track = song.silence();
-    for bar in 0..song.num_bars {
-        let span = song.event_span(&mut track, bar as f64 * BAR_S, BAR_S + PAD_RELEASE_S);
-        let mut rng = Rng::for_event(PAD_SEED, bar);
-        pad_chord(
-            span,
-            song.sample_rate_hz,
-            &chord_of_bar(bar).pad_midi,
-            &mut rng,
-        );
-    }
+    let chords = (0..song.num_bars).map(|bar| (bar as f64 * BAR_S, BAR_S + PAD_RELEASE_S, bar));
+    let mut track = song.render_events(chords, |span, bar| {
+        let mut rng = Rng::for_event(Instrument::Pad.seed(), bar);
+        let notes_midi = &chord_of_bar(bar).pad_midi;
+        pad_chord(span, song.sample_rate_hz, notes_midi, &mut rng);
+    });
     let mut low_pass = Biquad::low_pass(song.sample_rate_hz, PAD_LOW_PASS_HZ, 0.707);
     for sample in track.iter_mut() {
         *sample = low_pass.process(f64::from(*sample)) as f32;
@@ -84,23 +79,19 @@ pub(super) fn pad_chord(out: &mut [f32], sample_rate_hz: f64, notes_midi: &[u8; 
 
 /// Renders the guitar arpeggio as a mono track.
 pub(super) fn render_guitar(song: &Song) -> Vec<f32> {
-    let mut track = song.silence();
-    let mut pluck_index = 0;
-    song.for_each_eighth(|start_s, bar, eighth| {
-        let midi = chord_of_bar(bar).guitar_midi[GUITAR_PATTERN[eighth]];
-        let velocity = if eighth % 2 == 0 { 1.0 } else { 0.75 };
-        let span = song.event_span(&mut track, start_s, GUITAR_LENGTH_S);
-        let mut rng = Rng::for_event(GUITAR_SEED, pluck_index);
-        pluck(
-            span,
-            song.sample_rate_hz,
-            midi_to_hz(f64::from(midi)),
-            velocity,
-            &mut rng,
-        );
-        pluck_index += 1;
-    });
-    track
+    let plucks = song
+        .eighths()
+        .enumerate()
+        .map(|(pluck_index, (start_s, bar, eighth))| {
+            let midi = chord_of_bar(bar).guitar_midi[GUITAR_PATTERN[eighth]];
+            let velocity = if eighth % 2 == 0 { 1.0 } else { 0.75 };
+            (start_s, GUITAR_LENGTH_S, (pluck_index, midi, velocity))
+        });
+    song.render_events(plucks, |span, (pluck_index, midi, velocity)| {
+        let mut rng = Rng::for_event(Instrument::Guitar.seed(), pluck_index);
+        let pitch_hz = midi_to_hz(f64::from(midi));
+        pluck(span, song.sample_rate_hz, pitch_hz, velocity, &mut rng);
+    })
 }
 
 /// One plucked string (Karplus–Strong): a delay line one period long, filled with a burst of

@@ -28,32 +28,24 @@ pub(super) struct Chord {
     pub(super) guitar_midi: [u8; 4],
 }
 
+pub(super) const fn chord(bass_root_midi: u8, pad_midi: [u8; 3], guitar_midi: [u8; 4]) -> Chord {
+    Chord {
+        bass_root_midi,
+        pad_midi,
+        guitar_midi,
+    }
+}
+
 /// The four-chord loop, one chord per bar.
 pub(super) const PROGRESSION: [Chord; 4] = [
     // Am: A C E
-    Chord {
-        bass_root_midi: 33,
-        pad_midi: [57, 60, 64],
-        guitar_midi: [57, 64, 69, 72],
-    },
+    chord(33, [57, 60, 64], [57, 64, 69, 72]),
     // F: F A C
-    Chord {
-        bass_root_midi: 29,
-        pad_midi: [57, 60, 65],
-        guitar_midi: [53, 60, 65, 69],
-    },
+    chord(29, [57, 60, 65], [53, 60, 65, 69]),
     // C: C E G
-    Chord {
-        bass_root_midi: 36,
-        pad_midi: [55, 60, 64],
-        guitar_midi: [60, 67, 72, 76],
-    },
+    chord(36, [55, 60, 64], [60, 67, 72, 76]),
     // G: G B D
-    Chord {
-        bass_root_midi: 31,
-        pad_midi: [55, 59, 62],
-        guitar_midi: [55, 62, 67, 71],
-    },
+    chord(31, [55, 59, 62], [55, 62, 67, 71]),
 ];
 
 /// Length of the progression (and of the melody) in bars.
@@ -164,14 +156,29 @@ impl Song {
         &mut track[start..end]
     }
 
-    /// Calls `play(start_s, bar, eighth)` for every eighth note of the song, in order.
-    pub(super) fn for_each_eighth(&self, mut play: impl FnMut(f64, usize, usize)) {
-        for bar in 0..self.num_bars {
-            for eighth in 0..NUM_EIGHTHS_PER_BAR {
+    /// Every eighth note of the song, in order, as `(start_s, bar, eighth)`.
+    pub(super) fn eighths(&self) -> impl Iterator<Item = (f64, usize, usize)> {
+        (0..self.num_bars).flat_map(|bar| {
+            (0..NUM_EIGHTHS_PER_BAR).map(move |eighth| {
                 let start_s = bar as f64 * BAR_S + eighth as f64 * EIGHTH_S;
-                play(start_s, bar, eighth);
-            }
+                (start_s, bar, eighth)
+            })
+        })
+    }
+
+    /// Renders a part's events, in order, into a silent track: for each `(start_s, duration_s,
+    /// event)`, `play(span, event)` adds the event into the span of the track it covers (see
+    /// [`Song::event_span`]).
+    pub(super) fn render_events<E>(
+        &self,
+        events: impl IntoIterator<Item = (f64, f64, E)>,
+        mut play: impl FnMut(&mut [f32], E),
+    ) -> Vec<f32> {
+        let mut track = self.silence();
+        for (start_s, duration_s, event) in events {
+            play(self.event_span(&mut track, start_s, duration_s), event);
         }
+        track
     }
 }
 
@@ -180,10 +187,21 @@ pub(super) fn chord_of_bar(bar: usize) -> &'static Chord {
     &PROGRESSION[bar % NUM_BARS_PER_LOOP]
 }
 
-/// Seeds of each instrument's noise; each event mixes its index in (see [`Rng::for_event`]).
-pub(super) const VOICE_SEED: u64 = 0x5745_4D46_4C4F_5701;
-pub(super) const KICK_SEED: u64 = 0x5745_4D46_4C4F_5702;
-pub(super) const SNARE_SEED: u64 = 0x5745_4D46_4C4F_5703;
-pub(super) const HAT_SEED: u64 = 0x5745_4D46_4C4F_5704;
-pub(super) const PAD_SEED: u64 = 0x5745_4D46_4C4F_5705;
-pub(super) const GUITAR_SEED: u64 = 0x5745_4D46_4C4F_5706;
+/// The instruments that play noise, each with its own seed ([`Instrument::seed`]); each event
+/// mixes its index in (see [`Rng::for_event`]).
+#[derive(Clone, Copy)]
+pub(super) enum Instrument {
+    Voice = 1,
+    Kick,
+    Snare,
+    Hat,
+    Pad,
+    Guitar,
+}
+
+impl Instrument {
+    /// The seed of the instrument's noise: its number over a common base.
+    pub(super) const fn seed(self) -> u64 {
+        0x5745_4D46_4C4F_5700 + self as u64
+    }
+}

@@ -53,66 +53,66 @@ impl Vowel {
     /// table; gains 0 dB, then the listed level in dB, as linear factors). Bandwidths are a bit
     /// wider than the table's so that every note of the tune excites each formant.
     pub(super) const fn formants(self) -> [Formant; 3] {
-        match self {
-            // 0 / −6 / −7 dB
-            Vowel::A => [
-                formant(650.0, 90.0, 1.0),
-                formant(1080.0, 100.0, 0.501),
-                formant(2650.0, 130.0, 0.447),
-            ],
-            // 0 / −14 / −12 dB
-            Vowel::E => [
-                formant(400.0, 80.0, 1.0),
-                formant(1700.0, 100.0, 0.200),
-                formant(2600.0, 120.0, 0.251),
-            ],
-            // 0 / −15 / −18 dB
-            Vowel::I => [
-                formant(290.0, 60.0, 1.0),
-                formant(1870.0, 100.0, 0.178),
-                formant(2800.0, 120.0, 0.126),
-            ],
-            // 0 / −10 / −12 dB
-            Vowel::O => [
-                formant(400.0, 60.0, 1.0),
-                formant(800.0, 90.0, 0.316),
-                formant(2600.0, 120.0, 0.251),
-            ],
-            // 0 / −20 / −17 dB
-            Vowel::U => [
-                formant(350.0, 60.0, 1.0),
-                formant(600.0, 80.0, 0.100),
-                formant(2700.0, 120.0, 0.141),
-            ],
-        }
+        FORMANTS[self as usize]
     }
 }
 
+/// [`Vowel::formants`] of each vowel, in the order of the variants.
+const FORMANTS: [[Formant; 3]; 5] = [
+    // A: 0 / −6 / −7 dB
+    [
+        formant(650.0, 90.0, 1.0),
+        formant(1080.0, 100.0, 0.501),
+        formant(2650.0, 130.0, 0.447),
+    ],
+    // E: 0 / −14 / −12 dB
+    [
+        formant(400.0, 80.0, 1.0),
+        formant(1700.0, 100.0, 0.200),
+        formant(2600.0, 120.0, 0.251),
+    ],
+    // I: 0 / −15 / −18 dB
+    [
+        formant(290.0, 60.0, 1.0),
+        formant(1870.0, 100.0, 0.178),
+        formant(2800.0, 120.0, 0.126),
+    ],
+    // O: 0 / −10 / −12 dB
+    [
+        formant(400.0, 60.0, 1.0),
+        formant(800.0, 90.0, 0.316),
+        formant(2600.0, 120.0, 0.251),
+    ],
+    // U: 0 / −20 / −17 dB
+    [
+        formant(350.0, 60.0, 1.0),
+        formant(600.0, 80.0, 0.100),
+        formant(2700.0, 120.0, 0.141),
+    ],
+];
+
 /// Renders the melody, looped over the song, as a mono track.
 pub(super) fn render_vocals(song: &Song) -> Vec<f32> {
-    let mut track = song.silence();
     let num_loops = song.num_bars.div_ceil(NUM_BARS_PER_LOOP);
     let loop_s = BAR_S * NUM_BARS_PER_LOOP as f64;
-    let mut note_index = 0;
-    for loop_index in 0..num_loops {
-        for note in &MELODY {
+    let notes = (0..num_loops)
+        .flat_map(|loop_index| MELODY.iter().map(move |note| (loop_index, note)))
+        .enumerate()
+        .map(|(note_index, (loop_index, note))| {
             let start_s = loop_index as f64 * loop_s + note.start_beat * BEAT_S;
             let gate_s = note.num_beats * BEAT_S;
-            let span = song.event_span(&mut track, start_s, gate_s + VOICE_RELEASE_S);
-            let vowel = LYRIC_VOWELS[note_index % LYRIC_VOWELS.len()];
-            let mut rng = Rng::for_event(VOICE_SEED, note_index);
-            sing(
-                span,
-                song.sample_rate_hz,
-                midi_to_hz(f64::from(note.midi)),
-                gate_s,
-                vowel,
-                &mut rng,
-            );
-            note_index += 1;
-        }
-    }
-    track
+            (
+                start_s,
+                gate_s + VOICE_RELEASE_S,
+                (note_index, note, gate_s),
+            )
+        });
+    song.render_events(notes, |span, (note_index, note, gate_s)| {
+        let vowel = LYRIC_VOWELS[note_index % LYRIC_VOWELS.len()];
+        let mut rng = Rng::for_event(Instrument::Voice.seed(), note_index);
+        let pitch_hz = midi_to_hz(f64::from(note.midi));
+        sing(span, song.sample_rate_hz, pitch_hz, gate_s, vowel, &mut rng);
+    })
 }
 
 /// Sings one note into `out`: a glottal source through three formant resonators.

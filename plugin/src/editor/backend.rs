@@ -358,23 +358,28 @@ mod tests {
         assert_eq!(backend.model().model_task, ModelTask::Idle);
     }
 
+    /// A backend over `shared` and `params`, the saved separator the model at `model_path`,
+    /// that has chosen the built-in separator (and seen the choice saved).
+    fn backend_that_chose_the_builtin(
+        shared: &Arc<PluginShared>,
+        params: &Arc<StemflowParams>,
+        model_path: &str,
+    ) -> PluginBackend {
+        let mut saved = params.saved.get();
+        saved.separator = SeparatorChoice::Model(model_path.into());
+        params.saved.set_state(saved);
+        let mut backend = PluginBackend::new(shared.clone(), params.clone());
+        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
+        wait_until_chosen(&mut backend, params, &SeparatorChoice::Builtin);
+        backend
+    }
+
     #[test]
     fn choosing_a_separator_while_inactive_keeps_it_for_the_next_activation() {
         let shared = Arc::new(PluginShared::default());
         let params = Arc::new(StemflowParams::default());
-        let mut saved = params.saved.get();
-        saved.separator = SeparatorChoice::Model("/nowhere/model.onnx".into());
-        params.saved.set_state(saved);
-        let mut backend = PluginBackend::new(shared.clone(), params.clone());
-        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
-        wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
-        assert!(shared
-            .take_prepared(
-                &SeparatorChoice::Builtin,
-                DeviceChoice::Auto,
-                LookAhead::Full
-            )
-            .is_some());
+        let _backend = backend_that_chose_the_builtin(&shared, &params, "/nowhere/model.onnx");
+        assert!(shared.take_prepared_builtin().is_some());
     }
 
     #[test]
@@ -414,20 +419,9 @@ mod tests {
             retiring: Default::default(),
         }));
         let mut current = Box::new(handle);
-        let mut saved = params.saved.get();
-        saved.separator = SeparatorChoice::Model("/running/model.onnx".into());
-        params.saved.set_state(saved);
-        let mut backend = PluginBackend::new(shared.clone(), params.clone());
-        backend.perform(EditorAction::ChooseSeparator(SeparatorChoice::Builtin));
-        wait_until_chosen(&mut backend, &params, &SeparatorChoice::Builtin);
+        let mut backend = backend_that_chose_the_builtin(&shared, &params, "/running/model.onnx");
         assert!(
-            shared
-                .take_prepared(
-                    &SeparatorChoice::Builtin,
-                    DeviceChoice::Auto,
-                    LookAhead::Full
-                )
-                .is_none(),
+            shared.take_prepared_builtin().is_none(),
             "a running plugin gets the stream, not a separator for later"
         );
         let snapshot = shared.stream_snapshot().unwrap();

@@ -16,7 +16,7 @@ use super::status::status;
 use super::strips::strips;
 use super::theme;
 use super::view_state::ViewState;
-use super::widgets::toggle;
+use super::widgets::toggle_sized;
 use crate::params::StemflowParams;
 
 /// Draws the whole editor into `ui` and returns the actions the user took this frame.
@@ -66,13 +66,14 @@ fn header(ui: &mut Ui, params: &StemflowParams, setter: &ParamSetter) {
         );
         ui.label(RichText::new("stem splitter").color(theme::TEXT_DIM));
         ui.with_layout(Layout::right_to_left(Align::Center), |ui| {
-            toggle(
+            toggle_sized(
                 ui,
                 &params.bypass,
                 setter,
                 "Bypass",
                 "Bypass",
                 theme::BYPASS_ON,
+                0.0,
             )
             .on_hover_text("Pass the input through (delayed by the latency) and silence the stems");
         });

@@ -52,17 +52,8 @@ pub fn format_download_size(bytes: u64) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Stem strips
-/// A toggle button bound to a [`BoolParam`]: one gesture per click.
-pub(super) fn toggle(
-    ui: &mut Ui,
-    param: &BoolParam,
-    setter: &ParamSetter,
-    text: &str,
-    accessible_label: &str,
-    on_colour: Color32,
-) -> egui::Response {
-    toggle_sized(ui, param, setter, text, accessible_label, on_colour, 0.0)
-}
+/// A toggle button bound to a [`BoolParam`], at least `width` wide (0: as wide as its text):
+/// one gesture per click.
 pub(super) fn toggle_sized(
     ui: &mut Ui,
     param: &BoolParam,

@@ -401,13 +401,7 @@ pub struct PortInfo {
 }
 
 /// The ports of the current configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Ports {
-    /// Input ports, main first.
-    pub inputs: Vec<PortInfo>,
-    /// Output ports, main first.
-    pub outputs: Vec<PortInfo>,
-}
+pub type Ports = crate::PortLayout<PortInfo>;
 
 /// One plugin instance and its host. Main-thread calls only: see the module docs.
 pub struct ClapInstance {

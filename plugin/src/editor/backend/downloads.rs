@@ -198,19 +198,13 @@ mod tests {
 
     /// A loopback mirror serving `body` for every path, in small pieces when `trickle`.
     fn mirror(body: Vec<u8>, trickle: bool) -> String {
-        use std::io::{BufRead, BufReader, Write};
+        use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                }
+                stemflow_kit::loopback::read_request_head(&stream);
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
