@@ -8,9 +8,9 @@
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::runtime::session::live_session_count;
+use stemflow_engine::SeparatorChoice;
 use stemflow_kit::demo_song::DemoSong;
 
 use crate::hop_timing::run_hops;
@@ -64,7 +64,7 @@ pub fn bench_instances(
     instances: usize,
     is_json: bool,
 ) -> Result<(), String> {
-    let dirs = stemflow_engine::models::models_dirs(&[]);
+    let dirs = stemflow_engine::models_dirs(&[]);
     let model = SeparatorChoice::resolve(model_arg, &dirs).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for count in [1, instances.max(1)] {

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{ExtraStems, Stem};
 use stemflow_kit::demo_song::{DemoSong, DEMO_DURATION_S, DEMO_SAMPLE_RATE_HZ};
 use stemflow_kit::metrics::sdr_db;
@@ -65,7 +65,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
     );
 
     // The built-in always; the neural models too when `stemflow models get` put them there.
-    let dirs = stemflow_engine::models::models_dirs(&[]);
+    let dirs = stemflow_engine::models_dirs(&[]);
     let mut runs = vec![("Built-in", SeparatorChoice::Builtin, output.to_path_buf())];
     for (label, name) in NEURAL_ROWS {
         if let Ok(choice) = SeparatorChoice::resolve(name, &dirs) {
@@ -92,7 +92,7 @@ fn demo(output: &Path, duration_s: f32) -> Result<(), String> {
             device: DeviceChoice::Auto,
             mode: stemflow_engine::whole_file::SeparationMode::WholeFile,
             other: stemflow_engine::whole_file::OtherStem::Residual,
-            look_ahead: stemflow_engine::look_ahead::LookAhead::Full,
+            look_ahead: stemflow_engine::LookAhead::Full,
             is_strict_device: false,
             stems: Stem::FOUR.to_vec(),
             are_stems_named: false,

@@ -5,14 +5,14 @@
 //! (as MSST's `ensemble.py` combines the members' files).
 
 use stemflow_engine::ensemble::{EnsembleMethod, EnsembleOfflineStream};
-use stemflow_engine::look_ahead::LookAhead;
-use stemflow_engine::offline::StemFrames;
 use stemflow_engine::runtime::devices::ActiveDevice;
-use stemflow_engine::separator::{Separator, SeparatorInfo};
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator, WholeFileStream,
 };
+use stemflow_engine::LookAhead;
+use stemflow_engine::StemFrames;
 use stemflow_engine::{EngineError, ExtraStems, ModelError, Stem};
+use stemflow_engine::{Separator, SeparatorInfo};
 
 use crate::model_spec::ModelSpec;
 

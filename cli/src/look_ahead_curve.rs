@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::time::Instant;
 
-use stemflow_engine::choice::SeparatorChoice;
-use stemflow_engine::look_ahead::{LookAhead, LOOK_AHEAD_CHOICES};
-use stemflow_engine::models::models_dirs;
-use stemflow_engine::offline::{OfflineStream, StemFrames};
+use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{EngineError, Stem};
+use stemflow_engine::{LookAhead, LOOK_AHEAD_CHOICES};
+use stemflow_engine::{OfflineStream, StemFrames};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::ensemble::{EnsembleAlgorithm, EnsembleMethod, EnsembleSpec};
+use stemflow_engine::SeparatorChoice;
 
 use crate::error::CliError;
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use stemflow_engine::builtin::BUILTIN_DISPLAY_NAME;
+use stemflow_engine::BUILTIN_DISPLAY_NAME;
 
 use crate::error::CliError;
 
@@ -91,8 +91,8 @@ fn list_models(extra_dirs: &[PathBuf], is_json: bool) -> Result<(), String> {
             ));
         }
     }
-    let dirs = stemflow_engine::models::models_dirs(extra_dirs);
-    let models = stemflow_engine::models::scan_models(&dirs);
+    let dirs = stemflow_engine::models_dirs(extra_dirs);
+    let models = stemflow_engine::scan_models(&dirs);
     if is_json {
         let value = serde_json::json!({
             "folders": dirs,

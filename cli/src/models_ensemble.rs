@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::hybrid::{RouteFile, ROUTE_EXTENSION};
-use stemflow_engine::models::models_dirs;
+use stemflow_engine::models_dirs;
+use stemflow_engine::SeparatorChoice;
 
 use crate::error::CliError;
 use crate::model_spec::{EnsembleArgs, ModelSpec};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use stemflow_convert::mdx::MdxStft;
 use stemflow_engine::families::stft_of_model;
-use stemflow_engine::models::ModelFamily;
+use stemflow_engine::ModelFamily;
 use stemflow_fetch::import::{import_model, ImportKind, ImportOptions};
 
 use crate::error::CliError;
@@ -52,7 +52,7 @@ pub fn run(args: &ImportArgs) -> Result<(), CliError> {
     };
     let mut description = None;
     let imported = import_model(&args.file, &models_dir, &options, &mut |path| {
-        let info = stemflow_engine::models::inspect_model(path);
+        let info = stemflow_engine::inspect_model(path);
         match (info.error, info.family) {
             (Some(error), _) => Err(error),
             (None, None) => Err("no model family recognises its graph".into()),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::choice::{models_dirs, SeparatorChoice, ROUTE_EXTENSION};
+use stemflow_engine::{models_dirs, SeparatorChoice, ROUTE_EXTENSION};
 use stemflow_onnx::kernels::{inspect, sources, Inspection, NodeFinding, Provider};
 
 use crate::error::CliError;

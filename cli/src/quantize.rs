@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use stemflow_convert::float16::convert_model;
 use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
-use stemflow_engine::choice::{models_dirs, SeparatorChoice};
 use stemflow_engine::families::{sidecar_candidates, uvr_table_entry};
+use stemflow_engine::{models_dirs, SeparatorChoice};
 use stemflow_fetch::files::write_new_file;
 
 use crate::error::CliError;

@@ -1,7 +1,7 @@
 //! Speed of the built-in separator and of the audio-thread side of a running stream.
 //!
 //! `cargo bench -p stemflow-engine`. Real-time factors: the separator processes
-//! `HOP_SAMPLES / 44_100` s of audio per hop; `process()` at 128 frames/48 kHz has 2.67 ms.
+//! `BUILTIN_HOP_SAMPLES / 44_100` s of audio per hop; `process()` at 128 frames/48 kHz has 2.67 ms.
 
 // criterion's `criterion_group!` generates an undocumented `pub fn`.
 #![allow(missing_docs)]
@@ -9,25 +9,25 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stemflow_engine::builtin::{BuiltinSeparator, BUILTIN_SAMPLE_RATE_HZ, HOP_SAMPLES};
-use stemflow_engine::planar::PlanarBlock;
-use stemflow_engine::separator::{Separator, SEPARATED_CHANNELS};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use stemflow_engine::PlanarBlock;
+use stemflow_engine::{BuiltinSeparator, BUILTIN_HOP_SAMPLES, BUILTIN_SAMPLE_RATE_HZ};
+use stemflow_engine::{Separator, SEPARATED_CHANNELS};
 use stemflow_kit::demo_song::DemoSong;
 
 fn builtin_separator(c: &mut Criterion) {
     let song = DemoSong::generate(BUILTIN_SAMPLE_RATE_HZ, 4.0);
     let mix = song.mix();
     let mut separator = BuiltinSeparator::new();
-    let mut input = PlanarBlock::new(2, HOP_SAMPLES);
-    let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, HOP_SAMPLES);
-    let num_hops = mix[0].len() / HOP_SAMPLES;
+    let mut input = PlanarBlock::new(2, BUILTIN_HOP_SAMPLES);
+    let mut stems = PlanarBlock::new(SEPARATED_CHANNELS, BUILTIN_HOP_SAMPLES);
+    let num_hops = mix[0].len() / BUILTIN_HOP_SAMPLES;
     let mut hop = 0;
     let mut group = c.benchmark_group("builtin_separator");
-    group.throughput(Throughput::Elements(HOP_SAMPLES as u64));
+    group.throughput(Throughput::Elements(BUILTIN_HOP_SAMPLES as u64));
     group.bench_function("hop_1024_frames_44k1", |b| {
         b.iter(|| {
-            let range = hop * HOP_SAMPLES..(hop + 1) * HOP_SAMPLES;
+            let range = hop * BUILTIN_HOP_SAMPLES..(hop + 1) * BUILTIN_HOP_SAMPLES;
             input.channel_mut(0).copy_from_slice(&mix[0][range.clone()]);
             input.channel_mut(1).copy_from_slice(&mix[1][range]);
             separator.process_hop(&input, &mut stems).unwrap();

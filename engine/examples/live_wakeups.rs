@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use stemflow_engine::builtin::BuiltinSeparator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use stemflow_engine::BuiltinSeparator;
 
 const HOST_RATE_HZ: u32 = 48_000;
 

@@ -301,8 +301,10 @@ impl OfflineStream {
 
 /// Separates a whole stereo signal. Runs the stream in offline mode, feeds the input followed by
 /// `latency` frames of silence and keeps the output from frame `latency` on, so the result is
-/// exactly what the plugin renders offline, shifted by its latency. Not realtime-safe.
-pub fn separate(
+/// exactly what the plugin renders offline, shifted by its latency. For tests, which compare
+/// other ways of separating with it. Not realtime-safe.
+#[cfg(test)]
+pub(crate) fn separate(
     separator: Box<dyn Separator>,
     input: &[Vec<f32>; 2],
     sample_rate_hz: u32,
@@ -312,7 +314,8 @@ pub fn separate(
 
 /// [`separate`], calling `progress` with the fraction of the input done (0..=1) after each
 /// block. Not realtime-safe: allocates the whole result.
-pub fn separate_with_progress(
+#[cfg(test)]
+fn separate_with_progress(
     separator: Box<dyn Separator>,
     input: &[Vec<f32>; 2],
     sample_rate_hz: u32,

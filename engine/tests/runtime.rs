@@ -15,8 +15,8 @@ use stemflow_engine::runtime::model_file::read_model_file;
 use stemflow_engine::runtime::runner::run_graph;
 use stemflow_engine::runtime::runtime;
 use stemflow_engine::runtime::signature::GraphSignature;
-use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
+use stemflow_engine::Separator;
 use stemflow_engine::{Stem, NUM_STEMS};
 use stemflow_kit::testing::{fixtures_dir, scratch_dir};
 

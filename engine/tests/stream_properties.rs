@@ -3,10 +3,10 @@
 //! host rate the stems sum to the input and nothing is NaN or infinite.
 
 use proptest::prelude::*;
-use stemflow_engine::builtin::BuiltinSeparator;
-use stemflow_engine::passthrough::PassthroughSeparator;
-use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
+use stemflow_engine::BuiltinSeparator;
+use stemflow_engine::PassthroughSeparator;
+use stemflow_engine::Separator;
 use stemflow_engine::{Stem, NUM_STEMS};
 
 const MAX_BLOCK: usize = 1024;

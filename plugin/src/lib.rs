@@ -27,16 +27,16 @@ use std::time::Instant;
 use nice_plug::prelude::*;
 use port_set::{MultiOutput, PortSet, SingleBus, TEN_CHANNEL_OUTPUT_CHANNELS};
 use render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
-use stemflow_engine::builtin::BuiltinSeparator;
-use stemflow_engine::choice::SeparatorChoice;
-use stemflow_engine::dsp::DenormalGuard;
-use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::{devices, DeviceChoice};
-use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{
     spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_RUN_LIMIT,
     OFFLINE_WAIT_TIMEOUT,
 };
+use stemflow_engine::BuiltinSeparator;
+use stemflow_engine::DenormalGuard;
+use stemflow_engine::LookAhead;
+use stemflow_engine::Separator;
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 use swap::{stream_swap_channel, StreamSwapHandle};
 
@@ -286,8 +286,8 @@ impl<V: PortSet> StemflowPlugin<V> {
         let mut choice = saved.separator.clone();
         if let (SeparatorChoice::Model(path), Some(sha256)) = (&choice, &saved.model_sha256) {
             if !path.is_file() {
-                let dirs = stemflow_engine::models::models_dirs(&[]);
-                if let Some(found) = stemflow_engine::models::find_by_sha256(sha256, &dirs) {
+                let dirs = stemflow_engine::models_dirs(&[]);
+                if let Some(found) = stemflow_engine::find_by_sha256(sha256, &dirs) {
                     self.params.saved.set_notice(StateNotice::ModelMoved {
                         from: path.display().to_string(),
                         to: found.display().to_string(),

@@ -5,7 +5,7 @@
 use crate::params::StemflowParams;
 use crate::saved_state::StateNotice;
 use crate::shared::{PluginShared, PreparedSeparator, SwapRefused};
-use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::SeparatorChoice;
 
 /// The plugin's background tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

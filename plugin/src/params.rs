@@ -1,7 +1,7 @@
 //! The plugin's parameters and its persisted (non-automatable) state.
 
 use nice_plug::prelude::*;
-use stemflow_engine::look_ahead::LookAhead;
+use stemflow_engine::LookAhead;
 use stemflow_engine::{ExtraStems, Stem};
 
 use crate::editor_size::EditorSizeField;

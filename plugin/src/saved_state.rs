@@ -4,8 +4,8 @@
 //! nice-plug's state JSON); the fuzz crate (`fuzz/`) drives it with arbitrary JSON.
 
 use serde::{Deserialize, Serialize};
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::SeparatorChoice;
 
 /// The current version of [`SavedState`]'s format.
 pub const SAVED_STATE_VERSION: u32 = 1;

@@ -15,11 +15,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stemflow_engine::choice::SeparatorChoice;
-use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
-use stemflow_engine::separator::Separator;
 use stemflow_engine::stream::{spawn_stream, StemStreamController, StreamConfig, StreamStats};
+use stemflow_engine::LookAhead;
+use stemflow_engine::Separator;
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::NUM_STEMS;
 
 use crate::swap::StreamSwapSender;
@@ -351,7 +351,7 @@ mod tests {
             choice: SeparatorChoice::Builtin,
             device: DeviceChoice::Auto,
             look_ahead: LookAhead::Full,
-            separator: Box::new(stemflow_engine::builtin::BuiltinSeparator::new()),
+            separator: Box::new(stemflow_engine::BuiltinSeparator::new()),
         };
         shared.set_prepared(prepare());
         assert!(shared

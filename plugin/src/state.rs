@@ -71,8 +71,8 @@ mod tests {
     use super::*;
     use nice_plug::params::persist::PersistentField;
     use serde_json::json;
-    use stemflow_engine::choice::SeparatorChoice;
     use stemflow_engine::runtime::devices::DeviceChoice;
+    use stemflow_engine::SeparatorChoice;
 
     #[test]
     fn state_from_a_newer_version_is_saved_back_until_the_user_changes_it() {

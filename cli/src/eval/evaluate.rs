@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use stemflow_engine::offline::StemFrames;
+use stemflow_engine::StemFrames;
 use stemflow_engine::{EngineError, Stem};
 use stemflow_kit::bsseval::TrackScores;
 

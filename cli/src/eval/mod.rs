@@ -17,10 +17,10 @@ mod track;
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::look_ahead::LookAhead;
-use stemflow_engine::models::models_dirs;
+use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::whole_file::WholeFileOptions;
+use stemflow_engine::LookAhead;
 
 use crate::error::CliError;
 use crate::loaded_model::LoadedModel;

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use stemflow_engine::offline::StemFrames;
+use stemflow_engine::StemFrames;
 
 use super::decode_ahead::{DecodeAhead, PendingDecode};
 use super::new_folder::NewFolderGuard;

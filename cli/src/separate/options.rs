@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::look_ahead::LookAhead;
 use stemflow_engine::runtime::devices::DeviceChoice;
 use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions};
+use stemflow_engine::LookAhead;
 use stemflow_engine::{EngineError, Stem};
 
 use super::manifest::Shard;

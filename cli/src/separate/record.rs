@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::choice::{models_dirs, SeparatorChoice};
 use stemflow_engine::hybrid::{is_route_file, RouteFile, StageSeparator};
+use stemflow_engine::{models_dirs, SeparatorChoice};
 
 use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::offline::StemFrames;
 use stemflow_engine::Stem;
+use stemflow_engine::StemFrames;
 
 use super::options::{Failure, SeparateOptions};
 use crate::decode::SourceInfo;

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
 
 pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
@@ -229,7 +229,7 @@ pub fn separate(
 
 /// Streams `input` through `separator` offline, stems aligned to the input.
 pub fn separate_with(
-    separator: Box<dyn stemflow_engine::separator::Separator>,
+    separator: Box<dyn stemflow_engine::Separator>,
     input: &[Vec<f32>; 2],
     extra_stems: ExtraStems,
 ) -> [[Vec<f32>; 2]; NUM_STEMS] {

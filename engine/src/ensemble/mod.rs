@@ -1,7 +1,7 @@
 //! Ensembles: several separators run on the same input and their stems combined stem by stem,
 //! as producers combine models with UVR's ensemble mode or MSST's `ensemble.py`.
 //!
-//! - [`EnsembleMethod`] ([`method`]): the algorithm — MSST's `avg_wave`, `median_wave`,
+//! - [`EnsembleMethod`] (`method.rs`): the algorithm — MSST's `avg_wave`, `median_wave`,
 //!   `min_wave`, `max_wave`, `avg_fft`, `median_fft`, `min_fft`, `max_fft` (weights for the
 //!   averages), UVR's *Max Spec*, *Min Spec* and *Average* — exactly as their code computes it:
 //!   librosa's STFT (2048 points, hop 1024, periodic Hann, `center=True`, silence padded at the

@@ -1,5 +1,5 @@
 //! Hybrid stems: one separator per stem, chained. A route (a `*.stemflow-route` JSON file in a
-//! models folder, [`route_file`]) says which separator serves which stems; the
+//! models folder, `route_file.rs`) says which separator serves which stems; the
 //! [`RoutedSeparator`] runs them in order, each on what the earlier ones left: the first takes
 //! its stems from the mix, the next separates the mix minus those, and so on. Other is what the
 //! last one leaves, so the stems still sum to the input exactly. One latency for the whole: the

@@ -7,12 +7,12 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once, OnceLock};
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::runtime::runtime;
+use stemflow_engine::SeparatorChoice;
 
 /// Model discovery.
-pub(crate) use stemflow_engine::models;
+use stemflow_engine::{models_dirs, scan_models};
 
 mod downloads;
 mod rtf_meter;
@@ -108,9 +108,8 @@ impl PluginBackend {
         let spawned = std::thread::Builder::new()
             .name("stemflow-model-scan".into())
             .spawn(move || loop {
-                let dirs = models::models_dirs(&[]);
-                let found =
-                    std::panic::catch_unwind(|| models::scan_models(&dirs)).unwrap_or_default();
+                let dirs = models_dirs(&[]);
+                let found = std::panic::catch_unwind(|| scan_models(&dirs)).unwrap_or_default();
                 let available = available_models(&found, dirs.first().map(PathBuf::as_path));
                 let mut background = background.lock();
                 if std::mem::take(&mut background.should_scan_again) {
@@ -206,7 +205,7 @@ impl PluginBackend {
     }
 
     fn open_models_folder(&self) {
-        let result = match models::models_dirs(&[]).into_iter().next() {
+        let result = match models_dirs(&[]).into_iter().next() {
             Some(folder) => open_folder(&folder),
             None => Err("no user data folder is known on this system".into()),
         };
@@ -269,7 +268,7 @@ impl EditorBackend for PluginBackend {
                 (Some(models), false) => ModelList::Ready(models.clone()),
                 _ => ModelList::Scanning,
             },
-            models_folder: models::models_dirs(&[]).into_iter().next(),
+            models_folder: models_dirs(&[]).into_iter().next(),
             model_task: background.model_task.clone().unwrap_or(ModelTask::Idle),
             available: match (&background.available, background.is_scanning) {
                 (Some(available), false) => available.clone(),
@@ -332,7 +331,7 @@ pub fn open_folder(folder: &Path) -> Result<(), String> {
 /// The folders models are looked for in (the user models folder first), for display.
 #[allow(dead_code)]
 pub fn model_folders() -> Vec<PathBuf> {
-    models::models_dirs(&[])
+    models_dirs(&[])
 }
 
 #[cfg(test)]
@@ -340,9 +339,9 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use stemflow_engine::look_ahead::LookAhead;
     use stemflow_engine::runtime::devices::DeviceChoice;
-    use stemflow_engine::separator::Separator;
+    use stemflow_engine::LookAhead;
+    use stemflow_engine::Separator;
 
     /// Waits until the backend's model task is idle again and the saved separator is `choice`.
     fn wait_until_chosen(
@@ -386,8 +385,8 @@ mod tests {
     fn choosing_a_separator_while_playing_swaps_the_stream_in_without_a_restart() {
         use crate::shared::{RunningStream, SeparatorFacts};
         use crate::swap::stream_swap_channel;
-        use stemflow_engine::builtin::BuiltinSeparator;
         use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
+        use stemflow_engine::BuiltinSeparator;
         use stemflow_engine::Stem;
 
         let shared = Arc::new(PluginShared::default());

@@ -2,7 +2,7 @@
 //! with a Cancel button.
 
 use egui::{Button, RichText, Stroke, Ui};
-use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::SeparatorChoice;
 
 use super::model::{AvailableModel, DownloadStage, DownloadTask, EditorAction, EditorModel};
 use super::theme;

@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{
     auto_device, ActiveDevice, DeviceChoice, DeviceId, DeviceInfo,
 };
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::NUM_STEMS;
 
-use stemflow_engine::models::ModelInfo;
+use stemflow_engine::ModelInfo;
 
 pub use stemflow_fetch::progress::{Progress as DownloadProgress, Stage as DownloadStage};
 

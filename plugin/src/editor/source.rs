@@ -4,9 +4,9 @@
 
 use egui::{vec2, Button, RichText, Ui, WidgetInfo};
 use nice_plug::prelude::ParamSetter;
-use stemflow_engine::builtin::BUILTIN_STEMS;
-use stemflow_engine::choice::SeparatorChoice;
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::Stem;
+use stemflow_engine::BUILTIN_STEMS;
 
 use super::device_button::device_button;
 use super::download_row::{
@@ -191,7 +191,7 @@ fn model_chooser(
         .show_ui(ui, |ui| {
             let is_builtin = model.separator == SeparatorChoice::Builtin;
             if ui
-                .selectable_label(is_builtin, stemflow_engine::builtin::BUILTIN_DISPLAY_NAME)
+                .selectable_label(is_builtin, stemflow_engine::BUILTIN_DISPLAY_NAME)
                 .on_hover_text(BUILTIN_HOVER)
                 .clicked()
                 && !is_builtin
@@ -350,7 +350,7 @@ fn builtin_hint(
 }
 
 /// "HTDemucs · vocals, drums, bass, other" (what is known of a model).
-fn model_summary(info: &super::backend::models::ModelInfo) -> String {
+fn model_summary(info: &stemflow_engine::ModelInfo) -> String {
     let family = info.family.map(|f| f.to_string());
     let stems = (!info.stems.is_empty()).then(|| info.stems.join(", "));
     match (family, stems) {
@@ -361,12 +361,9 @@ fn model_summary(info: &super::backend::models::ModelInfo) -> String {
     }
 }
 /// The name of the saved separator, looked up among the scanned models.
-fn separator_label(
-    separator: &SeparatorChoice,
-    models: &[super::backend::models::ModelInfo],
-) -> String {
+fn separator_label(separator: &SeparatorChoice, models: &[stemflow_engine::ModelInfo]) -> String {
     match separator {
-        SeparatorChoice::Builtin => stemflow_engine::builtin::BUILTIN_DISPLAY_NAME.to_owned(),
+        SeparatorChoice::Builtin => stemflow_engine::BUILTIN_DISPLAY_NAME.to_owned(),
         SeparatorChoice::Model(path) => match models.iter().find(|m| &m.path == path) {
             Some(info) => match info.family {
                 Some(family) => format!("{} ({family})", info.name),

@@ -24,13 +24,12 @@ use nice_plug::prelude::{Param, PluginState};
 use nice_plug::util;
 use parking_lot::Mutex;
 
-use stemflow_engine::choice::SeparatorChoice;
 use stemflow_engine::runtime::devices::{
     ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus,
 };
+use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{Stem, NUM_STEMS};
 
-use super::backend::models::{ModelFamily, ModelInfo};
 use super::device_button::DeviceLabel;
 use super::model::{
     resolve_choice, AvailableModel, DownloadProgress, DownloadStage, DownloadTask, EditorAction,
@@ -41,6 +40,7 @@ use super::{run_frame, theme, OpenGuard, StemflowEditor};
 use crate::editor_size::EditorSizeField;
 use crate::params::StemflowParams;
 use crate::shared::PluginShared;
+use stemflow_engine::{ModelFamily, ModelInfo};
 
 // ---------------------------------------------------------------------------------------------
 // Fakes

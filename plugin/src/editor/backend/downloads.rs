@@ -14,7 +14,7 @@ use stemflow_fetch::get::{install_catalogue_model, GetOptions, ModelSource};
 use stemflow_fetch::terms::terms_accepted;
 use stemflow_fetch::FetchError;
 
-use stemflow_engine::models;
+use stemflow_engine::{models_dirs, ModelInfo};
 
 use super::state::{Background, PluginBackend};
 use crate::editor::model::{AvailableModel, DownloadTask};
@@ -22,7 +22,7 @@ use crate::editor::model::{AvailableModel, DownloadTask};
 /// The catalogue models that `found` (a scan of the models folders) lacks in `models_dir`, with
 /// whether their terms were accepted. Not realtime-safe: reads the terms record.
 pub(super) fn available_models(
-    found: &[models::ModelInfo],
+    found: &[ModelInfo],
     models_dir: Option<&Path>,
 ) -> Vec<AvailableModel> {
     let Some(models_dir) = models_dir else {
@@ -144,7 +144,7 @@ impl PluginBackend {
         let Some(model) = catalogue_model(name) else {
             return;
         };
-        let Some(models_dir) = models::models_dirs(&[]).into_iter().next() else {
+        let Some(models_dir) = models_dirs(&[]).into_iter().next() else {
             self.background.lock().download = Some(DownloadTask::Failed {
                 name: model.name.to_owned(),
                 error: "no user models folder is known on this system".into(),

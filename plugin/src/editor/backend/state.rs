@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stemflow_engine::models;
+use stemflow_engine::ModelInfo;
 
 use super::rtf_meter::RtfMeter;
 use crate::editor::model::{AvailableModel, DownloadTask, ModelTask};
@@ -16,7 +16,7 @@ use crate::shared::PluginShared;
 /// What background threads report back.
 #[derive(Default)]
 pub(super) struct Background {
-    pub(super) models: Option<Arc<Vec<models::ModelInfo>>>,
+    pub(super) models: Option<Arc<Vec<ModelInfo>>>,
     /// Catalogue models not in the user models folder, found by the last scan.
     pub(super) available: Option<Arc<[AvailableModel]>>,
     pub(super) is_scanning: bool,
