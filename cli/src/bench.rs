@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use clap::Args;
 use stemflow_engine::models_dirs;
-use stemflow_engine::runtime::devices::{auto_device, devices, DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{auto_device, devices, DeviceChoice, DeviceId};
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{EngineError, Stem};
 use stemflow_engine::{OfflineStream, StemFrames};

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{ExtraStems, Stem};
 use stemflow_kit::demo_song::{DemoSong, DEMO_DURATION_S, DEMO_SAMPLE_RATE_HZ};

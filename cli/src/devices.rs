@@ -1,9 +1,9 @@
 //! `stemflow devices`: the ONNX Runtime library, every device it can use, and Auto's pick.
 
 use clap::Args;
-use stemflow_engine::runtime::devices::{auto_device, devices, DeviceStatus};
-use stemflow_engine::runtime::gpu_tuning::GpuTuning;
 use stemflow_engine::runtime::runtime;
+use stemflow_engine::runtime::GpuTuning;
+use stemflow_engine::runtime::{auto_device, devices, DeviceStatus};
 
 use crate::error::CliError;
 
@@ -103,9 +103,6 @@ fn gpu_setup_json(tuning: &GpuTuning) -> serde_json::Value {
 /// `--no-tf32` (separate, bench): TF32 off for this run, as `STEMFLOW_CUDA_TF32=0` would.
 pub(crate) fn no_tf32_flag(is_set: bool) {
     if is_set {
-        stemflow_engine::runtime::gpu_tuning::override_setting(
-            stemflow_engine::runtime::gpu_tuning::TF32_ENV,
-            "0",
-        );
+        stemflow_engine::runtime::override_setting(stemflow_engine::runtime::TF32_ENV, "0");
     }
 }

@@ -5,7 +5,7 @@
 //! (as MSST's `ensemble.py` combines the members' files).
 
 use stemflow_engine::ensemble::{EnsembleMethod, EnsembleOfflineStream};
-use stemflow_engine::runtime::devices::ActiveDevice;
+use stemflow_engine::runtime::ActiveDevice;
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator, WholeFileStream,
 };

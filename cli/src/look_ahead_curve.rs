@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use stemflow_engine::models_dirs;
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{EngineError, Stem};
 use stemflow_engine::{LookAhead, LOOK_AHEAD_CHOICES};

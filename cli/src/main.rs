@@ -43,7 +43,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use error::CliError;
-use stemflow_engine::runtime::build::{self, ThreadBudget};
+use stemflow_engine::runtime::{intra_threads, set_thread_budget, ThreadBudget};
 
 #[derive(Parser)]
 #[command(
@@ -90,8 +90,8 @@ fn main() -> ExitCode {
     }
     // A command-line run owns the machine: inference may use every core (a plugin leaves one
     // to the DAW).
-    build::set_thread_budget(ThreadBudget::AllCores);
-    if let Some(note) = build::intra_threads().note {
+    set_thread_budget(ThreadBudget::AllCores);
+    if let Some(note) = intra_threads().note {
         crate::output::say_err!("stemflow: warning: {note}");
     }
     // Whether the command's product is what it prints (a listing, a table): then a failure to

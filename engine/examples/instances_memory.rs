@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use stemflow_engine::families::ModelSeparator;
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 
 /// The process's resident set in MB (`VmRSS`), and its peak (`VmHWM`).

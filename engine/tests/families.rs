@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_engine::families::{describe_model, ModelFamily, ModelSeparator};
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
-use stemflow_engine::runtime::model_file::read_model_file;
+use stemflow_engine::runtime::read_model_file;
+use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,

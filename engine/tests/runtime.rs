@@ -6,15 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stemflow_engine::families::{describe_model, ModelSeparator};
-use stemflow_engine::runtime::build::build_session;
-use stemflow_engine::runtime::devices::{devices, DeviceChoice, DeviceId, Provider};
-use stemflow_engine::runtime::graph_cache::{
-    cached_graph_path, folded_graph_path, partial_path, CacheEntry,
-};
-use stemflow_engine::runtime::model_file::read_model_file;
-use stemflow_engine::runtime::runner::run_graph;
+use stemflow_engine::runtime::build_session;
+use stemflow_engine::runtime::read_model_file;
+use stemflow_engine::runtime::run_graph;
 use stemflow_engine::runtime::runtime;
-use stemflow_engine::runtime::signature::GraphSignature;
+use stemflow_engine::runtime::GraphSignature;
+use stemflow_engine::runtime::{cached_graph_path, folded_graph_path, partial_path, CacheEntry};
+use stemflow_engine::runtime::{devices, DeviceChoice, DeviceId, Provider};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::Separator;
 use stemflow_engine::{Stem, NUM_STEMS};
@@ -797,8 +795,8 @@ fn graph_with_an_envelope_chain(window: &[f32], in_float16: bool) -> Vec<u8> {
 
 #[test]
 fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
-    use stemflow_engine::runtime::constant_fold::try_fold;
-    use stemflow_engine::runtime::fold_plan::plan;
+    use stemflow_engine::runtime::plan_folding as plan;
+    use stemflow_engine::runtime::try_fold;
     require_runtime();
     let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);
@@ -847,7 +845,7 @@ fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
 
 #[test]
 fn sessions_on_other_devices_get_the_folded_graph_cached() {
-    use stemflow_engine::runtime::fold_plan::plan;
+    use stemflow_engine::runtime::plan_folding as plan;
     require_runtime();
     let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);

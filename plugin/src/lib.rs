@@ -27,7 +27,7 @@ use std::time::Instant;
 use nice_plug::prelude::*;
 use port_set::{MultiOutput, PortSet, SingleBus, TEN_CHANNEL_OUTPUT_CHANNELS};
 use render_speed::{RenderSpeedDetector, DETECTED_OFFLINE_WAIT};
-use stemflow_engine::runtime::devices::{devices, DeviceChoice};
+use stemflow_engine::runtime::{devices, DeviceChoice};
 use stemflow_engine::stream::{
     spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_RUN_LIMIT,
     OFFLINE_WAIT_TIMEOUT,

@@ -4,7 +4,7 @@
 //! nice-plug's state JSON); the fuzz crate (`fuzz/`) drives it with arbitrary JSON.
 
 use serde::{Deserialize, Serialize};
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::SeparatorChoice;
 
 /// The current version of [`SavedState`]'s format.

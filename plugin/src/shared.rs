@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::stream::{spawn_stream, StemStreamController, StreamConfig, StreamStats};
 use stemflow_engine::LookAhead;
 use stemflow_engine::Separator;

@@ -71,7 +71,7 @@ mod tests {
     use super::*;
     use nice_plug::params::persist::PersistentField;
     use serde_json::json;
-    use stemflow_engine::runtime::devices::DeviceChoice;
+    use stemflow_engine::runtime::DeviceChoice;
     use stemflow_engine::SeparatorChoice;
 
     #[test]

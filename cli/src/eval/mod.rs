@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_engine::models_dirs;
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::WholeFileOptions;
 use stemflow_engine::LookAhead;
 

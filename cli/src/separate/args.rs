@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use stemflow_engine::models_dirs;
-use stemflow_engine::runtime::devices::DeviceChoice;
+use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 use stemflow_engine::LookAhead;
 use stemflow_engine::{ExtraStems, Stem};

@@ -2,7 +2,7 @@
 //! from input to input, so a model is loaded (and its device reported) once per run, not once
 //! per file.
 
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::LookAhead;
 
 use super::options::{Failure, SeparateOptions};

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};

@@ -16,23 +16,41 @@
 //! two are explicit: when set, only they are tried.
 
 pub(crate) mod bound_io;
-pub mod build;
-pub mod constant_fold;
+pub(crate) mod build;
+pub(crate) mod constant_fold;
 pub(crate) mod device_id;
 pub(crate) mod device_switch;
-pub mod devices;
+pub(crate) mod devices;
 pub(crate) mod fair_mutex;
-pub mod fold_plan;
-pub mod gpu_tuning;
-pub mod graph_cache;
-pub mod graph_files;
+pub(crate) mod fold_plan;
+pub(crate) mod gpu_tuning;
+pub(crate) mod graph_cache;
+pub(crate) mod graph_files;
 pub(crate) mod graph_io;
-pub mod model_file;
+pub(crate) mod model_file;
 pub(crate) mod plain_run;
-pub mod runner;
-pub mod session;
-pub mod session_slot;
-pub mod signature;
+pub(crate) mod runner;
+pub(crate) mod session;
+pub(crate) mod session_slot;
+pub(crate) mod signature;
+
+pub use build::{
+    build_session, build_session_with, intra_threads, set_thread_budget, ThreadBudget,
+};
+pub use constant_fold::try_fold;
+pub use devices::{
+    auto_device, devices, ActiveDevice, DeviceChoice, DeviceEvent, DeviceId, DeviceInfo,
+    DeviceStatus, Provider,
+};
+pub use fold_plan::{plan as plan_folding, FoldPlan};
+pub use gpu_tuning::{override_setting, ConvSearch, GpuTuning, TF32_ENV};
+pub use graph_cache::{cached_graph_path, folded_graph_path, partial_path, CacheEntry};
+pub use graph_files::{gpu_graph_path, GraphChoice};
+pub use model_file::{read_model_file, ModelBytes};
+pub use runner::{run_graph, run_graph_io, GraphIo, ModelRunner};
+pub use session::{live_session_count, Precision};
+pub use session_slot::SessionSlot;
+pub use signature::{GraphSignature, TensorSignature};
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

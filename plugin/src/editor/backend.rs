@@ -7,8 +7,8 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once, OnceLock};
 
-use stemflow_engine::runtime::devices::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::runtime::runtime;
+use stemflow_engine::runtime::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::SeparatorChoice;
 
 /// Model discovery.
@@ -339,7 +339,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use stemflow_engine::runtime::devices::DeviceChoice;
+    use stemflow_engine::runtime::DeviceChoice;
     use stemflow_engine::LookAhead;
     use stemflow_engine::Separator;
 

@@ -2,7 +2,7 @@
 //! a click to step to the next, and its details on hover.
 
 use egui::{vec2, Button, RichText, Stroke, Ui};
-use stemflow_engine::runtime::devices::{DeviceChoice, DeviceInfo, DeviceStatus};
+use stemflow_engine::runtime::{DeviceChoice, DeviceInfo, DeviceStatus};
 
 use super::model::{
     choice_short_name, device_short_name, resolve_choice, step_device, EditorAction, EditorModel,

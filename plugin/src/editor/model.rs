@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stemflow_engine::runtime::devices::{
-    auto_device, ActiveDevice, DeviceChoice, DeviceId, DeviceInfo,
-};
+use stemflow_engine::runtime::{auto_device, ActiveDevice, DeviceChoice, DeviceId, DeviceInfo};
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::NUM_STEMS;
 
@@ -243,7 +241,7 @@ pub fn resolve_choice(choice: DeviceChoice, devices: &[DeviceInfo]) -> DeviceId 
 
 /// A short, human name for a device: "CPU", "CUDA 0", "DirectML 1", "MIGraphX 0", "CoreML".
 pub fn device_short_name(id: DeviceId) -> String {
-    use stemflow_engine::runtime::devices::Provider;
+    use stemflow_engine::runtime::Provider;
     let provider = match id.provider {
         Provider::Cuda => "CUDA",
         Provider::DirectMl => "DirectML",
@@ -265,7 +263,7 @@ pub fn choice_short_name(choice: DeviceChoice) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stemflow_engine::runtime::devices::DeviceStatus;
+    use stemflow_engine::runtime::DeviceStatus;
 
     fn device(id: &str, is_usable: bool) -> DeviceInfo {
         let status = if is_usable {

@@ -2,7 +2,7 @@
 //! warning, each with its full text on hover.
 
 use egui::{Color32, RichText, Ui};
-use stemflow_engine::runtime::devices::DeviceId;
+use stemflow_engine::runtime::DeviceId;
 
 use super::model::{
     choice_short_name, device_short_name, DownloadTask, EditorModel, ModelTask, RuntimeStatus,

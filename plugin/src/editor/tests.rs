@@ -24,9 +24,7 @@ use nice_plug::prelude::{Param, PluginState};
 use nice_plug::util;
 use parking_lot::Mutex;
 
-use stemflow_engine::runtime::devices::{
-    ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus,
-};
+use stemflow_engine::runtime::{ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus};
 use stemflow_engine::SeparatorChoice;
 use stemflow_engine::{Stem, NUM_STEMS};
 
