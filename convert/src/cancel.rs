@@ -74,11 +74,7 @@ mod tests {
     #[test]
     fn a_cancelled_conversion_stops_with_cancelled() {
         // A small HTDemucs saved by demucs itself (tests/fixtures/htdemucs/README.md).
-        let small = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/htdemucs/small.th"),
-        )
-        .unwrap();
+        let small = crate::testing::fixture("htdemucs/small.th");
         let convert = || crate::htdemucs::demucs_to_onnx(&[small.as_slice()], None);
         let cancel = AtomicBool::new(true);
         assert_eq!(

@@ -6,6 +6,15 @@ use std::io::{Cursor, Write};
 
 pub mod crafted;
 
+/// The committed fixture at `path` under convert's `tests/fixtures/` (e.g. `htdemucs/small.th`).
+/// Panics when it is missing: a test without its fixture cannot run.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path);
+    std::fs::read(&full).unwrap_or_else(|e| panic!("fixture {}: {e}", full.display()))
+}
+
 use crate::torch::opcode;
 
 /// Signature of a local file header (`PK\x03\x04`).

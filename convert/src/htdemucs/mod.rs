@@ -234,11 +234,7 @@ mod tests {
     use crate::ops::Precision;
 
     fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(format!(
-            "{}/tests/fixtures/htdemucs/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
+        crate::testing::fixture(&format!("htdemucs/{name}"))
     }
 
     /// (nodes, casts) of a graph.

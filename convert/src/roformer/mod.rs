@@ -247,11 +247,7 @@ mod tests {
     use crate::ops::Precision;
 
     fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(format!(
-            "{}/tests/fixtures/roformer/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap()
+        crate::testing::fixture(&format!("roformer/{name}"))
     }
 
     #[test]

@@ -417,97 +417,61 @@ mod tests {
         assert_eq!(message, "vocals: missing down3_conv.1.weight");
     }
 
+    /// The layout error of one stem, `stem`, whose tiny U-Net (from `seed`) has `key` replaced
+    /// by `shape` and `data`.
+    fn error_with_tensor(
+        seed: u64,
+        stem: &str,
+        (key, shape, data): (&str, &[usize], &[f32]),
+    ) -> String {
+        let arrays = tiny_unet_arrays(seed, TINY_CHANNELS);
+        let mut map = tensor_map(&arrays);
+        map.insert(key, Tensor { shape, data });
+        layout_error(spleeter_graph(&[(stem, map)], 64, &[]))
+    }
+
     #[test]
     fn a_wrong_shape_is_named_with_the_expected_one() {
-        let arrays = tiny_unet_arrays(9, TINY_CHANNELS);
-        let mut map = tensor_map(&arrays);
-        let wrong_shape = [7, 4, 5, 5];
         let data = vec![0.0; 7 * 4 * 25];
-        map.insert(
-            "up2.0.weight",
-            Tensor {
-                shape: &wrong_shape,
-                data: &data,
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("vocals", map)], 64, &[]));
         assert_eq!(
-            message,
+            error_with_tensor(9, "vocals", ("up2.0.weight", &[7, 4, 5, 5], &data)),
             "vocals: up2.0.weight has shape [7, 4, 5, 5], expected [8, 4, 5, 5]"
         );
-
-        let mut map = tensor_map(&arrays);
-        let short = [4, 2, 5];
-        map.insert(
-            "down1_conv.1.weight",
-            Tensor {
-                shape: &short,
-                data: &data[..40],
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("vocals", map)], 64, &[]));
         assert_eq!(
-            message,
+            error_with_tensor(9, "vocals", ("up4.3.bias", &[5], &data[..5])),
+            "vocals: up4.3.bias has shape [5], expected [4]"
+        );
+        assert_eq!(
+            error_with_tensor(
+                9,
+                "vocals",
+                ("down1_conv.1.weight", &[4, 2, 5], &data[..40])
+            ),
             "vocals: down1_conv.1.weight has shape [4, 2, 5], expected [_, 2, 5, 5]"
         );
-
-        let mut map = tensor_map(&arrays);
-        let bias_shape = [5];
-        map.insert(
-            "up4.3.bias",
-            Tensor {
-                shape: &bias_shape,
-                data: &data[..5],
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("vocals", map)], 64, &[]));
-        assert_eq!(message, "vocals: up4.3.bias has shape [5], expected [4]");
     }
 
     #[test]
     fn bad_values_are_refused() {
-        let arrays = tiny_unet_arrays(10, TINY_CHANNELS);
-        let shape = [4];
         let negative = [1.0, -1.0, 1.0, 1.0];
-        let mut map = tensor_map(&arrays);
-        map.insert(
-            "down2_act.0.running_var",
-            Tensor {
-                shape: &shape,
-                data: &negative,
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("drums", map)], 64, &[]));
-        assert_eq!(
-            message,
-            "drums: down2_act.0.running_var has a negative variance"
-        );
-
         let not_finite = [1.0, f32::NAN, 1.0, 1.0];
-        let mut map = tensor_map(&arrays);
-        map.insert(
-            "up1.0.bias",
-            Tensor {
-                shape: &shape,
-                data: &not_finite,
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("drums", map)], 64, &[]));
-        assert_eq!(message, "drums: up1.0.bias holds a NaN or an infinity");
-
-        let mut map = tensor_map(&arrays);
-        map.insert(
-            "up1.0.bias",
-            Tensor {
-                shape: &shape,
-                data: &negative[..3],
-            },
-        );
-        let message = layout_error(spleeter_graph(&[("drums", map)], 64, &[]));
-        assert_eq!(
-            message,
-            "drums: up1.0.bias has 3 values, its shape [4] needs 4"
-        );
+        for (tensor, expected) in [
+            (
+                ("down2_act.0.running_var", &negative[..]),
+                "drums: down2_act.0.running_var has a negative variance",
+            ),
+            (
+                ("up1.0.bias", &not_finite[..]),
+                "drums: up1.0.bias holds a NaN or an infinity",
+            ),
+            (
+                ("up1.0.bias", &negative[..3]),
+                "drums: up1.0.bias has 3 values, its shape [4] needs 4",
+            ),
+        ] {
+            let (key, data) = tensor;
+            assert_eq!(error_with_tensor(10, "drums", (key, &[4], data)), expected);
+        }
     }
 
     #[test]
