@@ -460,7 +460,7 @@ mod tests {
         // With all masks summing to at most one, the separated sum cannot exceed the impulse.
         assert!(sum.iter().all(|x| x.abs() <= 1.0 + 1e-5));
         // No guitar or piano from the built-in separator.
-        for stem in [crate::Stem::Guitar, crate::Stem::Piano] {
+        for stem in [crate::stem::Stem::Guitar, crate::stem::Stem::Piano] {
             for channel in 0..2 {
                 let samples = &out[stem_channel(stem.index(), channel)];
                 assert!(samples.iter().all(|&x| x == 0.0), "{stem:?} is not silent");

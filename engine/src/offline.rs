@@ -5,13 +5,13 @@
 //! start and flushed at the end). Memory stays O(block), whatever the file's length.
 //! [`separate`] is the whole-buffer form built on it.
 
+use crate::error::EngineError;
 use crate::separator::Separator;
 use crate::stem::{Stem, NUM_STEMS};
 use crate::stream::{
     spawn_stream, ProcessingMode, StemStreamController, StemStreamHandle, StreamConfig,
     OFFLINE_WAIT_TIMEOUT,
 };
-use crate::EngineError;
 
 /// Block size used to feed the stream. Any size gives the same result; this one is fast (each
 /// block is one hand-off to the worker and back, and its buffers still stay in cache).
@@ -182,7 +182,7 @@ impl OfflineStream {
 
     /// Where a six-stem model's guitar and piano go (default: into `Other`), as the plugin's
     /// "Guitar & Piano" setting does. Realtime-safe.
-    pub fn set_extra_stems(&mut self, extra_stems: crate::ExtraStems) {
+    pub fn set_extra_stems(&mut self, extra_stems: crate::stem::ExtraStems) {
         self.handle.set_extra_stems(extra_stems);
     }
 

@@ -12,11 +12,11 @@ use std::mem::MaybeUninit;
 use rubato::{FftFixedInOut, Resampler};
 
 use crate::dsp::{exponent_carry, flush_subnormal, gcd, has_non_finite, is_any_non_finite};
+use crate::error::EngineError;
 use crate::planar::PlanarBlock;
 use crate::separator::{stem_channel, Separator, SeparatorError, SEPARATED_CHANNELS};
 use crate::stem::Stem;
 use crate::stem_sink::{StemFrameLayout, StemSink};
-use crate::EngineError;
 
 /// The separator and the resamplers around it. Lives on the worker thread.
 pub struct StemPipeline {

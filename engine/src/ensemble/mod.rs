@@ -22,7 +22,7 @@
 //!   says it.
 
 mod channel_combiner;
-mod method;
+pub(crate) mod method;
 mod offline_stream;
 mod reduce;
 mod separator;

@@ -9,11 +9,11 @@ use std::collections::VecDeque;
 use super::channel_combiner::{delay_samples_of, ChannelCombiner};
 use super::method::EnsembleMethod;
 use crate::dsp::sanitize_sample;
+use crate::error::EngineError;
 use crate::hybrid::PlanarDelay;
 use crate::offline::{OfflineStream, StemFrames, OFFLINE_BLOCK_FRAMES};
 use crate::separator::Separator;
 use crate::stem::{ExtraStems, Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
-use crate::EngineError;
 
 /// How one separated stem is made from the members' stems.
 enum StemPlan {

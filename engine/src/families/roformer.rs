@@ -233,7 +233,7 @@ fn setup(
         &["sample_rate", "audio.sample_rate"],
         MODEL_SAMPLE_RATE_HZ as usize,
     )?;
-    if crate::validate_sample_rate(sample_rate_hz as f32).is_err() {
+    if crate::error::validate_sample_rate(sample_rate_hz as f32).is_err() {
         return Err(recognition.params_error(format!(
             "{source}: sample_rate {sample_rate_hz} is out of range"
         )));

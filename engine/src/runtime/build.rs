@@ -12,7 +12,7 @@ use super::constant_fold::{fold, fold_constants, FoldOutcome, DISABLE_PREPACKING
 use super::device_id::{DeviceId, Provider};
 use super::gpu_tuning::GpuTuning;
 use super::graph_cache::{partial_path, CacheEntry};
-use super::runtime;
+use super::library::runtime;
 
 /// Overrides the number of threads one inference uses.
 pub const INTRA_THREADS_ENV: &str = "STEMFLOW_INTRA_THREADS";

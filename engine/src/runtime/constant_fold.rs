@@ -29,7 +29,7 @@ use ort::session::{Session, SessionInputValue};
 use ort::value::{DynValue, TensorElementType, ValueType};
 
 use super::fold_plan::{self, FoldedTensor};
-use super::runtime;
+use super::library::runtime;
 use stemflow_onnx::field::data_type;
 
 /// Outputs up to this size are folded by ONNX Runtime in step 1 (shapes, indices, small

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use super::{runtime, RuntimeError};
+use super::library::{runtime, RuntimeError};
 
 pub use super::device_id::{ActiveDevice, DeviceChoice, DeviceEvent, DeviceId, Provider};
 

@@ -64,7 +64,7 @@ pub enum CacheEntry {
 /// This process's cache entry for a model on a device: in [`graph_cache_dir`], for the loaded
 /// ONNX Runtime; `None` without a cache folder or a runtime.
 pub fn cache_entry(model_sha256: &str, device: DeviceId) -> Option<CacheEntry> {
-    let version = super::runtime().ok()?.version();
+    let version = super::library::runtime().ok()?.version();
     let dir = graph_cache_dir()?;
     Some(
         match cached_graph_path(&dir, model_sha256, device, version) {

@@ -12,8 +12,8 @@ use super::devices::{candidates_for, devices, DeviceChoice, DeviceId};
 use super::fair_mutex::FairMutex;
 use super::gpu_tuning::GpuTuning;
 use super::graph_cache::cache_entry;
+use super::library::runtime;
 use super::model_file::ModelBytes;
-use super::runtime;
 use super::session_slot::SessionSlot;
 use crate::model_error::ModelError;
 

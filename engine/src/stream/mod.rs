@@ -50,9 +50,9 @@ pub use controller::StemStreamController;
 pub use handle::StemStreamHandle;
 pub use stats::{StreamStats, StreamStatus};
 
+use crate::error::EngineError;
 use crate::pipeline::StemPipeline;
 use crate::separator::Separator;
-use crate::EngineError;
 use handle::HandleParts;
 use shared::Shared;
 use worker::StemStreamWorker;
@@ -63,7 +63,7 @@ pub fn spawn_stream(
     separator: Box<dyn Separator>,
     config: &StreamConfig,
 ) -> Result<(StemStreamHandle, StemStreamController), EngineError> {
-    let host_rate_hz = crate::validate_sample_rate(config.host_sample_rate_hz)?;
+    let host_rate_hz = crate::error::validate_sample_rate(config.host_sample_rate_hz)?;
     if config.max_block_frames == 0 || config.max_block_frames > 1 << 20 {
         return Err(EngineError::InvalidBlockSize(config.max_block_frames));
     }

@@ -46,8 +46,8 @@ pub use separator::WholeFileSeparator;
 pub use stream::WholeFileStream;
 
 use crate::choice::SeparatorChoice;
+use crate::error::EngineError;
 use crate::offline::SeparatedStems;
-use crate::EngineError;
 
 /// The stems of a whole planar stereo file (`input[channel][frame]` at `sample_rate_hz`) by
 /// `choice` with `options`: `[stem][channel][frame]` in [`crate::Stem::ALL`] order, as long as

@@ -4,7 +4,7 @@
 
 use rubato::{FftFixedInOut, Resampler};
 
-use crate::EngineError;
+use crate::error::EngineError;
 
 /// Input frames per resampler chunk (rounded up to the rates' ratio by the resampler).
 const CHUNK_FRAMES: usize = 4096;

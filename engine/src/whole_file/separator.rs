@@ -3,6 +3,7 @@
 
 use crate::builtin::BuiltinSeparator;
 use crate::choice::{models_dirs, SeparatorChoice};
+use crate::error::EngineError;
 use crate::families::ModelSeparator;
 use crate::hybrid::{is_route_file, RouteFile, StageSeparator};
 use crate::look_ahead::LookAhead;
@@ -10,7 +11,6 @@ use crate::model_error::ModelError;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{Separator, SeparatorInfo};
 use crate::stem::ExtraStems;
-use crate::EngineError;
 
 use super::file_run::FileRun;
 use super::hop_run::HopRun;

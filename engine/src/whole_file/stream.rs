@@ -5,9 +5,9 @@
 //! [`OfflineStream`].
 
 use crate::dsp::sanitize_into;
+use crate::error::EngineError;
 use crate::offline::{OfflineStream, SeparatedStems, StemFrames, OFFLINE_BLOCK_FRAMES};
 use crate::stem::{Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
-use crate::EngineError;
 
 use super::file_run::{FileRun, FrameQueue, OTHER_PLANE};
 use super::options::WholeFileOptions;
@@ -40,7 +40,7 @@ impl WholeFileSeparator {
             ]
         });
         let mut collect = |frames: crate::offline::StemFrames<'_>| -> Result<(), EngineError> {
-            for stem in crate::Stem::ALL {
+            for stem in crate::stem::Stem::ALL {
                 for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
                     samples.extend_from_slice(frames.channel(stem, channel));
                 }
@@ -96,7 +96,7 @@ impl<'a> WholeFileStream<'a> {
         owner: &'a mut WholeFileSeparator,
         sample_rate_hz: u32,
     ) -> Result<Self, EngineError> {
-        crate::validate_sample_rate(sample_rate_hz as f32)?;
+        crate::error::validate_sample_rate(sample_rate_hz as f32)?;
         let state = if let Loaded::WholeFile(run) = &mut owner.loaded {
             run.start();
             State::WholeFile(Box::new(FileState::new(run.as_ref(), sample_rate_hz)?))
