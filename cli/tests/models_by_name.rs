@@ -6,48 +6,31 @@
 //! download that is killed or interrupted leaves nothing under a model's name. Never touches
 //! the internet.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use stemflow_kit::testing::{serve_http, unused_loopback_port, write_http_head};
 
 /// The terms record and the downloads folder `models get` keeps in the models folder.
 const TERMS_RECORD: &str = ".terms-accepted.json";
 
 /// Serves `body` for every path, recording the paths asked for.
 fn mirror(body: Vec<u8>) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/uvr", listener.local_addr().unwrap());
     let paths = Arc::new(Mutex::new(Vec::new()));
     let seen = paths.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-            }
-            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
-            seen.lock().unwrap().push(path);
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(&body);
-        }
+    let url = serve_http(move |request, mut stream| {
+        seen.lock().unwrap().push(request.path);
+        write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+        let _ = stream.write_all(&body);
     });
-    (url, paths)
+    (format!("{url}/uvr"), paths)
 }
 
-fn stemflow(args: &[&str], mirror_url: &str) -> Output {
+/// `stemflow ARGS` fetching from `mirror_url`, with no proxy between.
+fn stemflow_command(args: &[&str], mirror_url: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
     command.args(args).env("STEMFLOW_MODELS_MIRROR", mirror_url);
     for proxy in [
@@ -60,7 +43,11 @@ fn stemflow(args: &[&str], mirror_url: &str) -> Output {
     ] {
         command.env_remove(proxy);
     }
-    command.output().unwrap()
+    command
+}
+
+fn stemflow(args: &[&str], mirror_url: &str) -> Output {
+    stemflow_command(args, mirror_url).output().unwrap()
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -226,11 +213,7 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
 #[test]
 fn an_owner_that_cannot_be_reached_gets_the_urls_and_the_from_file_command() {
     // A port that nothing listens on.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_loopback_port();
     let dir = models_dir("offline");
     let output = stemflow(
         &[
@@ -268,54 +251,34 @@ fn an_owner_that_cannot_be_reached_gets_the_urls_and_the_from_file_command() {
 /// A mirror that announces `length` bytes and sends zeros slowly, forever (until the client
 /// goes): a download in progress.
 fn slow_mirror(length: u64) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/m", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let zeros = [0u8; 8192];
-                while stream.write_all(&zeros).is_ok() {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            });
-        }
+    let url = serve_http(move |_, mut stream| {
+        std::thread::spawn(move || {
+            write_http_head(&mut stream, "200 OK", "", length);
+            let zeros = [0u8; 8192];
+            while stream.write_all(&zeros).is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
     });
-    url
+    format!("{url}/m")
 }
 
 /// Starts `models get NAME` against `url` and waits until its part holds some bytes.
 fn download_in_progress(name: &str, url: &str, dir: &Path) -> std::process::Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
-    command
-        .args(["models", "get", name, "--accept-terms", "--models-dir"])
-        .arg(dir)
-        .env("STEMFLOW_MODELS_MIRROR", url)
+    let args = [
+        "models",
+        "get",
+        name,
+        "--accept-terms",
+        "--models-dir",
+        dir.to_str().unwrap(),
+    ];
+    let child = stemflow_command(&args, url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for proxy in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        command.env_remove(proxy);
-    }
-    let child = command.spawn().unwrap();
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let part = dir.join(format!(".downloads/{name}.onnx.part"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) < 50_000 {

@@ -7,8 +7,7 @@
 //! Never touches the internet.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +22,7 @@ use stemflow_fetch::progress::{Progress, Stage};
 use stemflow_fetch::spleeter_wheel::SpleeterRelease;
 use stemflow_fetch::terms::{terms_accepted, TERMS_RECORD_FILE};
 use stemflow_fetch::FetchError;
+use stemflow_kit::testing::{serve_http, unused_loopback_port, write_http_head, write_trickle};
 
 /// A loopback mirror: `/NAME` answers with `files[NAME]`, in small pieces when `trickle`.
 struct Mirror {
@@ -31,49 +31,19 @@ struct Mirror {
 }
 
 fn mirror(files: HashMap<String, Vec<u8>>, trickle: bool) -> Mirror {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
     let seen = requests.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-            }
-            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
-            seen.lock().unwrap().push(path.clone());
-            let Some(body) = files.get(path.trim_start_matches('/')) else {
-                let _ = stream.write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                );
-                continue;
-            };
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            if trickle {
-                for piece in body.chunks(4096) {
-                    if stream
-                        .write_all(piece)
-                        .and_then(|()| stream.flush())
-                        .is_err()
-                    {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-            } else {
-                let _ = stream.write_all(body);
-            }
+    let url = serve_http(move |request, mut stream| {
+        seen.lock().unwrap().push(request.path.clone());
+        let Some(body) = files.get(request.path.trim_start_matches('/')) else {
+            write_http_head(&mut stream, "404 Not Found", "", 0);
+            return;
+        };
+        write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+        if trickle {
+            write_trickle(&mut stream, body, 4096, Duration::from_millis(2));
+        } else {
+            let _ = stream.write_all(body);
         }
     });
     Mirror { url, requests }
@@ -475,11 +445,7 @@ fn a_cancelled_download_leaves_nothing_under_the_models_name() {
 
 #[test]
 fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_loopback_port();
     let (bag, _) = bag_model();
     let dir = scratch("offline");
     let source = ModelSource::Download(
