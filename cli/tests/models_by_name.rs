@@ -50,6 +50,18 @@ fn stemflow(args: &[&str], mirror_url: &str) -> Output {
     stemflow_command(args, mirror_url).output().unwrap()
 }
 
+/// `stemflow ARGS --models-dir DIR` fetching from `mirror_url`.
+fn in_models_dir(args: &[&str], dir: &Path, mirror_url: &str) -> Output {
+    let mut args = args.to_vec();
+    args.extend(["--models-dir", dir.to_str().unwrap()]);
+    stemflow(&args, mirror_url)
+}
+
+/// `stemflow models get NAME --accept-terms --models-dir DIR` fetching from `mirror_url`.
+fn get_accepting_terms(name: &str, dir: &Path, mirror_url: &str) -> Output {
+    in_models_dir(&["models", "get", name, "--accept-terms"], dir, mirror_url)
+}
+
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -70,17 +82,7 @@ fn models_dir(name: &str) -> PathBuf {
 fn a_file_that_is_not_the_catalogues_is_refused_and_nothing_is_kept() {
     let (url, paths) = mirror(vec![7u8; 1000]);
     let dir = models_dir("refused");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "kim_vocal_2",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = get_accepting_terms("kim_vocal_2", &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(
@@ -106,17 +108,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
     let dir = models_dir("kept");
     let mine = dir.join("UVR-MDX-NET-Inst_HQ_3.onnx");
     std::fs::write(&mine, b"my own model").unwrap();
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "UVR-MDX-NET-Inst_HQ_3",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = get_accepting_terms("UVR-MDX-NET-Inst_HQ_3", &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("pass --force"), "{stderr}");
@@ -124,16 +116,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
     assert!(paths.lock().unwrap().is_empty(), "nothing downloaded");
 
     // `available` sees it by name.
-    let output = stemflow(
-        &[
-            "models",
-            "available",
-            "--json",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = in_models_dir(&["models", "available", "--json"], &dir, &url);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let entry = |name: &str| {
@@ -153,16 +136,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
 fn terms_that_were_not_accepted_stop_everything_and_an_unknown_name_lists_the_known_ones() {
     let (url, paths) = mirror(Vec::new());
     let dir = models_dir("terms");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "htdemucs",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = in_models_dir(&["models", "get", "htdemucs"], &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
@@ -185,7 +159,7 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
     let dir = models_dir("from-file");
     let wrong = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../convert/tests/fixtures/torch/demucs_like_zip.th");
-    let output = stemflow(
+    let output = in_models_dir(
         &[
             "models",
             "get",
@@ -193,9 +167,8 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
             "--accept-terms",
             "--from-file",
             wrong.to_str().unwrap(),
-            "--models-dir",
-            dir.to_str().unwrap(),
         ],
+        &dir,
         &url,
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -215,17 +188,7 @@ fn an_owner_that_cannot_be_reached_gets_the_urls_and_the_from_file_command() {
     // A port that nothing listens on.
     let port = unused_loopback_port();
     let dir = models_dir("offline");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "htdemucs_ft",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &format!("http://127.0.0.1:{port}"),
-    );
+    let output = get_accepting_terms("htdemucs_ft", &dir, &format!("http://127.0.0.1:{port}"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("cannot reach the source"), "{stderr}");
@@ -355,16 +318,7 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
     for (name, bytes, expected) in cases {
         let file = given.join(name);
         std::fs::write(&file, bytes).unwrap();
-        let output = stemflow(
-            &[
-                "models",
-                "import",
-                file.to_str().unwrap(),
-                "--models-dir",
-                models.to_str().unwrap(),
-            ],
-            "",
-        );
+        let output = in_models_dir(&["models", "import", file.to_str().unwrap()], &models, "");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{name}");
         assert!(stderr.contains(expected), "{name}: {stderr}");
@@ -372,14 +326,9 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
     // A demucs-like package that is no HTDemucs reaches the converter, which refuses it.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../convert/tests/fixtures/torch/demucs_like_zip.th");
-    let output = stemflow(
-        &[
-            "models",
-            "import",
-            fixture.to_str().unwrap(),
-            "--models-dir",
-            models.to_str().unwrap(),
-        ],
+    let output = in_models_dir(
+        &["models", "import", fixture.to_str().unwrap()],
+        &models,
         "",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -402,15 +351,9 @@ fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_on
     let dir = models_dir("import-onnx");
     let models = dir.join("models");
     let import = |file: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "models",
-            "import",
-            file.to_str().unwrap(),
-            "--models-dir",
-            models.to_str().unwrap(),
-        ];
+        let mut args = vec!["models", "import", file.to_str().unwrap()];
         args.extend_from_slice(extra);
-        stemflow(&args, "")
+        in_models_dir(&args, &models, "")
     };
     // MDX-Net with its parameters in a sidecar: both come in under the new name.
     let output = import(
@@ -429,10 +372,7 @@ fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_on
         std::fs::read(fixtures.join("mdx_vocals_test.onnx")).unwrap()
     );
     assert!(models.join("my-vocals.json").is_file());
-    let listed = stemflow(
-        &["models", "--models-dir", models.to_str().unwrap(), "--json"],
-        "",
-    );
+    let listed = in_models_dir(&["models", "--json"], &models, "");
     let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     let entry = json["models"]
         .as_array()
@@ -475,16 +415,15 @@ fn a_demucs_checkpoint_of_ones_own_is_imported_converted() {
     let models = dir.join("models");
     let checkpoint =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th");
-    let output = stemflow(
+    let output = in_models_dir(
         &[
             "models",
             "import",
             checkpoint.to_str().unwrap(),
             "--name",
             "my-htdemucs",
-            "--models-dir",
-            models.to_str().unwrap(),
         ],
+        &models,
         "",
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
