@@ -519,7 +519,7 @@ fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them(
 #[test]
 #[cfg(target_os = "linux")]
 fn a_full_disk_stops_the_download_and_installs_nothing() {
-    let (bytes, test_model, server) = onnx_served(false);
+    let (_, test_model, server) = onnx_served(false);
     let dir = scratch("full");
     std::fs::create_dir_all(dir.join(DOWNLOADS_DIR)).unwrap();
     // /dev/full fails every write with ENOSPC, as a full disk does.
