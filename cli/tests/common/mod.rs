@@ -184,6 +184,31 @@ pub fn assert_stems_sum_to(
     }
 }
 
+/// Asserts that `actual` stays within `max_abs_error` of `reference`, the output of
+/// `reference_name`, over the first `frames` frames (`what` names them when not). Returns the
+/// largest difference.
+pub fn assert_within(
+    reference: &[f32],
+    actual: &[f32],
+    frames: usize,
+    max_abs_error: f32,
+    what: &str,
+    reference_name: &str,
+) -> f32 {
+    let mut worst = 0.0f32;
+    for i in 0..frames {
+        let error = (reference[i] - actual[i]).abs();
+        assert!(
+            error <= max_abs_error,
+            "{what} frame {i}: {reference_name} {}, Stemflow {}",
+            reference[i],
+            actual[i]
+        );
+        worst = worst.max(error);
+    }
+    worst
+}
+
 pub fn assert_clean_failure(output: &Output, what: &str) -> String {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
