@@ -748,17 +748,7 @@ fn absurd_numbers_are_usage_errors_or_capped() {
         &["demo", "--duration-s", "nan"][..],
         &["demo", "--duration-s=-3"][..],
     ] {
-        let output = run(args);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
-        assert!(
-            text(&output.stderr).contains("positive, finite number of seconds"),
-            "{args:?}"
-        );
+        assert_usage_error(args, "positive, finite number of seconds");
     }
     let output = Command::new(env!("CARGO_BIN_EXE_stemflow"))
         .arg("devices")

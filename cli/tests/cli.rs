@@ -653,13 +653,7 @@ fn usage_errors_exit_with_2() {
         (vec!["bench", "--seconds", "many"], "invalid value 'many'"),
         (vec!["frobnicate"], "unrecognized subcommand"),
     ] {
-        let output = run(&args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&output.stderr).contains(needle),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
+        assert_usage_error(&args, needle);
     }
 }
 
@@ -1125,13 +1119,7 @@ fn a_look_ahead_is_the_streams_and_the_models_other_the_whole_files() {
     ] {
         let mut all = vec!["separate", path_str(&wav), "-o", path_str(&dir)];
         all.extend_from_slice(args);
-        let output = run(&all);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
+        assert_usage_error(&all, expected);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

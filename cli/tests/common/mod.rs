@@ -71,6 +71,15 @@ pub fn run(args: &[&str]) -> Output {
     stemflow(args, None)
 }
 
+/// Runs `stemflow ARGS` (as [`run`]) and asserts that it is refused as a usage error (exit code
+/// 2) that says `expected`.
+pub fn assert_usage_error(args: &[&str], expected: &str) {
+    let output = run(args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
 pub fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
