@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{path_str, read_wav, run, scratch_dir, text, write_wav};
+use common::{path_str, read_wav, run, scratch_dir, separate_args, text, write_wav};
 use serde_json::Value;
 
 const STEMS: [&str; 4] = ["vocals", "drums", "bass", "other"];
@@ -264,15 +264,11 @@ fn a_models_scores_are_those_of_the_stems_separate_writes() {
     for name in ["Beta", "Gamma"] {
         let out = dir.join("stems");
         let mixture = tracks.join(name).join("mixture.wav");
-        let output = run(&[
-            "separate",
-            path_str(&mixture),
-            "-o",
-            path_str(&out),
-            "--bit-depth",
-            "32f",
-            "-q",
-        ]);
+        let output = run(&separate_args(
+            &mixture,
+            &out,
+            &["--bit-depth", "32f", "-q"],
+        ));
         assert!(output.status.success(), "{}", text(&output.stderr));
         let (scored, averaged) = (track(&builtin, name), track(&ensemble, name));
         let mut scorer = None;

@@ -80,6 +80,14 @@ pub fn assert_usage_error(args: &[&str], expected: &str) {
     assert!(stderr.contains(expected), "{args:?}: {stderr}");
 }
 
+/// `separate INPUT -o OUT` and then `extra`: the arguments of a separation for [`run`] and
+/// its kin.
+pub fn separate_args<'a>(input: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["separate", path_str(input), "-o", path_str(out)];
+    args.extend_from_slice(extra);
+    args
+}
+
 pub fn path_str(path: &Path) -> &str {
     path.to_str().unwrap()
 }
