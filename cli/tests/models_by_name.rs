@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use stemflow_kit::testing::{serve_http, unused_loopback_port, write_http_head};
+use stemflow_kit::testing::{fixtures_dir, serve_http, unused_loopback_port, write_http_head};
 
 /// The terms record and the downloads folder `models get` keeps in the models folder.
 const TERMS_RECORD: &str = ".terms-accepted.json";
@@ -340,10 +340,7 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
 
 #[test]
 fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_one_is_not() {
-    let fixtures = PathBuf::from(
-        std::env::var_os("STEMFLOW_FIXTURES_DIR")
-            .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`"),
-    );
+    let fixtures = fixtures_dir();
     assert!(
         std::env::var_os("STEMFLOW_ORT_LIB").is_some(),
         "STEMFLOW_ORT_LIB must point at ONNX Runtime: run the tests with `cargo xtask test`"

@@ -31,11 +31,9 @@ pub fn real_runtime() -> String {
     )
 }
 
+/// A fresh, empty folder for one test: [`stemflow_kit::testing::scratch_dir`] of `cli-{name}`.
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stemflow-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    stemflow_kit::testing::scratch_dir(&format!("cli-{name}"))
 }
 
 pub fn write_test_wav(path: &std::path::Path) {
@@ -250,11 +248,9 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-pub fn fixtures_dir() -> PathBuf {
-    std::env::var_os("STEMFLOW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`")
-}
+/// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them.
+#[allow(unused_imports)]
+pub use stemflow_kit::testing::fixtures_dir;
 
 /// Streams `input` through `model` offline (the CLI's path) on the CPU, stems aligned to the
 /// input.
