@@ -139,8 +139,7 @@ mod tests {
 
     #[test]
     fn the_json_says_what_is_installed_and_whose_terms_were_accepted() {
-        let dir = std::env::temp_dir().join(format!("stemflow-available-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = stemflow_kit::testing::scratch_dir("available");
         std::fs::write(dir.join("Kim_Vocal_2.onnx"), b"x").unwrap();
         let json = catalogue_json(Some(&dir));
         let entry = |name: &str| {

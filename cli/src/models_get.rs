@@ -47,6 +47,20 @@ pub struct GetArgs {
     pub force: bool,
 }
 
+/// The folder `models get` and `models import` install into: `given` (`--models-dir`), else
+/// the user models folder.
+pub fn install_folder(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+    match given {
+        Some(dir) => Ok(dir.clone()),
+        None => stemflow_paths::user_models_dir().ok_or_else(|| {
+            CliError::Failed(
+                "no user models folder is known here (no home folder); pass --models-dir DIR"
+                    .into(),
+            )
+        }),
+    }
+}
+
 /// Runs `stemflow models get`.
 pub fn run(args: &GetArgs) -> Result<(), CliError> {
     let model = catalogue_model(&args.name).ok_or_else(|| {
@@ -61,15 +75,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
                 .join(", ")
         ))
     })?;
-    let models_dir = match &args.models_dir {
-        Some(dir) => dir.clone(),
-        None => stemflow_paths::user_models_dir().ok_or_else(|| {
-            CliError::Failed(
-                "no user models folder is known here (no home folder); pass --models-dir DIR"
-                    .into(),
-            )
-        })?,
-    };
+    let models_dir = install_folder(args.models_dir.as_ref())?;
     crate::output::say_err!("{}: {}", model.name, model.source);
     crate::output::say_err!("Terms: {}", model.terms);
     let accept_terms = args.accept_terms || terms_accepted(model, &models_dir) || ask_terms(model)?;

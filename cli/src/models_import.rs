@@ -36,15 +36,7 @@ pub struct ImportArgs {
 
 /// Runs `stemflow models import`.
 pub fn run(args: &ImportArgs) -> Result<(), CliError> {
-    let models_dir = match &args.models_dir {
-        Some(dir) => dir.clone(),
-        None => stemflow_paths::user_models_dir().ok_or_else(|| {
-            CliError::Failed(
-                "no user models folder is known here (no home folder); pass --models-dir DIR"
-                    .into(),
-            )
-        })?,
-    };
+    let models_dir = crate::models_get::install_folder(args.models_dir.as_ref())?;
     let options = ImportOptions {
         name: args.name.clone(),
         config: args.config.clone(),

@@ -13,6 +13,7 @@ use std::error::Error;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -95,6 +96,19 @@ const MARKER_PX: i32 = 6;
 /// Colour of the text, axes and the legend's variant markers.
 pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
 
+/// The mesh every chart here has: whole numbers on the y axis, and the house fonts, axes and
+/// grid lines. Returns `mesh`, to be drawn.
+pub(crate) fn house_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged<ValueType = f64>, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style((FONT, 16).into_font().color(&INK))
+        .axis_desc_style((FONT, 18).into_font().color(&INK))
+        .axis_style(INK.stroke_width(2))
+        .bold_line_style(RGBColor(200, 200, 200).stroke_width(1))
+        .light_line_style(RGBColor(235, 235, 235).stroke_width(1))
+}
+
 /// Registers the embedded font with plotters once per process.
 fn register_font() -> Result<(), String> {
     static IS_REGISTERED: OnceLock<bool> = OnceLock::new();
@@ -140,20 +154,16 @@ impl LinePlot {
                     .with_light_points(x_minor),
                 y_range,
             )?;
-        chart
-            .configure_mesh()
-            .x_desc(&self.x_label)
-            .y_desc(&self.y_label)
-            .y_labels(num_y_ticks.min(16))
-            .y_max_light_lines(1)
-            .x_label_formatter(&|x| format_tick(*x))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 16).into_font().color(&INK))
-            .axis_desc_style((FONT, 18).into_font().color(&INK))
-            .axis_style(INK.stroke_width(2))
-            .bold_line_style(RGBColor(200, 200, 200).stroke_width(1))
-            .light_line_style(RGBColor(235, 235, 235).stroke_width(1))
-            .draw()?;
+        house_mesh(
+            chart
+                .configure_mesh()
+                .x_desc(&self.x_label)
+                .y_desc(&self.y_label)
+                .y_labels(num_y_ticks.min(16))
+                .y_max_light_lines(1)
+                .x_label_formatter(&|x| format_tick(*x)),
+        )
+        .draw()?;
         let points_of = |series: &Series| -> Vec<(f64, f64)> {
             let is_drawable = |&(x, y): &(f64, f64)| x > 0.0 && x.is_finite() && y.is_finite();
             series.points.iter().copied().filter(is_drawable).collect()

@@ -45,14 +45,7 @@ fn a_model_that_fails_while_running_fails_the_input_and_writes_nothing() {
         ),
     ] {
         let out = dir.join(format!("out-{model}"));
-        let output = with_runtime(&[
-            "separate",
-            path_str(&input),
-            "-o",
-            path_str(&out),
-            "--model",
-            path_str(&fixtures.join(model)),
-        ]);
+        let output = with_runtime(&separate_args(&input, &out, &["--model", path_str(&fixtures.join(model))]));
         let stderr = assert_clean_failure(&output, model);
         assert!(stderr.contains(reason), "{model}: {stderr}");
         assert!(!out.exists(), "{model}: {:?} was left behind", walk(&out));
@@ -83,14 +76,11 @@ fn an_absurd_sidecar_value_is_named_by_models_and_refused_by_separate() {
     );
     let (input, _) = song(&dir, "song.wav", 0.5);
     let out = dir.join("out");
-    let output = with_runtime(&[
-        "separate",
-        path_str(&input),
-        "-o",
-        path_str(&out),
-        "--model",
-        path_str(&dir.join("absurd.onnx")),
-    ]);
+    let output = with_runtime(&separate_args(
+        &input,
+        &out,
+        &["--model", path_str(&dir.join("absurd.onnx"))],
+    ));
     let stderr = assert_clean_failure(&output, "absurd sidecar");
     assert!(stderr.contains("compensate"), "{stderr}");
     assert!(!out.exists());
@@ -102,14 +92,11 @@ fn model_configuration_mistakes_get_the_right_message() {
     let fixtures = fixtures_dir();
     let (input, _) = song(&dir, "song.wav", 0.5);
     let separate_with = |model: &Path| {
-        with_runtime(&[
-            "separate",
-            path_str(&input),
-            "-o",
-            path_str(&dir.join("out")),
-            "--model",
-            path_str(model),
-        ])
+        with_runtime(&separate_args(
+            &input,
+            &dir.join("out"),
+            &["--model", path_str(model)],
+        ))
     };
     // A RoFormer config that is not YAML: the file and the place, not "put a config there".
     let roformer = dir.join("roformer.onnx");
@@ -425,19 +412,19 @@ fn damaged_packets_become_silence_and_the_rest_is_decoded() {
     let (wav, channels) = song(&dir, "long.wav", 10.0);
     // A 10-second FLAC made by stemflow itself, and an MP3 by ffmpeg when it is there.
     let flac_out = dir.join("flac");
-    let output = run(&[
-        "separate",
-        path_str(&wav),
-        "-o",
-        path_str(&flac_out),
-        "--format",
-        "flac",
-        "--bit-depth",
-        "16",
-        "--stems",
-        "other",
-        "-q",
-    ]);
+    let output = run(&separate_args(
+        &wav,
+        &flac_out,
+        &[
+            "--format",
+            "flac",
+            "--bit-depth",
+            "16",
+            "--stems",
+            "other",
+            "-q",
+        ],
+    ));
     assert!(output.status.success(), "{}", text(&output.stderr));
     let mut damaged = vec![flac_out.join("long/other.flac")];
     let mp3 = dir.join("long.mp3");
@@ -501,12 +488,7 @@ fn truncated_containers_and_non_finite_samples_are_named() {
     let bytes = std::fs::read(fixture("aac-stereo-44k.m4a")).unwrap();
     let truncated = dir.join("cut.m4a");
     std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
-    let output = run(&[
-        "separate",
-        path_str(&truncated),
-        "-o",
-        path_str(&dir.join("out")),
-    ]);
+    let output = run(&separate_args(&truncated, &dir.join("out"), &[]));
     let stderr = assert_clean_failure(&output, "truncated m4a");
     assert!(stderr.contains("truncated or damaged M4A/MP4"), "{stderr}");
 
@@ -516,13 +498,7 @@ fn truncated_containers_and_non_finite_samples_are_named() {
     channels[1][300] = f32::NEG_INFINITY;
     let poisoned = dir.join("poisoned.wav");
     write_wav(&poisoned, 44_100, &channels, 32, true);
-    let output = run(&[
-        "separate",
-        path_str(&poisoned),
-        "-o",
-        path_str(&dir.join("out")),
-        "-q",
-    ]);
+    let output = run(&separate_args(&poisoned, &dir.join("out"), &["-q"]));
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
@@ -549,13 +525,7 @@ fn every_sample_format_channel_count_and_rate_is_handled() {
             bits,
             is_float,
         );
-        let output = run(&[
-            "separate",
-            path_str(&path),
-            "-o",
-            path_str(&dir.join("out")),
-            "-q",
-        ]);
+        let output = run(&separate_args(&path, &dir.join("out"), &["-q"]));
         assert!(
             output.status.success(),
             "{bits} bits: {}",
@@ -565,13 +535,7 @@ fn every_sample_format_channel_count_and_rate_is_handled() {
     for rate in [8_000, 22_050, 96_000, 192_000, 384_000] {
         let path = dir.join(format!("r{rate}.wav"));
         write_wav(&path, rate, &[music(rate as usize / 4, rate, 0)], 16, false);
-        let output = run(&[
-            "separate",
-            path_str(&path),
-            "-o",
-            path_str(&dir.join("out")),
-            "-q",
-        ]);
+        let output = run(&separate_args(&path, &dir.join("out"), &["-q"]));
         assert!(
             output.status.success(),
             "{rate} Hz: {}",
@@ -584,12 +548,7 @@ fn every_sample_format_channel_count_and_rate_is_handled() {
         let path = dir.join(format!("c{channels}.wav"));
         let data: Vec<Vec<f32>> = (0..channels).map(|c| music(4_000, 44_100, c)).collect();
         write_wav(&path, 44_100, &data, 16, false);
-        let output = run(&[
-            "separate",
-            path_str(&path),
-            "-o",
-            path_str(&dir.join("out")),
-        ]);
+        let output = run(&separate_args(&path, &dir.join("out"), &[]));
         let stderr = assert_clean_failure(&output, "channels");
         assert!(
             stderr.contains(&format!(
@@ -748,17 +707,7 @@ fn absurd_numbers_are_usage_errors_or_capped() {
         &["demo", "--duration-s", "nan"][..],
         &["demo", "--duration-s=-3"][..],
     ] {
-        let output = run(args);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
-        assert!(
-            text(&output.stderr).contains("positive, finite number of seconds"),
-            "{args:?}"
-        );
+        assert_usage_error(args, "positive, finite number of seconds");
     }
     let output = Command::new(env!("CARGO_BIN_EXE_stemflow"))
         .arg("devices")

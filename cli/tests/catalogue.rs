@@ -76,14 +76,7 @@ fn a_manifest_run_reports_each_input_and_a_rerun_skips_what_is_done() {
     text_lines.push_str("{\"input\": \"songs/missing.wav\"}\n{\"input\": 3}\n");
     std::fs::write(&manifest, text_lines).unwrap();
     let out = dir.join("stems");
-    let args = [
-        "separate",
-        "--manifest",
-        path_str(&manifest),
-        "-o",
-        path_str(&out),
-        "--json",
-    ];
+    let args = manifest_args(&manifest, &out, &["--json"]);
     let first = run(&args);
     assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
     let lines = result_lines(&first.stdout);
@@ -123,13 +116,11 @@ fn a_manifest_run_reports_each_input_and_a_rerun_skips_what_is_done() {
 
     // The stems are exactly what a plain run writes.
     let plain = dir.join("plain");
-    let single = run(&[
-        "separate",
-        path_str(&dir.join("songs/song1.wav")),
-        "-o",
-        path_str(&plain),
-        "--quiet",
-    ]);
+    let single = run(&separate_args(
+        &dir.join("songs/song1.wav"),
+        &plain,
+        &["--quiet"],
+    ));
     assert!(single.status.success(), "{}", text(&single.stderr));
     for stem in ["vocals", "drums", "bass", "other"] {
         let a = std::fs::read(out.join(format!("song1/{stem}.wav"))).unwrap();
@@ -183,16 +174,11 @@ fn shards_split_a_manifest_so_every_input_is_separated_exactly_once() {
     let out = dir.join("stems");
     let mut seen = BTreeMap::new();
     for shard in ["0/3", "1/3", "2/3"] {
-        let output = run(&[
-            "separate",
-            "--manifest",
-            path_str(&manifest),
-            "-o",
-            path_str(&out),
-            "--json",
-            "--shard",
-            shard,
-        ]);
+        let output = run(&manifest_args(
+            &manifest,
+            &out,
+            &["--json", "--shard", shard],
+        ));
         assert!(output.status.success(), "{shard}: {}", text(&output.stderr));
         for line in result_lines(&output.stdout) {
             assert_eq!(line["status"], "separated", "{line}");
@@ -390,14 +376,7 @@ fn the_ray_example_separates_every_input_exactly_once_like_one_process() {
         "{lines:?}"
     );
     let plain = dir.join("plain");
-    let single = run(&[
-        "separate",
-        "--manifest",
-        path_str(&manifest),
-        "-o",
-        path_str(&plain),
-        "--quiet",
-    ]);
+    let single = run(&manifest_args(&manifest, &plain, &["--quiet"]));
     assert!(single.status.success(), "{}", text(&single.stderr));
     for folder in ["first", "song1", "song2", "song3", "song4", "song5"] {
         for stem in ["vocals", "drums", "bass", "other"] {
@@ -429,14 +408,7 @@ fn a_manifest_never_overwrites_a_later_input() {
         "{\"input\": \"songs/song0.wav\", \"output\": \"victims\"}\n{\"input\": \"victims/vocals.wav\", \"output\": \"later\"}\n",
     )
     .unwrap();
-    let output = run(&[
-        "separate",
-        "--manifest",
-        path_str(&manifest),
-        "-o",
-        path_str(&dir),
-        "--json",
-    ]);
+    let output = run(&manifest_args(&manifest, &dir, &["--json"]));
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     let results = by_input(&result_lines(&output.stdout));
     assert_eq!(results["songs/song0.wav"]["status"], "failed");
@@ -480,6 +452,19 @@ fn long_catalogue(dir: &Path, count: usize, seconds: f32) -> PathBuf {
     manifest
 }
 
+/// `separate --manifest MANIFEST -o OUT` and then `extra`.
+fn manifest_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "separate",
+        "--manifest",
+        path_str(manifest),
+        "-o",
+        path_str(out),
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// Starts `stemflow` with `args` (not waiting for it).
 fn spawn_stemflow(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_stemflow"))
@@ -496,14 +481,7 @@ fn two_workers_on_one_manifest_separate_each_input_once_and_neither_fails() {
     let dir = scratch_dir("two-workers");
     let manifest = long_catalogue(&dir, 6, 20.0);
     let out = dir.join("stems");
-    let args = [
-        "separate",
-        "--manifest",
-        path_str(&manifest),
-        "-o",
-        path_str(&out),
-        "--json",
-    ];
+    let args = manifest_args(&manifest, &out, &["--json"]);
     // Started together, both go for s0 first.
     let workers = [spawn_stemflow(&args), spawn_stemflow(&args)];
     let outputs: Vec<_> = workers
@@ -575,14 +553,7 @@ fn a_killed_workers_claim_is_taken_over_by_the_next_worker() {
     let dir = scratch_dir("killed-worker");
     let manifest = long_catalogue(&dir, 1, 120.0);
     let out = dir.join("stems");
-    let args = [
-        "separate",
-        "--manifest",
-        path_str(&manifest),
-        "-o",
-        path_str(&out),
-        "--json",
-    ];
+    let args = manifest_args(&manifest, &out, &["--json"]);
     let mut first = spawn_stemflow(&args);
     let claim = out.join("s0/.stemflow-claim");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

@@ -201,13 +201,7 @@ fn mono_sixteen_bit_input_gives_mono_sixteen_bit_stems_that_sum_to_it() {
     write_wav(&input_path, 22_050, &input, 16, false);
     let quantized: Vec<Vec<f32>> = read_wav(&input_path).1;
     let out = dir.join("out");
-    let output = run(&[
-        "separate",
-        path_str(&input_path),
-        "-o",
-        path_str(&out),
-        "-q",
-    ]);
+    let output = run(&separate_args(&input_path, &out, &["-q"]));
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stems = read_stems(&out, "voice");
     for (spec, channels) in &stems {
@@ -356,15 +350,11 @@ fn flac_stems_are_the_wav_stems_losslessly() {
     write_wav(&input_path, 44_100, &input, 24, false);
     let out = dir.join("out");
     for format in ["wav", "flac"] {
-        let output = run(&[
-            "separate",
-            path_str(&input_path),
-            "-o",
-            path_str(&out),
-            "--format",
-            format,
-            "-q",
-        ]);
+        let output = run(&separate_args(
+            &input_path,
+            &out,
+            &["--format", format, "-q"],
+        ));
         assert!(
             output.status.success(),
             "{format}: {}",
@@ -391,17 +381,11 @@ fn stems_option_writes_only_the_chosen_stems_and_bit_depth_is_honoured() {
     let input_path = dir.join("song.wav");
     write_test_wav(&input_path);
     let out = dir.join("out");
-    let output = run(&[
-        "separate",
-        path_str(&input_path),
-        "-o",
-        path_str(&out),
-        "--stems",
-        "drums,vocals",
-        "--bit-depth",
-        "16",
-        "-q",
-    ]);
+    let output = run(&separate_args(
+        &input_path,
+        &out,
+        &["--stems", "drums,vocals", "--bit-depth", "16", "-q"],
+    ));
     assert!(output.status.success(), "{}", text(&output.stderr));
     let mut names: Vec<String> = std::fs::read_dir(out.join("song"))
         .unwrap()
@@ -572,40 +556,26 @@ fn unknown_models_are_errors() {
         ("htdemucs_ft", "unknown model `htdemucs_ft`"),
         ("models/nope.onnx", "models/nope.onnx: model file not found"),
     ] {
-        let output = run(&[
-            "separate",
-            path_str(&input),
-            "-o",
-            path_str(&out),
-            "--model",
-            model,
-        ]);
+        let output = run(&separate_args(&input, &out, &["--model", model]));
         let stderr = assert_clean_failure(&output, model);
         assert!(stderr.contains(reason), "{stderr}");
     }
     // A file that is not a model fails when it is loaded, before any stem is written.
     let garbage = dir.join("garbage.onnx");
     std::fs::write(&garbage, b"not a model").unwrap();
-    let output = run(&[
-        "separate",
-        path_str(&input),
-        "-o",
-        path_str(&out),
-        "--model",
-        path_str(&garbage),
-    ]);
+    let output = run(&separate_args(
+        &input,
+        &out,
+        &["--model", path_str(&garbage)],
+    ));
     assert_clean_failure(&output, "garbage model");
     assert!(walk(&out).iter().all(|p| !p.is_file()));
     // `--separator builtin` still works.
-    let output = run(&[
-        "separate",
-        path_str(&input),
-        "-o",
-        path_str(&out),
-        "--separator",
-        "builtin",
-        "-q",
-    ]);
+    let output = run(&separate_args(
+        &input,
+        &out,
+        &["--separator", "builtin", "-q"],
+    ));
     assert!(output.status.success(), "{}", text(&output.stderr));
 }
 
@@ -653,13 +623,7 @@ fn usage_errors_exit_with_2() {
         (vec!["bench", "--seconds", "many"], "invalid value 'many'"),
         (vec!["frobnicate"], "unrecognized subcommand"),
     ] {
-        let output = run(&args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&output.stderr).contains(needle),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
+        assert_usage_error(&args, needle);
     }
 }
 
@@ -701,13 +665,7 @@ fn progress_is_plain_lines_on_a_pipe_and_nothing_when_quiet() {
         "{stdout}"
     );
 
-    let output = run(&[
-        "separate",
-        path_str(&input),
-        "-o",
-        path_str(&out),
-        "--quiet",
-    ]);
+    let output = run(&separate_args(&input, &out, &["--quiet"]));
     assert!(output.status.success());
     assert!(output.stdout.is_empty() && output.stderr.is_empty());
 }
@@ -1125,13 +1083,7 @@ fn a_look_ahead_is_the_streams_and_the_models_other_the_whole_files() {
     ] {
         let mut all = vec!["separate", path_str(&wav), "-o", path_str(&dir)];
         all.extend_from_slice(args);
-        let output = run(&all);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{args:?}: {}",
-            text(&output.stderr)
-        );
+        assert_usage_error(&all, expected);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    assert_stems_sum_to, music, path_str, read_stems, read_wav, run, scratch_dir, text, write_wav,
-    STEM_NAMES,
+    assert_stems_sum_to, assert_usage_error, music, path_str, read_stems, read_wav, run,
+    scratch_dir, text, write_wav, STEM_NAMES,
 };
 
 /// Separates `input` with `model` (plus `extra` arguments) into `out`; its stems.
@@ -133,13 +133,7 @@ fn ensemble_mistakes_are_usage_errors() {
     ] {
         let mut all = vec!["separate", path_str(&input), "-o", path_str(&dir)];
         all.extend(args);
-        let output = run(&all);
-        assert_eq!(output.status.code(), Some(2), "{all:?}");
-        assert!(
-            text(&output.stderr).contains(expected),
-            "{}",
-            text(&output.stderr)
-        );
+        assert_usage_error(&all, expected);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

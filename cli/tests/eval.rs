@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{path_str, read_wav, run, scratch_dir, text, write_wav};
+use common::{path_str, read_wav, run, scratch_dir, separate_args, text, write_wav};
 use serde_json::Value;
 
 const STEMS: [&str; 4] = ["vocals", "drums", "bass", "other"];
@@ -174,6 +174,16 @@ fn close(ours: &Value, theirs: &Value) -> bool {
     }
 }
 
+/// The track called `name` in an eval report.
+fn track<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} was not evaluated"))
+}
+
 #[test]
 fn sdr_and_usdr_equal_musevals_on_the_fixture_tracks() {
     let dir = scratch_dir("eval-museval");
@@ -192,12 +202,7 @@ fn sdr_and_usdr_equal_musevals_on_the_fixture_tracks() {
     let mut compared = 0;
     for expected in theirs["tracks"].as_array().unwrap() {
         let name = expected["name"].as_str().unwrap();
-        let track = ours["tracks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("{name} was not evaluated"));
+        let track = track(&ours, name);
         assert_eq!(
             track["museval_refuses"].is_string(),
             expected.get("error").is_some(),
@@ -259,28 +264,13 @@ fn a_models_scores_are_those_of_the_stems_separate_writes() {
     for name in ["Beta", "Gamma"] {
         let out = dir.join("stems");
         let mixture = tracks.join(name).join("mixture.wav");
-        let output = run(&[
-            "separate",
-            path_str(&mixture),
-            "-o",
-            path_str(&out),
-            "--bit-depth",
-            "32f",
-            "-q",
-        ]);
+        let output = run(&separate_args(
+            &mixture,
+            &out,
+            &["--bit-depth", "32f", "-q"],
+        ));
         assert!(output.status.success(), "{}", text(&output.stderr));
-        let scored = builtin["tracks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap();
-        let averaged = ensemble["tracks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap();
+        let (scored, averaged) = (track(&builtin, name), track(&ensemble, name));
         let mut scorer = None;
         let mut signals = Vec::new();
         for stem in STEMS {

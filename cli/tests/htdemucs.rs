@@ -94,17 +94,15 @@ fn check_parity(checkpoint: &str, reference: &str, target: Target) -> f32 {
         for channel in 0..2 {
             for stem in Stem::ALL {
                 let reference = reference_of(stem, channel, other);
-                let actual = &got[stem.index()][channel];
-                for i in 0..compared {
-                    let error = (reference[i] - actual[i]).abs();
-                    assert!(
-                        error <= MAX_ABS_ERROR,
-                        "{checkpoint}, {what}: {stem:?} channel {channel} frame {i}: demucs {}, Stemflow {}",
-                        reference[i],
-                        actual[i]
-                    );
-                    run_worst = run_worst.max(error);
-                }
+                let error = assert_within(
+                    &reference,
+                    &got[stem.index()][channel],
+                    compared,
+                    MAX_ABS_ERROR,
+                    &format!("{checkpoint}, {what}: {stem:?} channel {channel}"),
+                    "demucs",
+                );
+                run_worst = run_worst.max(error);
             }
         }
         worst = worst.max(run_worst);

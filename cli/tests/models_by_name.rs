@@ -6,48 +6,31 @@
 //! download that is killed or interrupted leaves nothing under a model's name. Never touches
 //! the internet.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use stemflow_kit::testing::{fixtures_dir, serve_http, unused_loopback_port, write_http_head};
 
 /// The terms record and the downloads folder `models get` keeps in the models folder.
 const TERMS_RECORD: &str = ".terms-accepted.json";
 
 /// Serves `body` for every path, recording the paths asked for.
 fn mirror(body: Vec<u8>) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/uvr", listener.local_addr().unwrap());
     let paths = Arc::new(Mutex::new(Vec::new()));
     let seen = paths.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-            }
-            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
-            seen.lock().unwrap().push(path);
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(&body);
-        }
+    let url = serve_http(move |request, mut stream| {
+        seen.lock().unwrap().push(request.path);
+        write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+        let _ = stream.write_all(&body);
     });
-    (url, paths)
+    (format!("{url}/uvr"), paths)
 }
 
-fn stemflow(args: &[&str], mirror_url: &str) -> Output {
+/// `stemflow ARGS` fetching from `mirror_url`, with no proxy between.
+fn stemflow_command(args: &[&str], mirror_url: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
     command.args(args).env("STEMFLOW_MODELS_MIRROR", mirror_url);
     for proxy in [
@@ -60,7 +43,23 @@ fn stemflow(args: &[&str], mirror_url: &str) -> Output {
     ] {
         command.env_remove(proxy);
     }
-    command.output().unwrap()
+    command
+}
+
+fn stemflow(args: &[&str], mirror_url: &str) -> Output {
+    stemflow_command(args, mirror_url).output().unwrap()
+}
+
+/// `stemflow ARGS --models-dir DIR` fetching from `mirror_url`.
+fn in_models_dir(args: &[&str], dir: &Path, mirror_url: &str) -> Output {
+    let mut args = args.to_vec();
+    args.extend(["--models-dir", dir.to_str().unwrap()]);
+    stemflow(&args, mirror_url)
+}
+
+/// `stemflow models get NAME --accept-terms --models-dir DIR` fetching from `mirror_url`.
+fn get_accepting_terms(name: &str, dir: &Path, mirror_url: &str) -> Output {
+    in_models_dir(&["models", "get", name, "--accept-terms"], dir, mirror_url)
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -83,17 +82,7 @@ fn models_dir(name: &str) -> PathBuf {
 fn a_file_that_is_not_the_catalogues_is_refused_and_nothing_is_kept() {
     let (url, paths) = mirror(vec![7u8; 1000]);
     let dir = models_dir("refused");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "kim_vocal_2",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = get_accepting_terms("kim_vocal_2", &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(
@@ -119,17 +108,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
     let dir = models_dir("kept");
     let mine = dir.join("UVR-MDX-NET-Inst_HQ_3.onnx");
     std::fs::write(&mine, b"my own model").unwrap();
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "UVR-MDX-NET-Inst_HQ_3",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = get_accepting_terms("UVR-MDX-NET-Inst_HQ_3", &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("pass --force"), "{stderr}");
@@ -137,16 +116,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
     assert!(paths.lock().unwrap().is_empty(), "nothing downloaded");
 
     // `available` sees it by name.
-    let output = stemflow(
-        &[
-            "models",
-            "available",
-            "--json",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = in_models_dir(&["models", "available", "--json"], &dir, &url);
     assert!(output.status.success());
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let entry = |name: &str| {
@@ -166,16 +136,7 @@ fn a_different_file_in_the_models_folder_is_not_replaced_without_force() {
 fn terms_that_were_not_accepted_stop_everything_and_an_unknown_name_lists_the_known_ones() {
     let (url, paths) = mirror(Vec::new());
     let dir = models_dir("terms");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "htdemucs",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &url,
-    );
+    let output = in_models_dir(&["models", "get", "htdemucs"], &dir, &url);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
@@ -198,7 +159,7 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
     let dir = models_dir("from-file");
     let wrong = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../convert/tests/fixtures/torch/demucs_like_zip.th");
-    let output = stemflow(
+    let output = in_models_dir(
         &[
             "models",
             "get",
@@ -206,9 +167,8 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
             "--accept-terms",
             "--from-file",
             wrong.to_str().unwrap(),
-            "--models-dir",
-            dir.to_str().unwrap(),
         ],
+        &dir,
         &url,
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -226,23 +186,9 @@ fn a_file_given_by_hand_that_is_not_the_models_is_refused_with_what_is_expected(
 #[test]
 fn an_owner_that_cannot_be_reached_gets_the_urls_and_the_from_file_command() {
     // A port that nothing listens on.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_loopback_port();
     let dir = models_dir("offline");
-    let output = stemflow(
-        &[
-            "models",
-            "get",
-            "htdemucs_ft",
-            "--accept-terms",
-            "--models-dir",
-            dir.to_str().unwrap(),
-        ],
-        &format!("http://127.0.0.1:{port}"),
-    );
+    let output = get_accepting_terms("htdemucs_ft", &dir, &format!("http://127.0.0.1:{port}"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(stderr.contains("cannot reach the source"), "{stderr}");
@@ -268,54 +214,34 @@ fn an_owner_that_cannot_be_reached_gets_the_urls_and_the_from_file_command() {
 /// A mirror that announces `length` bytes and sends zeros slowly, forever (until the client
 /// goes): a download in progress.
 fn slow_mirror(length: u64) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/m", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let zeros = [0u8; 8192];
-                while stream.write_all(&zeros).is_ok() {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            });
-        }
+    let url = serve_http(move |_, mut stream| {
+        std::thread::spawn(move || {
+            write_http_head(&mut stream, "200 OK", "", length);
+            let zeros = [0u8; 8192];
+            while stream.write_all(&zeros).is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
     });
-    url
+    format!("{url}/m")
 }
 
 /// Starts `models get NAME` against `url` and waits until its part holds some bytes.
 fn download_in_progress(name: &str, url: &str, dir: &Path) -> std::process::Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
-    command
-        .args(["models", "get", name, "--accept-terms", "--models-dir"])
-        .arg(dir)
-        .env("STEMFLOW_MODELS_MIRROR", url)
+    let args = [
+        "models",
+        "get",
+        name,
+        "--accept-terms",
+        "--models-dir",
+        dir.to_str().unwrap(),
+    ];
+    let child = stemflow_command(&args, url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for proxy in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        command.env_remove(proxy);
-    }
-    let child = command.spawn().unwrap();
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let part = dir.join(format!(".downloads/{name}.onnx.part"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0) < 50_000 {
@@ -392,16 +318,7 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
     for (name, bytes, expected) in cases {
         let file = given.join(name);
         std::fs::write(&file, bytes).unwrap();
-        let output = stemflow(
-            &[
-                "models",
-                "import",
-                file.to_str().unwrap(),
-                "--models-dir",
-                models.to_str().unwrap(),
-            ],
-            "",
-        );
+        let output = in_models_dir(&["models", "import", file.to_str().unwrap()], &models, "");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{name}");
         assert!(stderr.contains(expected), "{name}: {stderr}");
@@ -409,14 +326,9 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
     // A demucs-like package that is no HTDemucs reaches the converter, which refuses it.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../convert/tests/fixtures/torch/demucs_like_zip.th");
-    let output = stemflow(
-        &[
-            "models",
-            "import",
-            fixture.to_str().unwrap(),
-            "--models-dir",
-            models.to_str().unwrap(),
-        ],
+    let output = in_models_dir(
+        &["models", "import", fixture.to_str().unwrap()],
+        &models,
         "",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -428,10 +340,7 @@ fn importing_a_file_that_is_no_model_writes_nothing() {
 
 #[test]
 fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_one_is_not() {
-    let fixtures = PathBuf::from(
-        std::env::var_os("STEMFLOW_FIXTURES_DIR")
-            .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`"),
-    );
+    let fixtures = fixtures_dir();
     assert!(
         std::env::var_os("STEMFLOW_ORT_LIB").is_some(),
         "STEMFLOW_ORT_LIB must point at ONNX Runtime: run the tests with `cargo xtask test`"
@@ -439,15 +348,9 @@ fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_on
     let dir = models_dir("import-onnx");
     let models = dir.join("models");
     let import = |file: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "models",
-            "import",
-            file.to_str().unwrap(),
-            "--models-dir",
-            models.to_str().unwrap(),
-        ];
+        let mut args = vec!["models", "import", file.to_str().unwrap()];
         args.extend_from_slice(extra);
-        stemflow(&args, "")
+        in_models_dir(&args, &models, "")
     };
     // MDX-Net with its parameters in a sidecar: both come in under the new name.
     let output = import(
@@ -466,10 +369,7 @@ fn an_onnx_model_the_engine_recognises_is_imported_with_its_sidecar_and_a_bad_on
         std::fs::read(fixtures.join("mdx_vocals_test.onnx")).unwrap()
     );
     assert!(models.join("my-vocals.json").is_file());
-    let listed = stemflow(
-        &["models", "--models-dir", models.to_str().unwrap(), "--json"],
-        "",
-    );
+    let listed = in_models_dir(&["models", "--json"], &models, "");
     let json: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     let entry = json["models"]
         .as_array()
@@ -512,16 +412,15 @@ fn a_demucs_checkpoint_of_ones_own_is_imported_converted() {
     let models = dir.join("models");
     let checkpoint =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../convert/tests/fixtures/htdemucs/small.th");
-    let output = stemflow(
+    let output = in_models_dir(
         &[
             "models",
             "import",
             checkpoint.to_str().unwrap(),
             "--name",
             "my-htdemucs",
-            "--models-dir",
-            models.to_str().unwrap(),
         ],
+        &models,
         "",
     );
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -18,18 +18,16 @@ fn import(path: &str, name: &str, dir: &std::path::Path) {
     assert!(imported.status.success(), "{}", text(&imported.stderr));
 }
 
+/// `stemflow models inspect ARGS`.
+fn inspect(args: &[&str]) -> std::process::Output {
+    run(&[&["models", "inspect"], args].concat())
+}
+
 #[test]
 fn a_converted_htdemucs_needs_float64_kernels_that_directml_lacks() {
     let dir = scratch_dir("inspect");
     import("htdemucs/small.th", "small", &dir);
-    let output = run(&[
-        "models",
-        "inspect",
-        "small",
-        "--models-dir",
-        path_str(&dir),
-        "--json",
-    ]);
+    let output = inspect(&["small", "--models-dir", path_str(&dir), "--json"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(report["node_count"].as_u64().unwrap() > 1000);
@@ -50,9 +48,7 @@ fn a_converted_htdemucs_needs_float64_kernels_that_directml_lacks() {
         .iter()
         .all(|f| f["reason"].as_str().unwrap().contains("is double")));
 
-    let cuda = run(&[
-        "models",
-        "inspect",
+    let cuda = inspect(&[
         "small",
         "--models-dir",
         path_str(&dir),
@@ -75,34 +71,22 @@ fn a_tiny_roformer_has_no_float64_and_bad_arguments_are_errors() {
     let dir = scratch_dir("inspect-roformer");
     import("roformer/bs_tiny.ckpt", "bs", &dir);
     let model = dir.join("bs.onnx");
-    let output = run(&[
-        "models",
-        "inspect",
-        path_str(&model),
-        "--device",
-        "directml",
-    ]);
+    let output = inspect(&[path_str(&model), "--device", "directml"]);
     let said = text(&output.stdout);
     assert!(
         said.contains("float64: none") && said.contains("DirectML: every node"),
         "{said}"
     );
 
-    let bad_device = run(&["models", "inspect", path_str(&model), "--device", "tpu"]);
+    let bad_device = inspect(&[path_str(&model), "--device", "tpu"]);
     assert_eq!(
         bad_device.status.code(),
         Some(2),
         "{}",
         text(&bad_device.stderr)
     );
-    let missing = run(&[
-        "models",
-        "inspect",
-        "no-such-model",
-        "--models-dir",
-        path_str(&dir),
-    ]);
+    let missing = inspect(&["no-such-model", "--models-dir", path_str(&dir)]);
     assert_eq!(missing.status.code(), Some(1));
-    let builtin = run(&["models", "inspect", "builtin"]);
+    let builtin = inspect(&["builtin"]);
     assert!(text(&builtin.stderr).contains("not a model"));
 }

@@ -91,8 +91,7 @@ mod tests {
 
     #[test]
     fn gpu_graphs_appear_only_when_installed_and_a_failure_leaves_nothing() {
-        let dir = std::env::temp_dir().join(format!("stemflow-gpu-graphs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = stemflow_kit::testing::scratch_dir("gpu-graphs");
         let model = dir.join("m.onnx");
         let listing = || {
             let mut names: Vec<String> = std::fs::read_dir(&dir)

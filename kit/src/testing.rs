@@ -1,8 +1,12 @@
 //! Test support the workspace's tests share (shipped code never calls it): the fixtures folder
 //! that `cargo xtask test` writes, fresh scratch folders, the raw `f32` fixtures, the hybrid
-//! route the family tests build around a fixture model, and a seeded generator for test noise.
+//! route the family tests build around a fixture model, a seeded generator for test noise, and
+//! a loopback HTTP server for the download tests.
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The folder of generated test fixtures: `STEMFLOW_FIXTURES_DIR`, which `cargo xtask test`
 /// sets after writing it with `models/make_test_models.py --fixtures`.
@@ -114,6 +118,101 @@ impl XorShift64 {
     }
 }
 
+/// One request a loopback server ([`serve_http`]) received.
+#[derive(Debug, Clone, Default)]
+pub struct HttpRequest {
+    /// The path asked for (`/models/m.onnx`); empty when the request line has none.
+    pub path: String,
+    /// The header lines as `(name, value)`, the value trimmed, in the order they came.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpRequest {
+    /// The value of the last header called `name` (in any case); empty when there is none.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map_or("", |(_, value)| value.as_str())
+    }
+}
+
+/// An HTTP/1.1 server on a loopback port, for tests that download: reads each connection's
+/// request (its line and headers, up to the blank line) and hands it with the connection to
+/// `answer`, one connection after another on a thread of its own. Returns its address,
+/// `http://127.0.0.1:PORT`. Panics when no loopback port can be bound.
+pub fn serve_http(mut answer: impl FnMut(HttpRequest, TcpStream) + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let mut request = HttpRequest {
+                path: request_line.split(' ').nth(1).unwrap_or("").to_owned(),
+                headers: Vec::new(),
+            };
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    request
+                        .headers
+                        .push((name.to_owned(), value.trim().to_owned()));
+                }
+            }
+            answer(request, stream);
+        }
+    });
+    url
+}
+
+/// Writes a response's head: `HTTP/1.1 {status}`, the `headers` (each line ending in `\r\n`),
+/// `Content-Length: {content_length}` and `Connection: close`. A client that has gone is no
+/// error here.
+pub fn write_http_head(stream: &mut TcpStream, status: &str, headers: &str, content_length: u64) {
+    let head = format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {content_length}\r\nConnection: close\r\n\r\n"
+    );
+    let _ = stream.write_all(head.as_bytes());
+}
+
+/// Writes `body` in pieces of `piece_bytes`, each flushed and followed by a pause of `pause`:
+/// a slow download. Stops early, returning `false`, when the client has gone.
+pub fn write_trickle(
+    stream: &mut TcpStream,
+    body: &[u8],
+    piece_bytes: usize,
+    pause: Duration,
+) -> bool {
+    for piece in body.chunks(piece_bytes) {
+        if stream
+            .write_all(piece)
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
+            return false;
+        }
+        std::thread::sleep(pause);
+    }
+    true
+}
+
+/// A loopback port that nothing listens on (bound, then let go): a server that cannot be
+/// reached.
+pub fn unused_loopback_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +271,25 @@ mod tests {
         assert!(text.contains(r#""separator": "/models/vocals.onnx", "stems": ["vocals"]"#));
         assert!(text.contains(r#"{"separator": "builtin"}"#));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_loopback_server_hands_over_the_path_and_the_headers() {
+        let url = serve_http(|request, mut stream| {
+            let body = format!("{} {}", request.path, request.header("RANGE"));
+            write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+            write_trickle(&mut stream, body.as_bytes(), 2, Duration::ZERO);
+        });
+        let mut stream = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+        stream
+            .write_all(b"GET /m.onnx HTTP/1.1\r\nrange: bytes=5-\r\n\r\n")
+            .unwrap();
+        let mut response = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+        assert_eq!(
+            response,
+            "HTTP/1.1 200 OK\r\nContent-Length: 16\r\nConnection: close\r\n\r\n/m.onnx bytes=5-"
+        );
+        assert_ne!(unused_loopback_port(), 0);
     }
 }

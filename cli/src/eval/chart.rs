@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::plot::{render, write_png, Area, FONT, INK};
+use crate::plot::{house_mesh, render, write_png, Area, FONT, INK};
 
 /// Colours of the targets, in order (then again).
 const COLOURS: [RGBColor; 6] = [
@@ -65,26 +65,22 @@ impl ScoreChart {
             .x_label_area_size(50)
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5..count as f64 - 0.5, self.y_range())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(count)
-            .x_label_formatter(&|x| {
-                let index = x.round();
-                let is_centre = (x - index).abs() < 1e-6 && index >= 0.0;
-                names
-                    .get(index as usize)
-                    .filter(|_| is_centre)
-                    .map_or(String::new(), |n| n.to_string())
-            })
-            .y_desc(&self.y_label)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 16).into_font().color(&INK))
-            .axis_desc_style((FONT, 18).into_font().color(&INK))
-            .axis_style(INK.stroke_width(2))
-            .bold_line_style(RGBColor(200, 200, 200).stroke_width(1))
-            .light_line_style(RGBColor(235, 235, 235).stroke_width(1))
-            .draw()?;
+        house_mesh(
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(count)
+                .x_label_formatter(&|x| {
+                    let index = x.round();
+                    let is_centre = (x - index).abs() < 1e-6 && index >= 0.0;
+                    names
+                        .get(index as usize)
+                        .filter(|_| is_centre)
+                        .map_or(String::new(), |n| n.to_string())
+                })
+                .y_desc(&self.y_label),
+        )
+        .draw()?;
         for (index, (_, values)) in self.targets.iter().enumerate() {
             let colour = COLOURS[index % COLOURS.len()];
             let x = index as f64;

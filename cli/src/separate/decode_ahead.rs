@@ -214,15 +214,7 @@ impl Drop for DecodeAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fresh folder for one test.
-    fn test_folder(name: &str) -> PathBuf {
-        let folder =
-            std::env::temp_dir().join(format!("stemflow-ahead-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&folder);
-        std::fs::create_dir_all(&folder).unwrap();
-        folder
-    }
+    use stemflow_kit::testing::scratch_dir;
 
     /// Writes a stereo 16-bit WAV of `num_frames` frames (left ramps, right is its negative).
     fn write_wav(path: &Path, num_frames: usize) {
@@ -244,7 +236,7 @@ mod tests {
     /// Every block of a file, through `AudioDecoder` directly and through `DecodeAhead`.
     #[test]
     fn hands_out_exactly_what_the_decoder_does() {
-        let folder = test_folder("ramp");
+        let folder = scratch_dir("ahead-ramp");
         let path = folder.join("ramp.wav");
         // Far more blocks than the channel holds, so the thread waits on the way.
         write_wav(&path, 1_000_003);
@@ -268,7 +260,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_file_fails_on_open_with_the_decoders_reason() {
-        let folder = test_folder("empty");
+        let folder = scratch_dir("ahead-empty");
         let path = folder.join("empty.wav");
         std::fs::write(&path, b"").unwrap();
         let reason = PendingDecode::start(&path).open().err().unwrap();
@@ -277,7 +269,7 @@ mod tests {
 
     #[test]
     fn dropping_a_decode_half_way_stops_its_thread() {
-        let folder = test_folder("long");
+        let folder = scratch_dir("ahead-long");
         let path = folder.join("long.wav");
         write_wav(&path, 2_000_000);
         let mut ahead = PendingDecode::start(&path).open().unwrap();

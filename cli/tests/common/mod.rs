@@ -31,11 +31,9 @@ pub fn real_runtime() -> String {
     )
 }
 
+/// A fresh, empty folder for one test: [`stemflow_kit::testing::scratch_dir`] of `cli-{name}`.
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stemflow-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    stemflow_kit::testing::scratch_dir(&format!("cli-{name}"))
 }
 
 pub fn write_test_wav(path: &std::path::Path) {
@@ -69,6 +67,23 @@ pub fn fixture(name: &str) -> PathBuf {
 /// Runs `stemflow ARGS` with the built-in separator and no runtime.
 pub fn run(args: &[&str]) -> Output {
     stemflow(args, None)
+}
+
+/// Runs `stemflow ARGS` (as [`run`]) and asserts that it is refused as a usage error (exit code
+/// 2) that says `expected`.
+pub fn assert_usage_error(args: &[&str], expected: &str) {
+    let output = run(args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
+/// `separate INPUT -o OUT` and then `extra`: the arguments of a separation for [`run`] and
+/// its kin.
+pub fn separate_args<'a>(input: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["separate", path_str(input), "-o", path_str(out)];
+    args.extend_from_slice(extra);
+    args
 }
 
 pub fn path_str(path: &Path) -> &str {
@@ -184,6 +199,31 @@ pub fn assert_stems_sum_to(
     }
 }
 
+/// Asserts that `actual` stays within `max_abs_error` of `reference`, the output of
+/// `reference_name`, over the first `frames` frames (`what` names them when not). Returns the
+/// largest difference.
+pub fn assert_within(
+    reference: &[f32],
+    actual: &[f32],
+    frames: usize,
+    max_abs_error: f32,
+    what: &str,
+    reference_name: &str,
+) -> f32 {
+    let mut worst = 0.0f32;
+    for i in 0..frames {
+        let error = (reference[i] - actual[i]).abs();
+        assert!(
+            error <= max_abs_error,
+            "{what} frame {i}: {reference_name} {}, Stemflow {}",
+            reference[i],
+            actual[i]
+        );
+        worst = worst.max(error);
+    }
+    worst
+}
+
 pub fn assert_clean_failure(output: &Output, what: &str) -> String {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
@@ -208,11 +248,9 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-pub fn fixtures_dir() -> PathBuf {
-    std::env::var_os("STEMFLOW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .expect("STEMFLOW_FIXTURES_DIR is not set: run the tests with `cargo xtask test`")
-}
+/// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them.
+#[allow(unused_imports)]
+pub use stemflow_kit::testing::fixtures_dir;
 
 /// Streams `input` through `model` offline (the CLI's path) on the CPU, stems aligned to the
 /// input.
