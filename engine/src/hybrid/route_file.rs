@@ -35,8 +35,8 @@ use serde::Deserialize;
 
 use crate::choice::SeparatorChoice;
 pub use crate::choice::ROUTE_EXTENSION;
-use crate::ensemble::spec::EnsembleSpec;
 use crate::ensemble::method::{EnsembleAlgorithm, EnsembleMethod};
+use crate::ensemble::spec::EnsembleSpec;
 use crate::model_error::ModelError;
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 

@@ -198,30 +198,16 @@ mod tests {
 
     /// A loopback mirror serving `body` for every path, in small pieces when `trickle`.
     fn mirror(body: Vec<u8>, trickle: bool) -> String {
-        use std::io::Write;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                stemflow_kit::loopback::read_request_head(&stream);
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let piece = if trickle { 2048 } else { body.len().max(1) };
-                for chunk in body.chunks(piece) {
-                    if stream.write_all(chunk).is_err() {
-                        break;
-                    }
-                    if trickle {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                }
-            }
-        });
-        url
+        use stemflow_kit::testing::{serve_http, write_http_head, write_trickle};
+        serve_http(move |_, mut stream| {
+            write_http_head(&mut stream, "200 OK", "", body.len() as u64);
+            let (piece, pause) = if trickle {
+                (2048, Duration::from_millis(5))
+            } else {
+                (body.len().max(1), Duration::ZERO)
+            };
+            write_trickle(&mut stream, &body, piece, pause);
+        })
     }
 
     /// A catalogue entry (made here: the real ones' checksums are of files no test has) of
