@@ -242,6 +242,9 @@ impl Downloader {
         Ok(())
     }
 
+    /// One attempt at `file`: resumes `part` where it ends when the server allows it (and the
+    /// file is still the one the part began with) and returns the file's length once the part
+    /// holds all of it.
     fn try_fetch(
         &self,
         file: &Source<'_>,
@@ -266,7 +269,6 @@ impl Downloader {
         let mut response = request
             .call()
             .map_err(|e| Attempt::Unreachable(format!("{e} (is this machine online?)")))?;
-        let status = response.status().as_u16();
         let header = |name: &str| {
             response
                 .headers()
@@ -274,86 +276,20 @@ impl Downloader {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
-        let answer_validator = strong_validator(header("etag"), header("last-modified"));
-        if status == 206 && validator.is_some() && answer_validator != validator {
-            // A range of another version of the file (a server that ignored If-Range).
-            File::create(part).map_err(io)?;
-            let _ = std::fs::remove_file(validator_path(part));
-            return Err(Attempt::Retry(
-                "the file changed upstream since the part began: starting over".into(),
-            ));
-        }
-        let (start, total) = match status {
-            206 => {
-                let (start, total) = header("content-range")
-                    .as_deref()
-                    .and_then(content_range)
-                    .ok_or_else(|| Attempt::Retry("a partial answer without its range".into()))?;
-                if start != have {
-                    // Not where the part ends: start over.
-                    File::create(part).map_err(io)?;
-                    return Err(Attempt::Retry(format!(
-                        "the server resumed at byte {start}, not {have}"
-                    )));
-                }
-                (start, total.or(length.map(|l| start + l)))
-            }
-            // The whole file (the server ignores ranges, or nothing was there yet).
-            200 => (0, length),
-            416 if have > 0 => {
-                // Nothing past the part's end: it is whole if its size is the file's.
-                let total = header("content-range")
-                    .and_then(|r| r.rsplit('/').next()?.parse::<u64>().ok())
-                    .or(file.check.size_bytes);
-                if total == Some(have) {
-                    progress(have, total);
-                    return Ok(have);
-                }
-                File::create(part).map_err(io)?;
-                return Err(Attempt::Retry(
-                    "the partial download was longer than the file".into(),
-                ));
-            }
-            404 | 410 => {
-                return Err(Attempt::Fail(FetchError::Download(format!(
-                    "{}: HTTP {status}: the owner no longer publishes this file here",
-                    file.url
-                ))))
-            }
-            // Busy or failing for now: worth another attempt.
-            408 | 429 | 500..=599 => {
-                return Err(Attempt::Retry(format!("HTTP {status} from the server")))
-            }
-            401 | 403 => {
-                return Err(Attempt::Fail(FetchError::Download(format!(
-                    "{}: HTTP {status}: access refused (a proxy or firewall may block it; a \
-                     mirror can be set with {MODELS_MIRROR_ENV})",
-                    file.url
-                ))))
-            }
-            _ => {
-                return Err(Attempt::Fail(FetchError::Download(format!(
-                    "{}: unexpected HTTP {status}",
-                    file.url
-                ))))
+        let answer = Answer {
+            status: response.status().as_u16(),
+            length: header("content-length").and_then(|v| v.parse::<u64>().ok()),
+            content_range: header("content-range"),
+            validator: strong_validator(header("etag"), header("last-modified")),
+        };
+        let (start, total) = match answer.resume_point(file, part, have, validator)? {
+            ResumePoint::At { start, total } => (start, total),
+            ResumePoint::AlreadyWhole(size) => {
+                progress(size, Some(size));
+                return Ok(size);
             }
         };
-        if let Some(total) = total {
-            if total > self.max_file_bytes {
-                return Err(Attempt::Fail(FetchError::Download(format!(
-                    "{} is {total} bytes, more than any model Stemflow downloads",
-                    file.url
-                ))));
-            }
-            if file.check.size_bytes.is_some_and(|size| size != total) {
-                return Err(Attempt::Fail(FetchError::Download(format!(
-                    "{} is {total} bytes, the catalogue says {}: not the file Stemflow knows",
-                    file.url,
-                    file.check.size_bytes.unwrap_or(0)
-                ))));
-            }
-        }
+        self.check_total(file, total)?;
         let mut out = OpenOptions::new()
             .create(true)
             .write(true)
@@ -361,23 +297,78 @@ impl Downloader {
             .open(part)
             .map_err(io)?;
         out.seek(SeekFrom::Start(start)).map_err(io)?;
-        match &answer_validator {
+        match &answer.validator {
             Some(value) => std::fs::write(validator_path(part), value).map_err(io)?,
             None => {
                 let _ = std::fs::remove_file(validator_path(part));
             }
         }
         // What this file may still bring (over all attempts), and its end on disk.
-        let allowed = self
-            .max_file_bytes
-            .saturating_sub(*received)
-            .min(self.max_file_bytes.saturating_sub(start));
+        let body = Body {
+            start,
+            total,
+            allowed: self
+                .max_file_bytes
+                .saturating_sub(*received)
+                .min(self.max_file_bytes.saturating_sub(start)),
+        };
         let mut reader = response
             .body_mut()
             .with_config()
-            .limit(allowed.saturating_add(1))
+            .limit(body.allowed.saturating_add(1))
             .reader();
-        let mut done = start;
+        let done = self.receive(
+            file,
+            &body,
+            (&mut reader, &mut out, part),
+            received,
+            progress,
+            cancel,
+        )?;
+        if total.is_some_and(|t| t != done) {
+            return Err(Attempt::Retry(format!(
+                "the download stopped at {done} of {} bytes",
+                total.unwrap_or(0)
+            )));
+        }
+        Ok(done)
+    }
+
+    /// Refuses a file larger than any model, or not of the size the catalogue knows.
+    fn check_total(&self, file: &Source<'_>, total: Option<u64>) -> Result<(), Attempt> {
+        let Some(total) = total else {
+            return Ok(());
+        };
+        if total > self.max_file_bytes {
+            return Err(Attempt::Fail(FetchError::Download(format!(
+                "{} is {total} bytes, more than any model Stemflow downloads",
+                file.url
+            ))));
+        }
+        if file.check.size_bytes.is_some_and(|size| size != total) {
+            return Err(Attempt::Fail(FetchError::Download(format!(
+                "{} is {total} bytes, the catalogue says {}: not the file Stemflow knows",
+                file.url,
+                file.check.size_bytes.unwrap_or(0)
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Writes the answer's body to `out` (the part, at `body.start`) until it ends, the user
+    /// cancels, the connection drops or the file brings more than any model; returns where the
+    /// part ends.
+    fn receive(
+        &self,
+        file: &Source<'_>,
+        body: &Body,
+        (reader, out, part): (&mut dyn Read, &mut File, &Path),
+        received: &mut u64,
+        progress: &mut dyn FnMut(u64, Option<u64>),
+        cancel: &AtomicBool,
+    ) -> Result<u64, Attempt> {
+        let io = |e: std::io::Error| Attempt::Fail(write_error(part, &e));
+        let mut done = body.start;
         let mut chunk = vec![0u8; 1 << 16];
         loop {
             if cancel.load(Ordering::Relaxed) {
@@ -395,7 +386,7 @@ impl Downloader {
                 }
             };
             *received += n as u64;
-            if done + n as u64 - start > allowed {
+            if done + n as u64 - body.start > body.allowed {
                 out.sync_all().map_err(io)?;
                 return Err(Attempt::Fail(FetchError::Download(format!(
                     "{} sent more than {} bytes over all attempts, more than any model \
@@ -405,16 +396,113 @@ impl Downloader {
             }
             out.write_all(&chunk[..n]).map_err(io)?;
             done += n as u64;
-            progress(done, total);
+            progress(done, body.total);
         }
         out.sync_all().map_err(io)?;
-        if total.is_some_and(|t| t != done) {
-            return Err(Attempt::Retry(format!(
-                "the download stopped at {done} of {} bytes",
-                total.unwrap_or(0)
-            )));
-        }
         Ok(done)
+    }
+}
+
+/// What a server answered a (ranged) request with, before its body.
+struct Answer {
+    status: u16,
+    length: Option<u64>,
+    content_range: Option<String>,
+    /// Its strong validator (ETag, or Last-Modified), for the next attempt's `If-Range`.
+    validator: Option<String>,
+}
+
+/// Where an answer's body goes in the part.
+enum ResumePoint {
+    /// At byte `start`; the file's length when known.
+    At { start: u64, total: Option<u64> },
+    /// Nowhere: the part (this many bytes) is the whole file already.
+    AlreadyWhole(u64),
+}
+
+/// The body an attempt receives: where it starts in the part, the file's length when known, and
+/// the bytes it may still bring.
+struct Body {
+    start: u64,
+    total: Option<u64>,
+    allowed: u64,
+}
+
+impl Answer {
+    /// Where the body goes for a part of `have` bytes begun on the version `validator` names; an
+    /// error (starting the part over where it cannot be resumed) for any other answer.
+    fn resume_point(
+        &self,
+        file: &Source<'_>,
+        part: &Path,
+        have: u64,
+        validator: Option<String>,
+    ) -> Result<ResumePoint, Attempt> {
+        let io = |e: std::io::Error| Attempt::Fail(write_error(part, &e));
+        let status = self.status;
+        if status == 206 && validator.is_some() && self.validator != validator {
+            // A range of another version of the file (a server that ignored If-Range).
+            File::create(part).map_err(io)?;
+            let _ = std::fs::remove_file(validator_path(part));
+            return Err(Attempt::Retry(
+                "the file changed upstream since the part began: starting over".into(),
+            ));
+        }
+        match status {
+            206 => {
+                let (start, total) = self
+                    .content_range
+                    .as_deref()
+                    .and_then(content_range)
+                    .ok_or_else(|| Attempt::Retry("a partial answer without its range".into()))?;
+                if start != have {
+                    // Not where the part ends: start over.
+                    File::create(part).map_err(io)?;
+                    return Err(Attempt::Retry(format!(
+                        "the server resumed at byte {start}, not {have}"
+                    )));
+                }
+                Ok(ResumePoint::At {
+                    start,
+                    total: total.or(self.length.map(|l| start + l)),
+                })
+            }
+            // The whole file (the server ignores ranges, or nothing was there yet).
+            200 => Ok(ResumePoint::At {
+                start: 0,
+                total: self.length,
+            }),
+            416 if have > 0 => {
+                // Nothing past the part's end: it is whole if its size is the file's.
+                let total = self
+                    .content_range
+                    .as_deref()
+                    .and_then(|r| r.rsplit('/').next()?.parse::<u64>().ok())
+                    .or(file.check.size_bytes);
+                if total == Some(have) {
+                    return Ok(ResumePoint::AlreadyWhole(have));
+                }
+                File::create(part).map_err(io)?;
+                Err(Attempt::Retry(
+                    "the partial download was longer than the file".into(),
+                ))
+            }
+            404 | 410 => Err(Attempt::Fail(FetchError::Download(format!(
+                "{}: HTTP {status}: the owner no longer publishes this file here",
+                file.url
+            )))),
+            // Busy or failing for now: worth another attempt.
+            408 | 429 | 500..=599 => Err(Attempt::Retry(format!("HTTP {status} from the server"))),
+            401 | 403 => Err(Attempt::Fail(FetchError::Download(format!(
+                "{}: HTTP {status}: access refused (a proxy or firewall may block it; a \
+                 mirror can be set with {MODELS_MIRROR_ENV})",
+                file.url
+            )))),
+            _ => Err(Attempt::Fail(FetchError::Download(format!(
+                "{}: unexpected HTTP {status}",
+                file.url
+            )))),
+        }
     }
 }
 

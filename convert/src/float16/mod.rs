@@ -234,37 +234,81 @@ struct Wants {
 fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
     let fields = raw_fields(body)?;
     let mut graph = Graph::read(&fields)?;
-    let mut roles: HashMap<&str, Role> = HashMap::new();
-    let mut constants: HashMap<&str, Wants> = HashMap::new();
-    for (&name, tensor) in &graph.initializers {
-        if tensor.data_type == data_type::FLOAT && !graph.inputs.contains(name) {
-            roles.insert(name, Role::Constant);
-            let wants = Wants {
-                is_convertible: tensor.has_f32_values(),
-                ..Wants::default()
-            };
-            constants.insert(name, wants);
+    let plan = Plan::of(&mut graph)?;
+    write_graph(body, &fields, graph, plan)
+}
+
+/// What becomes of a graph: each float tensor's role, each constant's readers, each node's
+/// precision, and the counts so far.
+struct Plan<'a> {
+    roles: HashMap<&'a str, Role>,
+    constants: HashMap<&'a str, Wants>,
+    nodes: HashMap<usize, NodePlan>,
+    report: Float16Report,
+}
+
+impl<'a> Plan<'a> {
+    /// Follows the graph's nodes in order from its inputs and weights (recording the element
+    /// type of what they write in `graph.types`); an error for a graph where nothing computes
+    /// in float from the inputs.
+    fn of(graph: &mut Graph<'a>) -> Result<Self, String> {
+        let mut plan = Plan {
+            roles: HashMap::new(),
+            constants: HashMap::new(),
+            nodes: HashMap::new(),
+            report: Float16Report::default(),
+        };
+        for (&name, tensor) in &graph.initializers {
+            if tensor.data_type == data_type::FLOAT && !graph.inputs.contains(name) {
+                plan.roles.insert(name, Role::Constant);
+                let wants = Wants {
+                    is_convertible: tensor.has_f32_values(),
+                    ..Wants::default()
+                };
+                plan.constants.insert(name, wants);
+            }
         }
-    }
-    for &name in &graph.inputs {
-        if graph.is_float(name) {
-            roles.insert(name, Role::Data);
+        for &name in &graph.inputs {
+            if graph.is_float(name) {
+                plan.roles.insert(name, Role::Data);
+            }
         }
+        for (index, node) in &graph.nodes {
+            let node_plan = plan.node(node, &mut graph.types)?;
+            plan.nodes.insert(*index, node_plan);
+        }
+        if plan.report.num_half_nodes == 0 {
+            return Err("no node computes in float from the model's inputs".into());
+        }
+        // Graph outputs and inputs are float32: a constant that is one keeps its float32 values.
+        for name in graph.outputs.iter().chain(&graph.inputs) {
+            if let Some(wants) = plan.constants.get_mut(name) {
+                wants.single = true;
+            }
+        }
+        Ok(plan)
     }
 
-    let mut report = Float16Report::default();
-    let mut plans: HashMap<usize, NodePlan> = HashMap::new();
-    for (index, node) in &graph.nodes {
+    /// One node's precision, from what it reads; records the roles and types of what it writes
+    /// and what it needs of the constants it reads.
+    fn node(
+        &mut self,
+        node: &NodeView<'a>,
+        types: &mut HashMap<&'a str, i64>,
+    ) -> Result<NodePlan, String> {
+        let is_float = |types: &HashMap<&str, i64>, name: &str| {
+            !name.is_empty() && types.get(name) == Some(&data_type::FLOAT)
+        };
         let input_types: Vec<Option<i64>> = node
             .inputs
             .iter()
-            .map(|name| graph.types.get(name).copied())
+            .map(|name| types.get(name).copied())
             .collect();
         let (mut has_data, mut has_island, mut reads_float) = (false, false, false);
         for (slot, name) in node.inputs.iter().enumerate() {
-            if graph.is_float(name) && !is_float32_slot(node, slot) {
+            if is_float(types, name) && !is_float32_slot(node, slot) {
                 reads_float = true;
-                match roles.get(name) {
+                match self.roles.get(name) {
                     Some(Role::Data) => has_data = true,
                     Some(Role::Constant | Role::Derived) => {}
                     Some(Role::Island) | None => has_island = true,
@@ -273,19 +317,15 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
         }
         let reads_shapes_only = node.is("Shape") || node.is("Size");
         if reads_shapes_only {
-            plans.insert(
-                *index,
-                NodePlan {
-                    compute: Precision::Single,
-                    reads_shapes_only,
-                },
-            );
             for (slot, &output) in node.outputs.iter().enumerate() {
                 if let Some(t) = types::output_type(node, slot, &input_types)? {
-                    graph.types.insert(output, t);
+                    types.insert(output, t);
                 }
             }
-            continue;
+            return Ok(NodePlan {
+                compute: Precision::Single,
+                reads_shapes_only,
+            });
         }
         let is_float32_op = !node.is_default_domain() || FLOAT32_OPS.contains(&node.op_type);
         let compute = if has_data && !has_island && !is_float32_op {
@@ -294,7 +334,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
             Precision::Single
         };
         for (slot, name) in node.inputs.iter().enumerate() {
-            if let Some(wants) = constants.get_mut(name) {
+            if let Some(wants) = self.constants.get_mut(name) {
                 if compute == Precision::Half && !is_float32_slot(node, slot) {
                     wants.half = true;
                 } else {
@@ -311,7 +351,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
             let Some(output_type) = types::output_type(node, slot, &input_types)? else {
                 continue;
             };
-            graph.types.insert(output, output_type);
+            types.insert(output, output_type);
             if output_type != data_type::FLOAT {
                 continue;
             }
@@ -321,7 +361,7 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
             } else if has_island {
                 Role::Island
             } else if let Some(is_convertible) = generated {
-                constants.insert(
+                self.constants.insert(
                     output,
                     Wants {
                         is_convertible,
@@ -335,30 +375,34 @@ fn convert_graph(body: &[u8]) -> Result<(Vec<u8>, Float16Report), String> {
                 // Written from integers only: `Cast(Shape(x))`.
                 Role::Island
             };
-            roles.insert(output, role);
+            self.roles.insert(output, role);
         }
         if compute == Precision::Half {
-            report.num_half_nodes += 1;
+            self.report.num_half_nodes += 1;
         } else if (reads_float || writes_float) && generated.is_none() {
-            report.num_float_nodes += 1;
+            self.report.num_float_nodes += 1;
         }
-        plans.insert(
-            *index,
-            NodePlan {
-                compute,
-                reads_shapes_only,
-            },
-        );
+        Ok(NodePlan {
+            compute,
+            reads_shapes_only,
+        })
     }
-    if report.num_half_nodes == 0 {
-        return Err("no node computes in float from the model's inputs".into());
-    }
-    // Graph outputs and inputs are float32: a constant that is one keeps its float32 values.
-    for name in graph.outputs.iter().chain(&graph.inputs) {
-        if let Some(wants) = constants.get_mut(name) {
-            wants.single = true;
-        }
-    }
+}
+
+/// The graph's fields again as `plan` has them: nodes with their casts, converted weights in
+/// float16, the other fields as they were (intermediate type hints dropped).
+fn write_graph(
+    body: &[u8],
+    fields: &[RawField<'_>],
+    mut graph: Graph<'_>,
+    plan: Plan<'_>,
+) -> Result<(Vec<u8>, Float16Report), String> {
+    let Plan {
+        roles,
+        constants,
+        nodes: plans,
+        report,
+    } = plan;
     let converted: HashSet<&str> = constants
         .iter()
         .filter(|(_, w)| w.half && !w.single && w.is_convertible)
