@@ -110,9 +110,7 @@ impl<'a> StemFrames<'a> {
 /// sizes. Memory use does not grow with the length of the input.
 ///
 /// ```
-/// use stemflow_engine::builtin::BuiltinSeparator;
-/// use stemflow_engine::offline::OfflineStream;
-/// use stemflow_engine::Stem;
+/// use stemflow_engine::{BuiltinSeparator, OfflineStream, Stem};
 ///
 /// let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
 /// let mut vocals = Vec::new();
