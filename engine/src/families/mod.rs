@@ -15,7 +15,7 @@
 //! stems) and `model_separator.rs` (the streaming separator over any family).
 //!
 //! A stream cannot know where a file ends; each reference treats a whole file's edges its own
-//! way, which `file_edges.rs` and each family's [`file_edges::FileEdges`] describe for
+//! way, which `file_edges.rs` and each family's `FileEdges` describe for
 //! [`crate::whole_file`]. Neither applies whole-file statistics (demucs' mean/std,
 //! audio-separator's peak; docs/models.md says why). Everything else is the same arithmetic,
 //! checked against numpy implementations in `models/families_reference.py`.

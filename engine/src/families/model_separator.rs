@@ -73,7 +73,7 @@ impl ModelSeparator {
 
     /// [`ModelSeparator::load_with`] running GPU graphs at `precision`: the graph that runs is
     /// the model's GPU graph of that precision on a GPU (`NAME.gpu.onnx`, `NAME.gpu-f16.onnx`,
-    /// see [`crate::runtime::graph_files`]), its CPU graph on the CPU. Not realtime-safe.
+    /// see `runtime/graph_files.rs`), its CPU graph on the CPU. Not realtime-safe.
     pub fn load_at(
         path: &Path,
         device: DeviceChoice,

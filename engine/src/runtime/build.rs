@@ -100,13 +100,13 @@ pub fn default_intra_threads() -> usize {
 }
 
 /// Builds a session of `model_bytes` on `device`, with the provider registered so that failure is
-/// an error. `cache`: this model's entry in the graph cache ([`super::graph_cache::cache_entry`]:
+/// an error. `cache`: this model's entry in the graph cache (`graph_cache::cache_entry`:
 /// the optimised graph on the CPU, the folded graph elsewhere), used when present and written
 /// when not; a cache that cannot be used (a full disk, a refused entry) costs only the time,
 /// never the session. Requires a loaded runtime. Not realtime-safe.
 ///
 /// A graph built from `model_bytes` (not from the cache) has its constant subgraphs computed
-/// first ([`fold_constants`]): ONNX Runtime's own folding can need several times the model's
+/// first (`fold_constants`): ONNX Runtime's own folding can need several times the model's
 /// size while the session is created.
 ///
 /// On a GPU the provider is set up as [`GpuTuning::current`] says (TF32, cuDNN's search, graph

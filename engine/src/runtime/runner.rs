@@ -236,7 +236,8 @@ impl ModelRunner {
     }
 
     /// Installs a session that became ready and reports device changes: a finished switch, a
-    /// failed one, or a fallback that happened inside [`ModelRunner::run`].
+    /// failed one, or a fallback that happened inside a run ([`ModelRunner::run_with`],
+    /// `run_all`, `run_batch`).
     pub fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
         match self.switch.poll() {
             Some(Ok(session)) => {

@@ -10,7 +10,7 @@ pub const OFFLINE_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an offline render waits for one model run under way: a big model on a slow CPU
 /// (htdemucs_ft on two cores, a RoFormer at 50 times real time) takes minutes per chunk, and a
 /// bounce must still be exact; only a run this long is taken for a hung device. Whole-file
-/// separation ([`crate::offline`]) has no such limit: it waits as long as the worker lives and
+/// separation ([`crate::OfflineStream`]) has no such limit: it waits as long as the worker lives and
 /// a model run is under way.
 pub const OFFLINE_RUN_LIMIT: Duration = Duration::from_secs(10 * 60);
 
@@ -32,7 +32,7 @@ pub struct StreamConfig {
     pub max_block_frames: usize,
     /// Real-time or offline at the start; [`super::StemStreamHandle::set_mode`] changes it.
     pub mode: ProcessingMode,
-    /// The stream is never played live (whole-file separation, [`crate::offline`]): its
+    /// The stream is never played live (whole-file separation, [`crate::OfflineStream`]): its
     /// latency leaves out the scheduling margin, which only real-time blocks need — an offline
     /// block waits for its frames. The stems are the same either way (a latency only shifts
     /// them); a shorter one means less silence separated after the end.

@@ -11,7 +11,7 @@ use crate::stem::ExtraStems;
 pub const CPU_BATCH_CHUNKS: usize = 1;
 /// Chunks per model run on a GPU, as MSST's released configs run (`inference.batch_size: 4`);
 /// only graphs with a batch dimension take more than one at once
-/// ([`crate::families::description::ChunkCodec::max_batch_chunks`]).
+/// (`ChunkCodec::max_batch_chunks`).
 pub const GPU_BATCH_CHUNKS: usize = 4;
 
 /// How a whole file is chunked.
