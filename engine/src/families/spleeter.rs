@@ -330,8 +330,6 @@ struct SpleeterCodec {
     params: SpleeterParams,
     /// Frames' transforms (Spleeter's segments cut the signal themselves: no reflect padding).
     stft: Stft,
-    /// The synthesis window (the STFT's own, periodic Hann).
-    window: Vec<f64>,
     envelope: Vec<f64>,
     /// The kept bins `[channel][frame][bin]`.
     spectra: [Vec<Complex64>; 2],
@@ -351,7 +349,6 @@ impl SpleeterCodec {
         let envelope = segment_envelope(frames);
         Self {
             params: params.clone(),
-            window: periodic_hann(SPLEETER_N_FFT),
             inverse_output: vec![0.0; envelope.len()],
             decoded: vec![0.0; params.num_stems * 2 * envelope.len()],
             envelope,
@@ -414,15 +411,16 @@ impl ChunkCodec for SpleeterCodec {
             },
         )?;
         let mask_floor = MASK_EPSILON / num_stems as f64;
-        let scale = 1.0 / SPLEETER_N_FFT as f64;
         for stem in 0..num_stems {
             for channel in 0..2 {
                 self.inverse_output.fill(0.0);
                 for frame in 0..valid {
                     let at = (channel * frames + frame) * SPLEETER_BINS;
                     let spectrum = &self.spectra[channel][frame * SPLEETER_BINS..];
+                    let start = frame * SPLEETER_HOP_FRAMES;
+                    let out = &mut self.inverse_output[start..start + SPLEETER_N_FFT];
                     // The kept bins masked, the others zero.
-                    let time = self.stft.unscaled_inverse_frame(|bin| {
+                    let bin = |bin: usize| {
                         if bin >= SPLEETER_BINS {
                             return Complex64::default();
                         }
@@ -433,15 +431,8 @@ impl ChunkCodec for SpleeterCodec {
                         let total: f64 = (0..num_stems).map(power).sum::<f64>() + MASK_EPSILON;
                         let mask = (power(stem) + mask_floor) / total;
                         spectrum[bin] * mask
-                    });
-                    let start = frame * SPLEETER_HOP_FRAMES;
-                    for ((out, &t), &w) in self.inverse_output[start..start + SPLEETER_N_FFT]
-                        .iter_mut()
-                        .zip(time)
-                        .zip(&self.window)
-                    {
-                        *out += t * scale * w;
-                    }
+                    };
+                    self.stft.overlap_add_frame(bin, out);
                 }
                 let out = &mut self.decoded[(stem * 2 + channel) * chunk..][..chunk];
                 let envelope = self.valid_envelope.as_ref().unwrap_or(&self.envelope);

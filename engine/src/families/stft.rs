@@ -88,10 +88,21 @@ impl Stft {
         &self.time
     }
 
+    /// Adds one frame's windowed inverse (`window · irfft(bins)`, `n_fft` samples) of the spectrum
+    /// whose bins are `bin(b)` to `out`: the overlap-add of a caller that normalises the sum
+    /// itself (Spleeter's segments). As `irfft` does, the imaginary parts of the DC and Nyquist
+    /// bins are ignored. Realtime-safe.
+    pub fn overlap_add_frame(&mut self, bin: impl Fn(usize) -> Complex64, out: &mut [f64]) {
+        self.unscaled_inverse_frame(bin);
+        let scale = 1.0 / self.n_fft as f64;
+        for ((out, &t), &w) in out.iter_mut().zip(&self.time).zip(&self.window) {
+            *out += t * scale * w;
+        }
+    }
+
     /// The plain inverse FFT (`n_fft` samples, neither windowed nor divided by `n_fft`) of the
-    /// spectrum whose bins are `bin(b)`, as a caller that weights the frame itself wants it. The
-    /// imaginary parts of the DC and Nyquist bins are ignored. Realtime-safe.
-    pub fn unscaled_inverse_frame(&mut self, bin: impl Fn(usize) -> Complex64) -> &[f64] {
+    /// spectrum whose bins are `bin(b)`, into `time`.
+    fn unscaled_inverse_frame(&mut self, bin: impl Fn(usize) -> Complex64) {
         let num_bins = self.num_bins();
         for (index, value) in self.bins.iter_mut().enumerate() {
             *value = bin(index);
@@ -101,7 +112,6 @@ impl Stft {
         self.inverse
             .process_with_scratch(&mut self.bins, &mut self.time, &mut self.scratch)
             .expect("FFT sizes are fixed at construction");
-        &self.time
     }
 
     /// The spectrum of `signal` into `out[bin * num_frames + frame]`. `signal` must be longer than
