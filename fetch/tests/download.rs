@@ -183,10 +183,9 @@ fn fetch_quietly(server: &Server, bytes: &[u8], part: &Path) -> Result<u64, Fetc
     )
 }
 
+/// The part file of `m.onnx` in a fresh scratch folder.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stemflow-download-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = stemflow_kit::testing::scratch_dir(&format!("download-{name}"));
     part_path(&dir.join("m.onnx"))
 }
 
