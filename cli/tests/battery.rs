@@ -45,7 +45,9 @@ fn a_model_that_fails_while_running_fails_the_input_and_writes_nothing() {
         ),
     ] {
         let out = dir.join(format!("out-{model}"));
-        let output = with_runtime(&separate_args(&input, &out, &["--model", path_str(&fixtures.join(model))]));
+        let model_path = fixtures.join(model);
+        let args = ["--model", path_str(&model_path)];
+        let output = with_runtime(&separate_args(&input, &out, &args));
         let stderr = assert_clean_failure(&output, model);
         assert!(stderr.contains(reason), "{model}: {stderr}");
         assert!(!out.exists(), "{model}: {:?} was left behind", walk(&out));

