@@ -31,9 +31,7 @@ use std::time::Instant;
 use clap::Args;
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{EngineError, Stem};
-use stemflow_engine::{OfflineStream, StemFrames};
+use stemflow_engine::{EngineError, OfflineStream, SeparatorChoice, Stem, StemFrames};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 

@@ -8,8 +8,7 @@
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use stemflow_engine::runtime::live_session_count;
-use stemflow_engine::runtime::DeviceChoice;
+use stemflow_engine::runtime::{live_session_count, DeviceChoice};
 use stemflow_engine::SeparatorChoice;
 use stemflow_kit::demo_song::DemoSong;
 

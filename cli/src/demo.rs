@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{ExtraStems, Stem};
+use stemflow_engine::{ExtraStems, SeparatorChoice, Stem};
 use stemflow_kit::demo_song::{DemoSong, DEMO_DURATION_S, DEMO_SAMPLE_RATE_HZ};
 use stemflow_kit::metrics::sdr_db;
 use stemflow_kit::wav::{read_wav, write_wav};

@@ -1,9 +1,7 @@
 //! `stemflow devices`: the ONNX Runtime library, every device it can use, and Auto's pick.
 
 use clap::Args;
-use stemflow_engine::runtime::runtime;
-use stemflow_engine::runtime::GpuTuning;
-use stemflow_engine::runtime::{auto_device, devices, DeviceStatus};
+use stemflow_engine::runtime::{auto_device, devices, runtime, DeviceStatus, GpuTuning};
 
 use crate::error::CliError;
 

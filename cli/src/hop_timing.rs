@@ -3,8 +3,7 @@
 
 use std::time::Instant;
 
-use stemflow_engine::PlanarBlock;
-use stemflow_engine::{Separator, SEPARATED_CHANNELS};
+use stemflow_engine::{PlanarBlock, Separator, SEPARATED_CHANNELS};
 
 /// Runs `separator` hop by hop over `mix` (at its rate) and then its latency's silence; returns
 /// every hop's time and the times of the hops that ran the model, in ms. Not realtime-safe.

@@ -9,10 +9,9 @@ use stemflow_engine::runtime::ActiveDevice;
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator, WholeFileStream,
 };
-use stemflow_engine::LookAhead;
-use stemflow_engine::StemFrames;
-use stemflow_engine::{EngineError, ExtraStems, ModelError, Stem};
-use stemflow_engine::{Separator, SeparatorInfo};
+use stemflow_engine::{
+    EngineError, ExtraStems, LookAhead, ModelError, Separator, SeparatorInfo, Stem, StemFrames,
+};
 
 use crate::model_spec::ModelSpec;
 

@@ -9,10 +9,9 @@ use std::time::Instant;
 
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{EngineError, Stem};
-use stemflow_engine::{LookAhead, LOOK_AHEAD_CHOICES};
-use stemflow_engine::{OfflineStream, StemFrames};
+use stemflow_engine::{
+    EngineError, LookAhead, OfflineStream, SeparatorChoice, Stem, StemFrames, LOOK_AHEAD_CHOICES,
+};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 

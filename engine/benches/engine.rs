@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::PlanarBlock;
-use stemflow_engine::{BuiltinSeparator, BUILTIN_HOP_SAMPLES, BUILTIN_SAMPLE_RATE_HZ};
-use stemflow_engine::{Separator, SEPARATED_CHANNELS};
+use stemflow_engine::{
+    BuiltinSeparator, PlanarBlock, Separator, BUILTIN_HOP_SAMPLES, BUILTIN_SAMPLE_RATE_HZ,
+    SEPARATED_CHANNELS,
+};
 use stemflow_kit::demo_song::DemoSong;
 
 fn builtin_separator(c: &mut Criterion) {

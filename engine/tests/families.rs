@@ -6,15 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_engine::families::{describe_model, ModelFamily, ModelSeparator};
-use stemflow_engine::runtime::read_model_file;
-use stemflow_engine::runtime::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{read_model_file, DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,
 };
-use stemflow_engine::LookAhead;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, LookAhead, SeparatorChoice, Stem, NUM_STEMS};
 use stemflow_kit::testing::{fixtures_dir, read_stereo_f32, scratch_dir, write_vocals_route};
 
 /// The largest difference from the reference accepted, on a full-scale signal.
@@ -449,8 +446,7 @@ fn a_shortened_look_ahead_measures_its_real_time_factor_when_built() {
 /// [`OfflineStream`](stemflow_engine::OfflineStream): the file, then the latency's
 /// flush) and returns how many times the model ran.
 fn file_model_runs(model: &Path, num_frames: usize, rate_hz: u32) -> u64 {
-    use stemflow_engine::EngineError;
-    use stemflow_engine::{OfflineStream, StemFrames};
+    use stemflow_engine::{EngineError, OfflineStream, StemFrames};
     // Not silent at the first frame: leading silence would move the chunks' framing.
     let input: [Vec<f32>; 2] = std::array::from_fn(|channel| {
         (0..num_frames)
@@ -607,8 +603,7 @@ fn whole_file_in_blocks(
     block_frames: usize,
     max_trail_frames: usize,
 ) -> [[Vec<f32>; 2]; NUM_STEMS] {
-    use stemflow_engine::EngineError;
-    use stemflow_engine::StemFrames;
+    use stemflow_engine::{EngineError, StemFrames};
     let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
     let mut stream = separator.stream(rate_hz).unwrap();
     let mut pushed = 0;

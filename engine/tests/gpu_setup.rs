@@ -8,14 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stemflow_engine::runtime::live_session_count;
-use stemflow_engine::runtime::read_model_file;
-use stemflow_engine::runtime::runtime;
-use stemflow_engine::runtime::SessionSlot;
-use stemflow_engine::runtime::{build_session, build_session_with};
-use stemflow_engine::runtime::{run_graph_io, GraphIo, ModelRunner};
-use stemflow_engine::runtime::{ConvSearch, GpuTuning};
-use stemflow_engine::runtime::{DeviceChoice, DeviceId};
+use stemflow_engine::runtime::{
+    build_session, build_session_with, live_session_count, read_model_file, run_graph_io, runtime,
+    ConvSearch, DeviceChoice, DeviceId, GpuTuning, GraphIo, ModelRunner, SessionSlot,
+};
 
 /// `models/test/waveform_gain.onnx`: `mix` [1, 2, 4096] → `stems` [1, 4, 2, 4096].
 const FRAMES: usize = 4096;

@@ -6,16 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stemflow_engine::families::{describe_model, ModelSeparator};
-use stemflow_engine::runtime::build_session;
-use stemflow_engine::runtime::read_model_file;
-use stemflow_engine::runtime::run_graph;
-use stemflow_engine::runtime::runtime;
-use stemflow_engine::runtime::GraphSignature;
-use stemflow_engine::runtime::{cached_graph_path, folded_graph_path, partial_path, CacheEntry};
-use stemflow_engine::runtime::{devices, DeviceChoice, DeviceId, Provider};
+use stemflow_engine::runtime::{
+    build_session, cached_graph_path, devices, folded_graph_path, partial_path, read_model_file,
+    run_graph, runtime, CacheEntry, DeviceChoice, DeviceId, GraphSignature, Provider,
+};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
-use stemflow_engine::Separator;
-use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_engine::{Separator, Stem, NUM_STEMS};
 use stemflow_kit::testing::{fixtures_dir, scratch_dir};
 
 /// Gains of `models/test/waveform_gain.onnx`, rows in Demucs order (drums, bass, other, vocals).
@@ -795,8 +791,7 @@ fn graph_with_an_envelope_chain(window: &[f32], in_float16: bool) -> Vec<u8> {
 
 #[test]
 fn constants_are_computed_before_optimising_and_the_model_computes_the_same() {
-    use stemflow_engine::runtime::plan_folding as plan;
-    use stemflow_engine::runtime::try_fold;
+    use stemflow_engine::runtime::{plan_folding as plan, try_fold};
     require_runtime();
     let window = envelope_window();
     let bytes = graph_with_an_envelope_chain(&window, false);

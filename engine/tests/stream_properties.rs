@@ -4,10 +4,7 @@
 
 use proptest::prelude::*;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
-use stemflow_engine::BuiltinSeparator;
-use stemflow_engine::PassthroughSeparator;
-use stemflow_engine::Separator;
-use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_engine::{BuiltinSeparator, PassthroughSeparator, Separator, Stem, NUM_STEMS};
 
 const MAX_BLOCK: usize = 1024;
 

@@ -32,12 +32,10 @@ use stemflow_engine::stream::{
     spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig, OFFLINE_RUN_LIMIT,
     OFFLINE_WAIT_TIMEOUT,
 };
-use stemflow_engine::BuiltinSeparator;
-use stemflow_engine::DenormalGuard;
-use stemflow_engine::LookAhead;
-use stemflow_engine::Separator;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_engine::{
+    BuiltinSeparator, DenormalGuard, ExtraStems, LookAhead, Separator, SeparatorChoice, Stem,
+    NUM_STEMS,
+};
 use swap::{stream_swap_channel, StreamSwapHandle};
 
 use look_ahead_change::{apply_look_ahead, PluginTask};

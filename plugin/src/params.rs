@@ -1,8 +1,7 @@
 //! The plugin's parameters and its persisted (non-automatable) state.
 
 use nice_plug::prelude::*;
-use stemflow_engine::LookAhead;
-use stemflow_engine::{ExtraStems, Stem};
+use stemflow_engine::{ExtraStems, LookAhead, Stem};
 
 use crate::editor_size::EditorSizeField;
 use crate::state::SavedStateField;

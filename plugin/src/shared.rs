@@ -17,10 +17,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::stream::{spawn_stream, StemStreamController, StreamConfig, StreamStats};
-use stemflow_engine::LookAhead;
-use stemflow_engine::Separator;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::NUM_STEMS;
+use stemflow_engine::{LookAhead, Separator, SeparatorChoice, NUM_STEMS};
 
 use crate::swap::StreamSwapSender;
 

@@ -3,8 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use stemflow_engine::StemFrames;
-use stemflow_engine::{EngineError, Stem};
+use stemflow_engine::{EngineError, Stem, StemFrames};
 use stemflow_kit::bsseval::TrackScores;
 
 use super::dataset::TrackFolder;

@@ -6,8 +6,7 @@ use clap::{Args, ValueEnum};
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::{OtherStem, SeparationMode};
-use stemflow_engine::LookAhead;
-use stemflow_engine::{ExtraStems, Stem};
+use stemflow_engine::{ExtraStems, LookAhead, Stem};
 
 use super::manifest::Shard;
 use super::options::Catalogue;

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions};
-use stemflow_engine::LookAhead;
-use stemflow_engine::{EngineError, Stem};
+use stemflow_engine::{EngineError, LookAhead, Stem};
 
 use super::manifest::Shard;
 use crate::encode::{BitDepth, OutputFormat};

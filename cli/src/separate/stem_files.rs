@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stemflow_engine::Stem;
-use stemflow_engine::StemFrames;
+use stemflow_engine::{Stem, StemFrames};
 
 use super::options::{Failure, SeparateOptions};
 use crate::decode::SourceInfo;

@@ -7,8 +7,7 @@ use std::process::{Command, Output};
 
 use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{ExtraStems, Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, SeparatorChoice, Stem, NUM_STEMS};
 
 pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));

@@ -7,8 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once, OnceLock};
 
-use stemflow_engine::runtime::runtime;
-use stemflow_engine::runtime::{devices, DeviceId, DeviceInfo, DeviceStatus, Provider};
+use stemflow_engine::runtime::{devices, runtime, DeviceId, DeviceInfo, DeviceStatus, Provider};
 use stemflow_engine::SeparatorChoice;
 
 /// Model discovery.
@@ -340,8 +339,7 @@ mod tests {
 
     use super::*;
     use stemflow_engine::runtime::DeviceChoice;
-    use stemflow_engine::LookAhead;
-    use stemflow_engine::Separator;
+    use stemflow_engine::{LookAhead, Separator};
 
     /// Waits until the backend's model task is idle again and the saved separator is `choice`.
     fn wait_until_chosen(
@@ -386,8 +384,7 @@ mod tests {
         use crate::shared::{RunningStream, SeparatorFacts};
         use crate::swap::stream_swap_channel;
         use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-        use stemflow_engine::BuiltinSeparator;
-        use stemflow_engine::Stem;
+        use stemflow_engine::{BuiltinSeparator, Stem};
 
         let shared = Arc::new(PluginShared::default());
         let params = Arc::new(StemflowParams::default());

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use stemflow_engine::runtime::{auto_device, ActiveDevice, DeviceChoice, DeviceId, DeviceInfo};
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::NUM_STEMS;
+use stemflow_engine::{SeparatorChoice, NUM_STEMS};
 
 use stemflow_engine::ModelInfo;
 

@@ -4,9 +4,7 @@
 
 use egui::{vec2, Button, RichText, Ui, WidgetInfo};
 use nice_plug::prelude::ParamSetter;
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::Stem;
-use stemflow_engine::BUILTIN_STEMS;
+use stemflow_engine::{SeparatorChoice, Stem, BUILTIN_STEMS};
 
 use super::device_button::device_button;
 use super::download_row::{

@@ -25,8 +25,7 @@ use nice_plug::util;
 use parking_lot::Mutex;
 
 use stemflow_engine::runtime::{ActiveDevice, DeviceChoice, DeviceId, DeviceInfo, DeviceStatus};
-use stemflow_engine::SeparatorChoice;
-use stemflow_engine::{Stem, NUM_STEMS};
+use stemflow_engine::{SeparatorChoice, Stem, NUM_STEMS};
 
 use super::device_button::DeviceLabel;
 use super::model::{
