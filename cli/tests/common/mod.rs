@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use stemflow_engine::runtime::{DeviceChoice, DeviceId};
-use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
-use stemflow_engine::{ExtraStems, SeparatorChoice, Stem, NUM_STEMS};
+use stemflow_engine::{
+    EngineError, ExtraStems, OfflineStream, SeparatorChoice, StemFrames, NUM_STEMS,
+};
 
 pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
@@ -264,41 +265,23 @@ pub fn separate(
     separate_with(separator, input, extra_stems)
 }
 
-/// Streams `input` through `separator` offline, stems aligned to the input.
+/// Streams `input` through `separator` as `stemflow separate --mode stream` does (the plugin's
+/// offline render, [`OfflineStream`]), stems aligned to the input.
 pub fn separate_with(
     separator: Box<dyn stemflow_engine::Separator>,
     input: &[Vec<f32>; 2],
     extra_stems: ExtraStems,
 ) -> [[Vec<f32>; 2]; NUM_STEMS] {
-    let block_frames = 4096;
-    let config = StreamConfig {
-        host_sample_rate_hz: 44_100.0,
-        max_block_frames: block_frames,
-        mode: ProcessingMode::Offline,
-        is_offline_only: false,
-    };
-    let (mut handle, _worker) = spawn_stream(separator, &config).unwrap();
-    handle.set_extra_stems(extra_stems);
-    let latency = handle.latency_samples();
-    let total = input[0].len() + latency;
-    let padded: [Vec<f32>; 2] = std::array::from_fn(|c| {
-        let mut v = input[c].clone();
-        v.resize(total, 0.0);
-        v
-    });
+    let mut stream = OfflineStream::new(separator, 44_100).unwrap();
+    stream.set_extra_stems(extra_stems);
     let mut out: [[Vec<f32>; 2]; NUM_STEMS] = Default::default();
-    let mut position = 0;
-    while position < total {
-        let end = (position + block_frames).min(total);
-        handle.process(&padded[0][position..end], &padded[1][position..end]);
-        for stem in Stem::ALL {
-            for channel in 0..2 {
-                out[stem.index()][channel].extend_from_slice(handle.stem_output(stem, channel));
-            }
-        }
-        position = end;
-    }
-    out.map(|stem| stem.map(|channel| channel[latency..].to_vec()))
+    let mut collect = |frames: StemFrames<'_>| {
+        frames.append_to(&mut out);
+        Ok::<(), EngineError>(())
+    };
+    stream.push(&input[0], &input[1], &mut collect).unwrap();
+    stream.finish(&mut collect).unwrap();
+    out
 }
 
 /// `input` through `model` as `stemflow separate` runs a whole file (the reference's edges,
