@@ -22,6 +22,7 @@ mod interrupt;
 mod loaded_model;
 mod look_ahead_curve;
 mod memory;
+mod model_folders;
 mod model_spec;
 mod models;
 mod models_available;

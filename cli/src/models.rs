@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use stemflow_engine::BUILTIN_DISPLAY_NAME;
 
 use crate::error::CliError;
+use crate::model_folders::SearchFolders;
 
 pub const MODELS_EXAMPLES: &str = "\
 Examples:
@@ -40,9 +41,8 @@ pub struct ModelsArgs {
     /// What to do; without one, list the models.
     #[command(subcommand)]
     pub action: Option<ModelsAction>,
-    /// Another folder to look in (besides the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub models_dirs: SearchFolders,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -72,7 +72,7 @@ pub fn run(args: &ModelsArgs) -> Result<(), CliError> {
         Some(ModelsAction::Import(import)) => crate::models_import::run(import),
         Some(ModelsAction::Ensemble(ensemble)) => crate::models_ensemble::run(ensemble),
         Some(ModelsAction::Inspect(inspect)) => crate::models_inspect::run(inspect),
-        None => list_models(&args.models_dir, args.json).map_err(CliError::Failed),
+        None => list_models(&args.models_dirs.extra, args.json).map_err(CliError::Failed),
     }
 }
 

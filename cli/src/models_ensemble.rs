@@ -2,13 +2,12 @@
 //! (`NAME.stemflow-route`, one ensemble stage) in the models folder, where the plugin's model
 //! list offers it like any model.
 
-use std::path::PathBuf;
-
 use clap::Args;
 use stemflow_engine::hybrid::{RouteFile, ROUTE_EXTENSION};
-use stemflow_engine::{models_dirs, SeparatorChoice};
+use stemflow_engine::SeparatorChoice;
 
 use crate::error::CliError;
+use crate::model_folders::InstallFolder;
 use crate::model_spec::{EnsembleArgs, ModelSpec};
 
 /// `stemflow models ensemble`'s arguments.
@@ -23,31 +22,21 @@ pub struct EnsembleRouteArgs {
     /// How their stems combine, and the weights.
     #[command(flatten)]
     pub ensemble: EnsembleArgs,
-    /// Where to put it (default: the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Option<PathBuf>,
-    /// Replace a route of the same name.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub install: InstallFolder,
 }
 
 /// Runs `stemflow models ensemble`.
 pub fn run(args: &EnsembleRouteArgs) -> Result<(), CliError> {
-    let folder = match &args.models_dir {
-        Some(dir) => dir.clone(),
-        None => stemflow_paths::user_models_dir().ok_or_else(|| {
-            CliError::Failed("no user models folder is known here; pass --models-dir DIR".into())
-        })?,
-    };
+    let folder = args.install.folder()?;
     let name = args.name.trim();
     if name.is_empty() || name.contains(['/', '\\']) {
         return Err(CliError::Usage(format!(
             "`{name}` is not a name for a file: use letters, digits, spaces, - or _"
         )));
     }
-    let extra: Vec<PathBuf> = args.models_dir.iter().cloned().collect();
     let ModelSpec::Ensemble(spec) =
-        ModelSpec::resolve(&args.model, &args.ensemble, &models_dirs(&extra))?
+        ModelSpec::resolve(&args.model, &args.ensemble, &args.install.search_dirs())?
     else {
         return Err(CliError::Usage(format!(
             "an ensemble combines several models: --model {}+OTHER",
@@ -76,7 +65,7 @@ pub fn run(args: &EnsembleRouteArgs) -> Result<(), CliError> {
     let route = serde_json::json!({"name": name, "stages": [stage]});
     std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     let path = folder.join(format!("{name}.{ROUTE_EXTENSION}"));
-    if path.exists() && !args.force {
+    if path.exists() && !args.install.force {
         return Err(CliError::Failed(format!(
             "{} exists; --force replaces it",
             path.display()
@@ -86,7 +75,7 @@ pub fn run(args: &EnsembleRouteArgs) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(&route).expect("JSON values") + "\n";
     std::fs::write(&partial, text).map_err(|e| format!("{}: {e}", partial.display()))?;
     // The route must read back as written before it takes the name.
-    if let Err(error) = RouteFile::read(&partial, &models_dirs(&extra)) {
+    if let Err(error) = RouteFile::read(&partial, &args.install.search_dirs()) {
         let _ = std::fs::remove_file(&partial);
         return Err(CliError::Failed(error.to_string()));
     }

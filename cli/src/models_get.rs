@@ -22,6 +22,7 @@ use stemflow_fetch::terms::terms_accepted;
 use stemflow_fetch::FetchError;
 
 use crate::error::CliError;
+use crate::model_folders::InstallFolder;
 use crate::progress::ProgressMode;
 
 /// `stemflow models get`'s arguments.
@@ -39,26 +40,8 @@ pub struct GetArgs {
     /// not their names.
     #[arg(long, value_name = "FILE", alias = "from-wheel")]
     pub from_file: Vec<PathBuf>,
-    /// Where to put the model (default: the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Option<PathBuf>,
-    /// Replace a file of the same name that is not the catalogue's model.
-    #[arg(long)]
-    pub force: bool,
-}
-
-/// The folder `models get` and `models import` install into: `given` (`--models-dir`), else
-/// the user models folder.
-pub fn install_folder(given: Option<&PathBuf>) -> Result<PathBuf, CliError> {
-    match given {
-        Some(dir) => Ok(dir.clone()),
-        None => stemflow_paths::user_models_dir().ok_or_else(|| {
-            CliError::Failed(
-                "no user models folder is known here (no home folder); pass --models-dir DIR"
-                    .into(),
-            )
-        }),
-    }
+    #[command(flatten)]
+    pub install: InstallFolder,
 }
 
 /// Runs `stemflow models get`.
@@ -75,7 +58,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
                 .join(", ")
         ))
     })?;
-    let models_dir = install_folder(args.models_dir.as_ref())?;
+    let models_dir = args.install.folder()?;
     crate::output::say_err!("{}: {}", model.name, model.source);
     crate::output::say_err!("Terms: {}", model.terms);
     let accept_terms = args.accept_terms || terms_accepted(model, &models_dir) || ask_terms(model)?;
@@ -97,7 +80,7 @@ pub fn run(args: &GetArgs) -> Result<(), CliError> {
         ModelSource::Files(args.from_file.clone())
     };
     let options = GetOptions {
-        force: args.force,
+        force: args.install.force,
         accept_terms,
     };
     let cancel = Arc::new(AtomicBool::new(false));

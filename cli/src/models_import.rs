@@ -11,6 +11,7 @@ use stemflow_engine::ModelFamily;
 use stemflow_fetch::import::{import_model, ImportKind, ImportOptions};
 
 use crate::error::CliError;
+use crate::model_folders::InstallFolder;
 
 /// `stemflow models import`'s arguments.
 #[derive(Args)]
@@ -26,21 +27,17 @@ pub struct ImportArgs {
     /// The MSST config (.yaml) of a RoFormer .ckpt (default: MODEL.yaml next to it).
     #[arg(long, value_name = "FILE.yaml")]
     pub config: Option<PathBuf>,
-    /// Where to put the model (default: the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Option<PathBuf>,
-    /// Replace files of the same name that differ.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub install: InstallFolder,
 }
 
 /// Runs `stemflow models import`.
 pub fn run(args: &ImportArgs) -> Result<(), CliError> {
-    let models_dir = crate::models_get::install_folder(args.models_dir.as_ref())?;
+    let models_dir = args.install.folder()?;
     let options = ImportOptions {
         name: args.name.clone(),
         config: args.config.clone(),
-        force: args.force,
+        force: args.install.force,
     };
     let mut description = None;
     let imported = import_model(&args.file, &models_dir, &options, &mut |path| {

@@ -4,13 +4,13 @@
 //! needed.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::{models_dirs, SeparatorChoice, ROUTE_EXTENSION};
+use stemflow_engine::{SeparatorChoice, ROUTE_EXTENSION};
 use stemflow_onnx::kernels::{inspect, sources, Inspection, NodeFinding, Provider};
 
 use crate::error::CliError;
+use crate::model_folders::SearchFolders;
 
 /// Nodes named per group of findings before "…".
 const NODES_NAMED: usize = 3;
@@ -25,9 +25,8 @@ pub struct InspectArgs {
     /// all three when left out.
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<String>,
-    /// Another folder to look in (besides the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub models_dirs: SearchFolders,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -49,7 +48,7 @@ pub fn run(args: &InspectArgs) -> Result<(), CliError> {
             ]
         }
     };
-    let dirs = models_dirs(&args.models_dir);
+    let dirs = args.models_dirs.dirs();
     let path = match SeparatorChoice::resolve(&args.model, &dirs).map_err(|e| e.to_string())? {
         SeparatorChoice::Model(path) => path,
         SeparatorChoice::Builtin => {

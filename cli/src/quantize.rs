@@ -7,11 +7,12 @@ use clap::{Args, ValueEnum};
 use stemflow_convert::float16::convert_model;
 use stemflow_convert::quantize::{quantize_model, QuantizeOptions};
 use stemflow_engine::families::{sidecar_candidates, uvr_table_entry};
-use stemflow_engine::{models_dirs, SeparatorChoice};
+use stemflow_engine::SeparatorChoice;
 use stemflow_fetch::files::write_new_file;
 
 use crate::error::CliError;
 use crate::memory::describe_bytes;
+use crate::model_folders::SearchFolders;
 
 pub const QUANTIZE_EXAMPLES: &str = "\
 Examples:
@@ -52,9 +53,8 @@ pub struct QuantizeArgs {
     /// file is never overwritten.
     #[arg(long, short, value_name = "FILE.onnx")]
     pub output: Option<PathBuf>,
-    /// Another folder to look for MODEL in (repeatable).
-    #[arg(long = "models-dir", value_name = "DIR")]
-    pub models_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub models_dirs: SearchFolders,
     /// Which operators to quantize (repeat or comma-separate).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "matmul")]
     pub ops: Vec<QuantizedOp>,
@@ -70,7 +70,7 @@ pub struct QuantizeArgs {
 
 /// Runs `stemflow quantize`.
 pub fn run(args: &QuantizeArgs) -> Result<(), CliError> {
-    let path = match SeparatorChoice::resolve(&args.model, &models_dirs(&args.models_dir)) {
+    let path = match SeparatorChoice::resolve(&args.model, &args.models_dirs.dirs()) {
         Ok(SeparatorChoice::Model(path)) if is_onnx(&path) => path,
         Ok(_) => {
             return Err(CliError::Failed(format!(

@@ -17,13 +17,13 @@ mod track;
 use std::path::PathBuf;
 
 use clap::Args;
-use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::WholeFileOptions;
 use stemflow_engine::LookAhead;
 
 use crate::error::CliError;
 use crate::loaded_model::LoadedModel;
+use crate::model_folders::SearchFolders;
 use crate::model_spec::{EnsembleArgs, ModelSpec};
 use crate::progress::ProgressMode;
 use crate::separate::args::{mode_selection, ModeArg};
@@ -64,9 +64,8 @@ pub struct EvalArgs {
     /// Several models' stems combined (`--model a+b --ensemble max_fft`).
     #[command(flatten)]
     pub ensemble: EnsembleArgs,
-    /// Another folder to look for models in (besides the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub models_dirs: SearchFolders,
     /// Score stems written before instead of separating: EST/[SUBSET/]TRACK/STEM.wav, as
     /// museval reads them (`accompaniment.wav` against all but the vocals).
     #[arg(long, value_name = "EST", conflicts_with = "model")]
@@ -109,7 +108,7 @@ pub fn run(args: EvalArgs) -> Result<(), CliError> {
         None => Some(ModelSpec::resolve(
             args.model.as_deref().unwrap_or("builtin"),
             &args.ensemble,
-            &models_dirs(&args.models_dir),
+            &args.models_dirs.dirs(),
         )?),
     };
     let device = args

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::whole_file::{OtherStem, SeparationMode};
 use stemflow_engine::{ExtraStems, LookAhead, Stem};
@@ -13,6 +12,7 @@ use super::options::Catalogue;
 use super::options::SeparateOptions;
 use crate::encode::{BitDepth, OutputFormat};
 use crate::error::CliError;
+use crate::model_folders::SearchFolders;
 use crate::model_spec::{EnsembleArgs, ModelSpec};
 use crate::progress::ProgressMode;
 
@@ -86,9 +86,8 @@ pub struct SeparateArgs {
     /// the name of a model in the models folder (see `stemflow models`).
     #[arg(long, value_name = "NAME|PATH")]
     pub model: Option<String>,
-    /// Another folder to look for models in (besides the user models folder).
-    #[arg(long, value_name = "DIR")]
-    pub models_dir: Vec<PathBuf>,
+    #[command(flatten)]
+    pub models_dirs: SearchFolders,
     /// Several models' stems combined (`--model a+b --ensemble max_fft`).
     #[command(flatten)]
     pub ensemble: EnsembleArgs,
@@ -266,7 +265,7 @@ impl SeparateArgs {
             .model
             .or(self.separator)
             .unwrap_or_else(|| "builtin".into());
-        let model = ModelSpec::resolve(&model, &self.ensemble, &models_dirs(&self.models_dir))?;
+        let model = ModelSpec::resolve(&model, &self.ensemble, &self.models_dirs.dirs())?;
         let device = self
             .device
             .parse::<DeviceChoice>()
