@@ -31,7 +31,7 @@ use std::time::Instant;
 use clap::Args;
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::{EngineError, OfflineStream, SeparatorChoice, Stem, StemFrames};
+use stemflow_engine::{EngineError, OfflineStream, SeparatorChoice, Stem, StemFrames, StereoInput};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
@@ -442,8 +442,9 @@ fn time_whole_path(
         scoring_copy_s += copy_start.elapsed().as_secs_f64();
         Ok(())
     };
+    let input = StereoInput::planar(&host_mix).map_err(|e| e.to_string())?;
     stream
-        .push(&host_mix[0], &host_mix[1], &mut collect)
+        .push(input, &mut collect)
         .map_err(|e| e.to_string())?;
     stream.finish(&mut collect).map_err(|e| e.to_string())?;
     let total_s = start.elapsed().as_secs_f64() - scoring_copy_s;

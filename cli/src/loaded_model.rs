@@ -11,6 +11,7 @@ use stemflow_engine::whole_file::{
 };
 use stemflow_engine::{
     EngineError, ExtraStems, LookAhead, ModelError, Separator, SeparatorInfo, Stem, StemFrames,
+    StereoInput,
 };
 
 use crate::model_spec::ModelSpec;
@@ -211,17 +212,16 @@ impl ModelStream<'_> {
     /// Separates the next frames; `sink` gets the stems that became ready.
     pub fn push<E: From<EngineError>>(
         &mut self,
-        left: &[f32],
-        right: &[f32],
+        input: StereoInput<'_>,
         sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         match self {
-            ModelStream::One(stream) => stream.push(left, right, sink),
+            ModelStream::One(stream) => stream.push(input, sink),
             ModelStream::Ensemble(run) => run
                 .stream
                 .as_mut()
                 .expect("the stream runs until dropped")
-                .push(left, right, sink),
+                .push(input, sink),
         }
     }
 

@@ -10,7 +10,8 @@ use std::time::Instant;
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::{
-    EngineError, LookAhead, OfflineStream, SeparatorChoice, Stem, StemFrames, LOOK_AHEAD_CHOICES,
+    EngineError, LookAhead, OfflineStream, SeparatorChoice, Stem, StemFrames, StereoInput,
+    LOOK_AHEAD_CHOICES,
 };
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
@@ -140,8 +141,9 @@ fn measure(
         }
         Ok(())
     };
+    let input = StereoInput::planar(&mix).map_err(|e| e.to_string())?;
     stream
-        .push(&mix[0], &mix[1], &mut collect)
+        .push(input, &mut collect)
         .map_err(|e| e.to_string())?;
     stream.finish(&mut collect).map_err(|e| e.to_string())?;
     let elapsed_s = start.elapsed().as_secs_f64();

@@ -59,6 +59,7 @@ mod separator;
 mod separator_info;
 mod stem;
 mod stem_sink;
+mod stereo_input;
 pub mod stream;
 #[cfg(test)]
 mod testing;
@@ -84,3 +85,4 @@ pub use separator::{
 pub use stem::{ExtraStems, Stem, NUM_STEMS};
 /// Where Stemflow keeps its files (the `stemflow-paths` crate).
 pub use stemflow_paths as paths;
+pub use stereo_input::StereoInput;

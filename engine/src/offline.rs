@@ -8,6 +8,7 @@
 use crate::error::EngineError;
 use crate::separator::Separator;
 use crate::stem::{Stem, NUM_STEMS};
+use crate::stereo_input::StereoInput;
 use crate::stream::{
     spawn_stream, ProcessingMode, StemStreamController, StemStreamHandle, StreamConfig,
     OFFLINE_WAIT_TIMEOUT,
@@ -110,13 +111,13 @@ impl<'a> StemFrames<'a> {
 /// sizes. Memory use does not grow with the length of the input.
 ///
 /// ```
-/// use stemflow_engine::{BuiltinSeparator, OfflineStream, Stem};
+/// use stemflow_engine::{BuiltinSeparator, OfflineStream, Stem, StereoInput};
 ///
 /// let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
 /// let mut vocals = Vec::new();
 /// let block = vec![0.1f32; 10_000];
 /// stream
-///     .push(&block, &block, |frames| {
+///     .push(StereoInput::new(&block, &block).unwrap(), |frames| {
 ///         vocals.extend_from_slice(frames.channel(Stem::Vocals, 0));
 ///         Ok::<(), stemflow_engine::EngineError>(())
 ///     })
@@ -194,25 +195,18 @@ impl OfflineStream {
         self.input_frames
     }
 
-    /// Separates the next `left.len()` frames (`right` must be as long) and calls `sink` with
-    /// every run of stem frames that became ready: the stems of earlier input, since the output
-    /// trails the input by the latency until [`OfflineStream::finish`]. Errors from `sink` stop
-    /// the call and are returned. Not realtime-safe: waits for the worker.
+    /// Separates the next frames of `input` and calls `sink` with every run of stem frames that
+    /// became ready: the stems of earlier input, since the output trails the input by the
+    /// latency until [`OfflineStream::finish`]. Errors from `sink` stop the call and are
+    /// returned. Not realtime-safe: waits for the worker.
     pub fn push<E: From<EngineError>>(
         &mut self,
-        left: &[f32],
-        right: &[f32],
+        input: StereoInput<'_>,
         mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        if left.len() != right.len() {
-            return Err(E::from(EngineError::InvalidBlockSize(right.len())));
-        }
-        for (left, right) in left
-            .chunks(OFFLINE_BLOCK_FRAMES)
-            .zip(right.chunks(OFFLINE_BLOCK_FRAMES))
-        {
-            self.process_block(left, right, &mut sink)?;
-            self.input_frames += left.len() as u64;
+        for block in input.chunks(OFFLINE_BLOCK_FRAMES) {
+            self.process_block(block.left(), block.right(), &mut sink)?;
+            self.input_frames += block.num_frames() as u64;
         }
         Ok(())
     }
@@ -333,11 +327,8 @@ fn separate_with_progress(
         frames.append_to(&mut stems);
         Ok(())
     };
-    for (left, right) in input[0]
-        .chunks(OFFLINE_BLOCK_FRAMES)
-        .zip(input[1].chunks(OFFLINE_BLOCK_FRAMES))
-    {
-        stream.push(left, right, &mut collect)?;
+    for block in StereoInput::planar(input)?.chunks(OFFLINE_BLOCK_FRAMES) {
+        stream.push(block, &mut collect)?;
         progress(stream.input_frames() as f32 / num_frames.max(1) as f32);
     }
     stream.finish(&mut collect)?;
@@ -395,11 +386,8 @@ mod tests {
             frames.append_to(&mut stems);
             Ok(())
         };
-        for (left, right) in input[0]
-            .chunks(block_frames)
-            .zip(input[1].chunks(block_frames))
-        {
-            stream.push(left, right, &mut collect).unwrap();
+        for block in StereoInput::planar(input).unwrap().chunks(block_frames) {
+            stream.push(block, &mut collect).unwrap();
         }
         stream.finish(&mut collect).unwrap();
         stems
@@ -438,7 +426,9 @@ mod tests {
     fn sink_errors_stop_the_stream() {
         let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
         let block = vec![0.0f32; 20_000];
-        let result = stream.push(&block, &block, |_| Err(EngineError::Io("disk full".into())));
+        let result = stream.push(StereoInput::new(&block, &block).unwrap(), |_| {
+            Err(EngineError::Io("disk full".into()))
+        });
         assert!(matches!(result, Err(EngineError::Io(message)) if message == "disk full"));
     }
 
@@ -462,7 +452,9 @@ mod tests {
         .unwrap();
         let block = vec![0.1f32; 20_000];
         let result = stream
-            .push(&block, &block, |_| Ok::<(), EngineError>(()))
+            .push(StereoInput::new(&block, &block).unwrap(), |_| {
+                Ok::<(), EngineError>(())
+            })
             .and_then(|()| stream.finish(|_| Ok::<(), EngineError>(())));
         match result {
             Err(EngineError::Separator(error)) => {
@@ -483,7 +475,9 @@ mod tests {
         let mut stream = OfflineStream::new(Box::new(BuiltinSeparator::new()), 44_100).unwrap();
         let other = [vec![0.3f32; 30_000], vec![-0.2f32; 30_000]];
         stream
-            .push(&other[0], &other[1], |_| Ok::<(), EngineError>(()))
+            .push(StereoInput::planar(&other).unwrap(), |_| {
+                Ok::<(), EngineError>(())
+            })
             .unwrap();
         stream.finish(|_| Ok::<(), EngineError>(())).unwrap();
         let separator = stream.into_separator().expect("the worker is alive");
@@ -543,7 +537,9 @@ mod tests {
                 num_frames += frames.num_frames();
                 Ok(())
             };
-            stream.push(&input, &input, &mut count).unwrap();
+            stream
+                .push(StereoInput::new(&input, &input).unwrap(), &mut count)
+                .unwrap();
             stream.finish(&mut count).unwrap();
             assert_eq!(num_frames, 5_500);
             assert!(stream.into_separator().is_some());

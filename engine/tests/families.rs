@@ -11,7 +11,7 @@ use stemflow_engine::stream::{spawn_stream, ProcessingMode, StreamConfig};
 use stemflow_engine::whole_file::{
     OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,
 };
-use stemflow_engine::{ExtraStems, LookAhead, SeparatorChoice, Stem, NUM_STEMS};
+use stemflow_engine::{ExtraStems, LookAhead, SeparatorChoice, Stem, StereoInput, NUM_STEMS};
 use stemflow_kit::testing::{fixtures_dir, read_stereo_f32, scratch_dir, write_vocals_route};
 
 /// The largest difference from the reference accepted, on a full-scale signal.
@@ -462,7 +462,9 @@ fn file_model_runs(model: &Path, num_frames: usize, rate_hz: u32) -> u64 {
         frames_out += frames.num_frames();
         Ok(())
     };
-    stream.push(&input[0], &input[1], &mut count).unwrap();
+    stream
+        .push(StereoInput::planar(&input).unwrap(), &mut count)
+        .unwrap();
     stream.finish(&mut count).unwrap();
     assert_eq!(frames_out, num_frames);
     stream.into_separator().unwrap().model_runs()
@@ -618,12 +620,9 @@ fn whole_file_in_blocks(
         }
         Ok(())
     };
-    for (left, right) in input[0]
-        .chunks(block_frames)
-        .zip(input[1].chunks(block_frames))
-    {
-        stream.push(left, right, &mut collect).unwrap();
-        pushed += left.len();
+    for block in StereoInput::planar(input).unwrap().chunks(block_frames) {
+        stream.push(block, &mut collect).unwrap();
+        pushed += block.num_frames();
         let out = out.get();
         assert!(
             pushed - out <= max_trail_frames,

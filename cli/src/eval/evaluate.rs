@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use stemflow_engine::{EngineError, Stem, StemFrames};
+use stemflow_engine::{EngineError, Stem, StemFrames, StereoInput};
 use stemflow_kit::bsseval::TrackScores;
 
 use super::dataset::TrackFolder;
@@ -127,7 +127,7 @@ fn with_model(
     let result = (|| {
         while let Some([left, right]) = decoder.next_block()? {
             frames += left.len() as u64;
-            stream.push(left, right, &mut sink)?;
+            stream.push(StereoInput::new(left, right)?, &mut sink)?;
             if let Some(signal) = crate::interrupt::received() {
                 return Err(TrackError::Interrupted(signal));
             }

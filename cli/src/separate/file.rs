@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use stemflow_engine::StemFrames;
+use stemflow_engine::{StemFrames, StereoInput};
 
 use super::decode_ahead::{DecodeAhead, PendingDecode};
 use super::new_folder::NewFolderGuard;
@@ -90,7 +90,7 @@ fn separate_stream(
     };
     let result = (|| {
         while let Some([left, right]) = decoder.next_block().map_err(Failure::Input)? {
-            stream.push(left, right, &mut write)?;
+            stream.push(StereoInput::new(left, right)?, &mut write)?;
             if let Some(signal) = crate::interrupt::received() {
                 return Err(Failure::Interrupted(signal));
             }

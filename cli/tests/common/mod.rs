@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::{
-    EngineError, ExtraStems, OfflineStream, SeparatorChoice, StemFrames, NUM_STEMS,
+    EngineError, ExtraStems, OfflineStream, SeparatorChoice, StemFrames, StereoInput, NUM_STEMS,
 };
 
 pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
@@ -279,7 +279,9 @@ pub fn separate_with(
         frames.append_to(&mut out);
         Ok::<(), EngineError>(())
     };
-    stream.push(&input[0], &input[1], &mut collect).unwrap();
+    stream
+        .push(StereoInput::planar(input).unwrap(), &mut collect)
+        .unwrap();
     stream.finish(&mut collect).unwrap();
     out
 }

@@ -14,6 +14,7 @@ use crate::hybrid::PlanarDelay;
 use crate::offline::{OfflineStream, StemFrames, OFFLINE_BLOCK_FRAMES};
 use crate::separator::Separator;
 use crate::stem::{ExtraStems, Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
+use crate::stereo_input::StereoInput;
 
 /// How one separated stem is made from the members' stems.
 enum StemPlan {
@@ -134,19 +135,15 @@ impl EnsembleOfflineStream {
     /// ready to `sink` (see [`OfflineStream::push`]). Not realtime-safe: waits for the members.
     pub fn push<E: From<EngineError>>(
         &mut self,
-        left: &[f32],
-        right: &[f32],
+        input: StereoInput<'_>,
         mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        if left.len() != right.len() {
-            return Err(E::from(EngineError::InvalidBlockSize(right.len())));
-        }
-        for (channel, samples) in [left, right].into_iter().enumerate() {
+        for (channel, samples) in input.channels().into_iter().enumerate() {
             self.pending_input[channel].extend(samples.iter().map(|&x| sanitize_sample(x)));
         }
-        self.input_frames += left.len() as u64;
+        self.input_frames += input.num_frames() as u64;
         for (member, pending) in self.members.iter_mut().zip(&mut self.pending) {
-            member.push(left, right, |frames| {
+            member.push(input, |frames| {
                 queue(pending, &frames);
                 Ok::<(), E>(())
             })?;
@@ -368,8 +365,8 @@ mod tests {
             frames.append_to(&mut stems);
             Ok(())
         };
-        for (left, right) in input[0].chunks(7_000).zip(input[1].chunks(7_000)) {
-            stream.push(left, right, &mut collect).unwrap();
+        for block in StereoInput::planar(input).unwrap().chunks(7_000) {
+            stream.push(block, &mut collect).unwrap();
         }
         stream.finish(&mut collect).unwrap();
         assert_eq!(stream.into_separators().map(|s| s.len()), Some(2));

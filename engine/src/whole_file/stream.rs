@@ -8,6 +8,7 @@ use crate::dsp::sanitize_into;
 use crate::error::EngineError;
 use crate::offline::{OfflineStream, SeparatedStems, StemFrames, OFFLINE_BLOCK_FRAMES};
 use crate::stem::{Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
+use crate::stereo_input::StereoInput;
 
 use super::file_run::{FileRun, FrameQueue, OTHER_PLANE};
 use super::options::WholeFileOptions;
@@ -29,10 +30,8 @@ impl WholeFileSeparator {
         sample_rate_hz: u32,
         mut progress: impl FnMut(f32),
     ) -> Result<SeparatedStems, EngineError> {
-        let num_frames = input[0].len();
-        if input[1].len() != num_frames {
-            return Err(EngineError::InvalidBlockSize(input[1].len()));
-        }
+        let input = StereoInput::planar(input)?;
+        let num_frames = input.num_frames();
         let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = std::array::from_fn(|_| {
             [
                 Vec::with_capacity(num_frames),
@@ -50,7 +49,7 @@ impl WholeFileSeparator {
         };
         let mut stream = self.stream(sample_rate_hz)?;
         let latency_samples = stream.latency_samples();
-        stream.push(&input[0], &input[1], &mut collect)?;
+        stream.push(input, &mut collect)?;
         stream.finish(&mut collect)?;
         Ok(SeparatedStems {
             sample_rate_hz,
@@ -127,31 +126,24 @@ impl<'a> WholeFileStream<'a> {
         }
     }
 
-    /// Separates the next frames (`right` as long as `left`) and hands `sink` every run of
+    /// Separates the next frames and hands `sink` every run of
     /// stems that became final, in order. An error of `sink` stops the call.
     pub fn push<E: From<EngineError>>(
         &mut self,
-        left: &[f32],
-        right: &[f32],
+        input: StereoInput<'_>,
         mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        if left.len() != right.len() {
-            return Err(E::from(EngineError::InvalidBlockSize(right.len())));
-        }
         match &mut self.state {
             State::Stream(stream) => {
                 let stream = stream.as_mut().expect("the stream runs until finished");
-                stream.push(left, right, sink)
+                stream.push(input, sink)
             }
             State::WholeFile(file) => {
                 let Loaded::WholeFile(run) = &mut self.owner.loaded else {
                     unreachable!("a whole-file state runs a whole-file separator")
                 };
-                for (left, right) in left
-                    .chunks(OFFLINE_BLOCK_FRAMES)
-                    .zip(right.chunks(OFFLINE_BLOCK_FRAMES))
-                {
-                    file.push(run.as_mut(), left, right)?;
+                for block in input.chunks(OFFLINE_BLOCK_FRAMES) {
+                    file.push(run.as_mut(), block)?;
                     file.hand_out(run.as_mut(), &self.owner.options, &mut sink)?;
                 }
                 Ok(())
@@ -248,19 +240,14 @@ impl FileState {
 
     /// Sanitises one block (NaN and infinities become silence, as in the stream) and runs it
     /// through the model at its rate.
-    fn push(
-        &mut self,
-        run: &mut dyn FileRun,
-        left: &[f32],
-        right: &[f32],
-    ) -> Result<(), EngineError> {
-        for (channel, source) in [left, right].into_iter().enumerate() {
+    fn push(&mut self, run: &mut dyn FileRun, input: StereoInput<'_>) -> Result<(), EngineError> {
+        for (channel, source) in input.channels().into_iter().enumerate() {
             let scratch = &mut self.scratch[channel];
             scratch.resize(source.len(), 0.0);
             self.num_non_finite += sanitize_into(source, scratch) as u64;
             self.input[channel].extend_from_slice(scratch);
         }
-        self.input_frames += left.len() as u64;
+        self.input_frames += input.num_frames() as u64;
         match &mut self.to_model {
             Some(to_model) => {
                 to_model.push(&[&self.scratch[0][..], &self.scratch[1][..]])?;
