@@ -871,19 +871,7 @@ fn models_lists_the_folder_with_families_and_refuses_broken_files() {
 
     // A listed name works with --model.
     let input = dir.join("in.wav");
-    let spec = hound::WavSpec {
-        channels: 2,
-        sample_rate: 44_100,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::create(&input, spec).unwrap();
-    for i in 0..44_100 * 2 {
-        writer
-            .write_sample(((i as f32 * 0.01).sin() * 8000.0) as i16)
-            .unwrap();
-    }
-    writer.finalize().unwrap();
+    write_test_wav(&input);
     let separated = std::process::Command::new(env!("CARGO_BIN_EXE_stemflow"))
         .args([
             "separate",
