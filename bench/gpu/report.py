@@ -115,6 +115,8 @@ def main():
             notes = f"torch {r.get('torch')}"
             if "tf32_matmul" in r:
                 notes += f", TF32 matmul {r['tf32_matmul']}, cuDNN {r['tf32_cudnn']}"
+            if "attention" in r:
+                notes += f", attention {r['attention']}"
             lines.append(f"| {r['name']} | {fmt(r.get('song_s'), ' s')} | "
                          f"{fmt(r.get('segment_ms'), ' ms', 1)} | "
                          f"{fmt(r.get('gpu_peak_mb'), ' MB', 0)} | {notes} |")

@@ -125,6 +125,21 @@ def msst_model(checkpoint, device):
     return config, model_type, model.to(device).eval()
 
 
+def float32_attention(model):
+    """MSST's `Attend` allows only flash attention on CUDA devices of compute capability 8.0 and
+    newer (Linux), and flash attention takes no float32: a float32 run there stops with "No
+    available kernel". MSST's own set-up for other devices (Windows, older GPUs) allows the
+    memory-efficient and math kernels instead; float32 runs use that. Returns how many
+    attention modules changed."""
+    changed = 0
+    for module in model.modules():
+        config = getattr(module, "cuda_config", None)
+        if config is not None and hasattr(config, "_asdict"):
+            module.cuda_config = type(config)(False, True, True)
+            changed += 1
+    return changed
+
+
 def cmd_msst(args):
     """MSST's demix on the song: --amp (autocast float16, as MSST ships its configs) or float32,
     batch --batch; timed after a warm-up on one chunk; the output saved with --out."""
@@ -134,6 +149,9 @@ def cmd_msst(args):
     config, model_type, model = msst_model(args.checkpoint, device)
     config.training.use_amp = bool(args.amp)
     config.inference.batch_size = args.batch
+    attention = "MSST's (flash on sm >= 8.0)"
+    if not args.amp and device.type == "cuda" and float32_attention(model):
+        attention = "memory-efficient or math (flash takes no float32)"
     if not args.tf32 and device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -154,7 +172,7 @@ def cmd_msst(args):
     emit(args.results, part="torch", name=f"MSST demix {kind} batch {args.batch}",
          device=args.device, song_s=round(elapsed, 3), audio_s=round(mix.shape[1] / SAMPLERATE, 2),
          gpu_peak_mb=memory_peak_mb(device), amp=bool(args.amp), batch=args.batch,
-         tf32=bool(args.tf32), torch=torch.__version__)
+         tf32=bool(args.tf32), attention=attention, torch=torch.__version__)
 
 
 def sdr(reference, estimate):

@@ -390,17 +390,19 @@ fn time_hops(
     seconds: f32,
 ) -> Result<HopTimes, String> {
     let mut separator = model.build(choice).map_err(|e| e.to_string())?;
-    let active = separator.device();
-    let device = active
-        .as_ref()
-        .map_or_else(|| "cpu".to_owned(), |a| a.actual.to_string());
-    let fallback = active.and_then(|a| a.fallback_reason);
     let separator_rate_hz = separator.info().sample_rate_hz();
     let hop = separator.info().hop_frames();
     let other_rate_mix = (separator_rate_hz != BENCH_HOST_RATE_HZ)
         .then(|| DemoSong::generate(separator_rate_hz, seconds).mix());
     let mix = other_rate_mix.as_ref().unwrap_or(host_mix);
     let (hop_ms, mut run_ms) = run_hops(separator.as_mut(), mix)?;
+    // Where the runs ran: read after them, since a device that fails in a run is replaced by
+    // the CPU from that run on (the row then says so, instead of naming the device asked for).
+    let active = separator.device();
+    let device = active
+        .as_ref()
+        .map_or_else(|| "cpu".to_owned(), |a| a.actual.to_string());
+    let fallback = active.and_then(|a| a.fallback_reason);
     // A DSP separator runs no model: each of its hops is a run.
     if run_ms.is_empty() {
         run_ms.clone_from(&hop_ms);

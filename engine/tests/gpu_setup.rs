@@ -75,6 +75,32 @@ fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
 }
 
 #[test]
+fn a_session_that_gives_up_its_bound_buffers_runs_the_plain_way() {
+    require_runtime();
+    let bytes = std::fs::read(waveform_model()).unwrap();
+    let io = waveform_io();
+    let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
+    let mut slot =
+        SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
+    slot.warm_up(&io).unwrap();
+    assert!(slot.binds_io());
+    // What the runner does when a run through the buffers fails (CUDA refused a bound copy on
+    // an H200): the session stops binding and stays usable.
+    slot.give_up_binding("CopyTensorAsync: dst_data != src_data".into());
+    assert!(!slot.binds_io());
+    let mut read = Some(|_: &[&[f32]]| Ok(()));
+    assert!(
+        slot.run_bound(&io, &[mix(0)], &mut read).is_none(),
+        "no run through the buffers after giving them up"
+    );
+    assert!(read.is_some(), "read is left for the plain run");
+    let plain = run_graph_io(&mut slot.session, &io, &[mix(0)]).unwrap();
+    assert_eq!(plain[0].len(), 4 * 2 * FRAMES);
+    slot.warm_up(&io).unwrap();
+    assert!(!slot.binds_io(), "a warm-up does not bind them again");
+}
+
+#[test]
 fn cuda_with_every_tuning_option_fails_cleanly_on_the_cpu_build() {
     require_runtime();
     let bytes = std::fs::read(waveform_model()).unwrap();

@@ -16,7 +16,8 @@ pub const TF32_ENV: &str = "STEMFLOW_CUDA_TF32";
 pub const CONV_SEARCH_ENV: &str = "STEMFLOW_CUDNN_CONV_SEARCH";
 /// `1` captures the model run as a CUDA (or DirectML) graph and replays it (default `0`).
 pub const GRAPH_CAPTURE_ENV: &str = "STEMFLOW_GPU_GRAPH";
-/// `0` runs GPU sessions on host tensors, as on the CPU (`1`: I/O binding, the default).
+/// `1` runs GPU sessions through I/O binding (default `0`: host tensors per run, as on the CPU;
+/// on an H200 every bound run failed, see docs/models.md).
 pub const IO_BINDING_ENV: &str = "STEMFLOW_IO_BINDING";
 
 /// The settings file's keys (`settings.json` in the user data folder), same values as above
@@ -68,7 +69,10 @@ pub struct GpuTuning {
     /// binding (implied). Default off until measured (see docs/models.md).
     pub should_capture_graph: bool,
     /// Keep a GPU session's inputs and outputs in buffers on the device, bound once: each run
-    /// copies the inputs in and the outputs out once, into buffers allocated once. Default on.
+    /// copies the inputs in and the outputs out once, into buffers allocated once. Default off:
+    /// on an H200 (CUDA 13, ONNX Runtime 1.31's CUDA build) every run through the bound buffers
+    /// failed in ONNX Runtime (docs/models.md, "GPUs: measured"); a bound run that fails gives
+    /// the buffers up ([`super::session_slot::SessionSlot::give_up_binding`]).
     pub should_bind_io: bool,
 }
 
@@ -78,7 +82,7 @@ impl Default for GpuTuning {
             should_use_tf32: true,
             conv_search: ConvSearch::Exhaustive,
             should_capture_graph: false,
-            should_bind_io: true,
+            should_bind_io: false,
         }
     }
 }
@@ -305,7 +309,15 @@ mod tests {
             default.provider_options(cuda)[0],
             ("use_tf32", "1".to_owned())
         );
-        assert!(default.binds_io(dml) && !default.binds_io(DeviceId::CPU));
+        assert!(
+            !default.binds_io(dml) && !default.binds_io(cuda),
+            "no I/O binding by default (measured: docs/models.md)"
+        );
+        let binding = GpuTuning {
+            should_bind_io: true,
+            ..default
+        };
+        assert!(binding.binds_io(dml) && !binding.binds_io(DeviceId::CPU));
         assert!(default
             .summary()
             .starts_with("TF32 on, cuDNN search exhaustive"));

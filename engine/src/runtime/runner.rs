@@ -132,24 +132,42 @@ impl ModelRunner {
         };
         let result = match bound {
             Some(Err(error)) => {
-                self.fall_back_to_cpu(error)?;
+                // The bound buffers failed, which need not mean the device did (ONNX Runtime
+                // 1.31's CUDA build refuses some bound copies): the session gives them up and
+                // runs on host tensors from now on, still on the device; only a failure there
+                // moves the model to the CPU.
+                self.session
+                    .session
+                    .with_slot(|slot| slot.give_up_binding(error));
                 let tensors = to_tensors(io, inputs)?;
-                run_tensors_on(&self.session, io, &tensors, &mut read)
+                self.run_plain(io, &tensors, &mut read)?
             }
             Some(result) => result,
             None => {
                 let tensors = to_tensors(io, inputs)?;
-                match run_tensors_on(&self.session, io, &tensors, &mut read) {
-                    Err(error) if self.active.actual != DeviceId::CPU => {
-                        self.fall_back_to_cpu(error)?;
-                        run_tensors_on(&self.session, io, &tensors, &mut read)
-                    }
-                    result => result,
-                }
+                self.run_plain(io, &tensors, &mut read)?
             }
         };
         // Outer: the inference (falls back); inner: what `read` said.
         result?
+    }
+
+    /// One run on host tensors; a device that fails is replaced by the CPU and the run repeated
+    /// there. Outer error: the CPU's model could not be loaded; then the inference's; inner:
+    /// what `read` said. Not realtime-safe.
+    fn run_plain(
+        &mut self,
+        io: &GraphIo,
+        tensors: &[Tensor<f32>],
+        read: &mut Option<impl FnOnce(&[&[f32]]) -> Result<(), String>>,
+    ) -> Result<Result<Result<(), String>, String>, String> {
+        Ok(match run_tensors_on(&self.session, io, tensors, read) {
+            Err(error) if self.active.actual != DeviceId::CPU => {
+                self.fall_back_to_cpu(error)?;
+                run_tensors_on(&self.session, io, tensors, read)
+            }
+            result => result,
+        })
     }
 
     /// Replaces a device that failed mid-session by the CPU (the model's session there).

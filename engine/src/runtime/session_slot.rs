@@ -107,6 +107,18 @@ impl SessionSlot {
         ))
     }
 
+    /// Gives up the bound buffers after a run through them failed (`error`, said once as a
+    /// warning): this session's later runs go the plain way, on the same device. Not
+    /// realtime-safe: frees the buffers.
+    pub fn give_up_binding(&mut self, error: String) {
+        log::warn!(
+            "{}: a run through bound buffers failed ({error}); running on host tensors",
+            self.device
+        );
+        self.bound = None;
+        self.binding_error = Some(error);
+    }
+
     /// The bound buffers, made (with one run on zeros) when missing. A failure is kept: the
     /// session then runs the plain way, with a warning once.
     fn bound_io(&mut self, io: &GraphIo) -> Result<&mut BoundIo, String> {
