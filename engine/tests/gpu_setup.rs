@@ -36,17 +36,23 @@ fn mix(seed: usize) -> Vec<f32> {
         .collect()
 }
 
-#[test]
-fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
+/// A session of the waveform model whose runs go through bound buffers, the CPU standing in
+/// for the device (the same binding, copies and runs as on a GPU), warmed up.
+fn bound_slot(io: &GraphIo) -> SessionSlot {
     require_runtime();
     let bytes = std::fs::read(waveform_model()).unwrap();
-    let io = waveform_io();
-    // The CPU stands in for the device: the same binding, copies and runs as on a GPU.
     let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
     let mut slot =
         SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
     assert!(slot.binds_io());
-    slot.warm_up(&io).unwrap();
+    slot.warm_up(io).unwrap();
+    slot
+}
+
+#[test]
+fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
+    let io = waveform_io();
+    let mut slot = bound_slot(&io);
     for seed in 0..3 {
         // A new input each run: the bound buffers must carry it (a stale one would pass a
         // single run).
@@ -76,14 +82,8 @@ fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
 
 #[test]
 fn a_session_that_gives_up_its_bound_buffers_runs_the_plain_way() {
-    require_runtime();
-    let bytes = std::fs::read(waveform_model()).unwrap();
     let io = waveform_io();
-    let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
-    let mut slot =
-        SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
-    slot.warm_up(&io).unwrap();
-    assert!(slot.binds_io());
+    let mut slot = bound_slot(&io);
     // What the runner does when a run through the buffers fails (CUDA refused a bound copy on
     // an H200): the session stops binding and stays usable.
     slot.give_up_binding("CopyTensorAsync: dst_data != src_data".into());
