@@ -387,20 +387,18 @@ def spleeter_tiny_checkpoints(out, ref):
             if positive:
                 values = np.abs(values) + np.float32(0.5)
             arrays.append((name, values))
+        def add_conv_and_norm(conv, norm, conv_shape, co):
+            # A (transposed) convolution's weight and bias, then its batch norm's four arrays.
+            add(f"{conv}.weight", conv_shape)
+            add(f"{conv}.bias", (co,), 0.1)
+            add(f"{norm}.weight", (co,), 0.2, positive=True)
+            add(f"{norm}.bias", (co,), 0.1)
+            add(f"{norm}.running_mean", (co,), 0.1)
+            add(f"{norm}.running_var", (co,), 0.2, positive=True)
         for i, (ci, co) in enumerate(encoder, start=1):
-            add(f"down{i}_conv.1.weight", (co, ci, 5, 5))
-            add(f"down{i}_conv.1.bias", (co,), 0.1)
-            add(f"down{i}_act.0.weight", (co,), 0.2, positive=True)
-            add(f"down{i}_act.0.bias", (co,), 0.1)
-            add(f"down{i}_act.0.running_mean", (co,), 0.1)
-            add(f"down{i}_act.0.running_var", (co,), 0.2, positive=True)
+            add_conv_and_norm(f"down{i}_conv.1", f"down{i}_act.0", (co, ci, 5, 5), co)
         for i, (ci, co) in enumerate(decoder, start=1):
-            add(f"up{i}.0.weight", (ci, co, 5, 5))
-            add(f"up{i}.0.bias", (co,), 0.1)
-            add(f"up{i}.3.weight", (co,), 0.2, positive=True)
-            add(f"up{i}.3.bias", (co,), 0.1)
-            add(f"up{i}.3.running_mean", (co,), 0.1)
-            add(f"up{i}.3.running_var", (co,), 0.2, positive=True)
+            add_conv_and_norm(f"up{i}.0", f"up{i}.3", (ci, co, 5, 5), co)
         add("up7.0.weight", (2, 1, 4, 4))
         add("up7.0.bias", (2,), 0.1)
         params = dict(arrays)
