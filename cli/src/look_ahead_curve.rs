@@ -10,8 +10,7 @@ use std::time::Instant;
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
 use stemflow_engine::{
-    EngineError, LookAhead, OfflineStream, SeparatorChoice, Stem, StemFrames, StereoInput,
-    LOOK_AHEAD_CHOICES,
+    LookAhead, OfflineStream, SeparatorChoice, Stem, StereoInput, LOOK_AHEAD_CHOICES,
 };
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
@@ -129,24 +128,13 @@ fn measure(
         .map_err(|e| e.to_string())?;
     let compute_factor = separator.info().compute_factor();
     let start = Instant::now();
-    let mut stream = OfflineStream::new(separator, RATE_HZ).map_err(|e| e.to_string())?;
-    // What the plugin reports at this rate (for blocks up to the stream's 100 ms margin).
-    let latency_s = stream.latency_samples() as f64 / f64::from(RATE_HZ);
-    let mut stems: [[Vec<f32>; 2]; 4] = Default::default();
-    let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        for (i, stem) in Stem::FOUR.into_iter().enumerate() {
-            for (channel, samples) in stems[i].iter_mut().enumerate() {
-                samples.extend_from_slice(frames.channel(stem, channel));
-            }
-        }
-        Ok(())
-    };
-    let input = StereoInput::planar(&mix).map_err(|e| e.to_string())?;
-    stream
-        .push(input, &mut collect)
-        .map_err(|e| e.to_string())?;
-    stream.finish(&mut collect).map_err(|e| e.to_string())?;
+    let input = StereoInput::planar(mix).map_err(|e| e.to_string())?;
+    let separated =
+        OfflineStream::separate_all(separator, input, RATE_HZ).map_err(|e| e.to_string())?;
     let elapsed_s = start.elapsed().as_secs_f64();
+    // What the plugin reports at this rate (for blocks up to the stream's 100 ms margin).
+    let latency_s = separated.latency_samples as f64 / f64::from(RATE_HZ);
+    let stems = Stem::FOUR.map(|stem| separated.stem(stem));
     let truth = song.stems();
     let sdr = std::array::from_fn(|i| {
         let is_silent = stems[i].iter().flatten().all(|&x| x == 0.0);

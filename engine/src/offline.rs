@@ -32,6 +32,12 @@ pub struct SeparatedStems {
 }
 
 impl SeparatedStems {
+    /// Empty `[stem][channel]` buffers with room for `num_frames` frames each, to collect
+    /// [`StemFrames`] into ([`StemFrames::append_to`]).
+    pub(crate) fn buffers(num_frames: usize) -> [[Vec<f32>; 2]; NUM_STEMS] {
+        std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(num_frames)))
+    }
+
     /// One stem's channels.
     pub fn stem(&self, stem: Stem) -> &[Vec<f32>; 2] {
         &self.stems[stem.index()]
@@ -195,6 +201,32 @@ impl OfflineStream {
         self.input_frames
     }
 
+    /// Separates all of `input` (at `sample_rate_hz`) with `separator` in one stream: the input,
+    /// then `latency` frames of silence, the output kept from frame `latency` on, so the stems
+    /// are exactly what the plugin renders offline, aligned with the input. Not realtime-safe:
+    /// allocates the whole result and waits for the worker.
+    pub fn separate_all(
+        separator: Box<dyn Separator>,
+        input: StereoInput<'_>,
+        sample_rate_hz: u32,
+    ) -> Result<SeparatedStems, EngineError> {
+        let num_frames = input.num_frames();
+        let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
+        let latency_samples = stream.latency_samples();
+        let mut stems = SeparatedStems::buffers(num_frames);
+        let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+            frames.append_to(&mut stems);
+            Ok(())
+        };
+        stream.push(input, &mut collect)?;
+        stream.finish(&mut collect)?;
+        Ok(SeparatedStems {
+            sample_rate_hz,
+            stems,
+            latency_samples,
+        })
+    }
+
     /// Separates the next frames of `input` and calls `sink` with every run of stem frames that
     /// became ready: the stems of earlier input, since the output trails the input by the
     /// latency until [`OfflineStream::finish`]. Errors from `sink` stop the call and are
@@ -291,53 +323,15 @@ impl OfflineStream {
     }
 }
 
-/// Separates a whole stereo signal. Runs the stream in offline mode, feeds the input followed by
-/// `latency` frames of silence and keeps the output from frame `latency` on, so the result is
-/// exactly what the plugin renders offline, shifted by its latency. For tests, which compare
-/// other ways of separating with it. Not realtime-safe.
+/// [`OfflineStream::separate_all`] of a planar stereo signal, for the tests that compare other
+/// ways of separating with it.
 #[cfg(test)]
 pub(crate) fn separate(
     separator: Box<dyn Separator>,
     input: &[Vec<f32>; 2],
     sample_rate_hz: u32,
 ) -> Result<SeparatedStems, EngineError> {
-    separate_with_progress(separator, input, sample_rate_hz, |_| {})
-}
-
-/// [`separate`], calling `progress` with the fraction of the input done (0..=1) after each
-/// block. Not realtime-safe: allocates the whole result.
-#[cfg(test)]
-fn separate_with_progress(
-    separator: Box<dyn Separator>,
-    input: &[Vec<f32>; 2],
-    sample_rate_hz: u32,
-    mut progress: impl FnMut(f32),
-) -> Result<SeparatedStems, EngineError> {
-    assert_eq!(input[0].len(), input[1].len(), "channels differ in length");
-    let num_frames = input[0].len();
-    let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
-    let latency_samples = stream.latency_samples();
-    let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = std::array::from_fn(|_| {
-        [
-            Vec::with_capacity(num_frames),
-            Vec::with_capacity(num_frames),
-        ]
-    });
-    let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-        frames.append_to(&mut stems);
-        Ok(())
-    };
-    for block in StereoInput::planar(input)?.chunks(OFFLINE_BLOCK_FRAMES) {
-        stream.push(block, &mut collect)?;
-        progress(stream.input_frames() as f32 / num_frames.max(1) as f32);
-    }
-    stream.finish(&mut collect)?;
-    progress(1.0);
-    Ok(SeparatedStems {
-        sample_rate_hz,
-        stems,
-        latency_samples,
-    })
+    OfflineStream::separate_all(separator, StereoInput::planar(input)?, sample_rate_hz)
 }
 
 #[cfg(test)]

@@ -32,18 +32,9 @@ impl WholeFileSeparator {
     ) -> Result<SeparatedStems, EngineError> {
         let input = StereoInput::planar(input)?;
         let num_frames = input.num_frames();
-        let mut stems: [[Vec<f32>; 2]; NUM_STEMS] = std::array::from_fn(|_| {
-            [
-                Vec::with_capacity(num_frames),
-                Vec::with_capacity(num_frames),
-            ]
-        });
-        let mut collect = |frames: crate::offline::StemFrames<'_>| -> Result<(), EngineError> {
-            for stem in crate::stem::Stem::ALL {
-                for (channel, samples) in stems[stem.index()].iter_mut().enumerate() {
-                    samples.extend_from_slice(frames.channel(stem, channel));
-                }
-            }
+        let mut stems = SeparatedStems::buffers(num_frames);
+        let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
+            frames.append_to(&mut stems);
             progress(stems[0][0].len() as f32 / num_frames.max(1) as f32);
             Ok(())
         };
