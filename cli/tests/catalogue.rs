@@ -207,6 +207,30 @@ fn shards_split_a_manifest_so_every_input_is_separated_exactly_once() {
 }
 
 #[test]
+fn inputs_named_on_the_command_line_get_result_lines_and_shards_too() {
+    let dir = scratch_dir("path-json");
+    catalogue(&dir, 4);
+    let songs: Vec<String> = (0..4)
+        .map(|i| path_str(&dir.join(format!("songs/song{i}.wav"))).to_owned())
+        .collect();
+    let out = dir.join("stems");
+    let mut seen = BTreeMap::new();
+    for shard in ["0/2", "1/2"] {
+        let mut args = vec!["separate", "--json", "--shard", shard, "-o", path_str(&out)];
+        args.extend(songs.iter().map(String::as_str));
+        let output = run(&args);
+        assert!(output.status.success(), "{shard}: {}", text(&output.stderr));
+        for line in result_lines(&output.stdout) {
+            assert_eq!(line["status"], "separated", "{line}");
+            assert!(line["audio_seconds"].as_f64().unwrap() > 0.6, "{line}");
+            let input = line["input"].as_str().unwrap().to_owned();
+            assert!(seen.insert(input, shard).is_none(), "{line} in two shards");
+        }
+    }
+    assert_eq!(seen.len(), 4, "every input in one shard: {seen:?}");
+}
+
+#[test]
 fn a_standard_input_worker_answers_each_line_before_reading_the_next() {
     let dir = scratch_dir("stdin-worker");
     catalogue(&dir, 2);

@@ -41,7 +41,7 @@ pub fn run(args: SeparateArgs) -> Result<(), CliError> {
     crate::devices::no_tf32_flag(args.no_tf32);
     let (source, output, options, catalogue) = args.into_options()?;
     let result = match source {
-        JobSource::Paths(inputs) => separate_all(&inputs, &output, &options),
+        JobSource::Paths(inputs) => separate_paths(&inputs, &output, &options, catalogue),
         JobSource::Manifest(path) => {
             let jobs = manifest::read_manifest(&path).map_err(CliError::Failed)?;
             let inputs: Vec<PathBuf> = jobs
@@ -69,12 +69,23 @@ pub fn separate_all(
     output: &Path,
     options: &SeparateOptions,
 ) -> Result<usize, Failure> {
+    separate_paths(inputs, output, options, Catalogue::default())
+}
+
+/// [`separate_all`] with the catalogue options the command line gave (`--json` result lines,
+/// `--shard`), which apply to inputs named on the command line as to a manifest's.
+fn separate_paths(
+    inputs: &[PathBuf],
+    output: &Path,
+    options: &SeparateOptions,
+    catalogue: Catalogue,
+) -> Result<usize, Failure> {
     separate_jobs(
         inputs.iter().map(|p| Ok(Job::from_path(p))),
         inputs,
         output,
         options,
-        Catalogue::default(),
+        catalogue,
     )
 }
 
