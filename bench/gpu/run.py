@@ -32,7 +32,10 @@ class Bench:
         self.log = open(os.path.join(self.out, "log.txt"), "a")
         self.started = time.monotonic()
         self.gpu = args.device.startswith("cuda")
-        self.env = dict(os.environ, STEMFLOW_DATA_DIR=os.path.join(self.work, "data"))
+        # STEMFLOW_LOG=info: each session's build time and set-up, and every fallback, land in
+        # log.txt (stderr), so a slow start can be told from slow runs.
+        self.env = dict(os.environ, STEMFLOW_DATA_DIR=os.path.join(self.work, "data"),
+                        STEMFLOW_LOG="info")
 
     # -- bookkeeping -------------------------------------------------------------------------
     def emit(self, **record):
@@ -71,7 +74,7 @@ class Bench:
         finally:
             peak = sampler.stop() if sampler else None
         wall = time.monotonic() - t
-        self.log.write(done.stderr[-4000:] + "\n")
+        self.log.write(done.stderr[-20000:] + "\n")
         if done.returncode != 0:
             self.emit(part="failed", name=name, reason=(done.stderr or "")[-600:].strip())
             self.say(f"{name}: FAILED ({done.returncode})")

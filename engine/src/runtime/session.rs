@@ -238,6 +238,7 @@ pub fn acquire_session(
                 failures,
             });
         }
+        let started = std::time::Instant::now();
         let spare = (device == DeviceId::CPU)
             .then(|| take_spare_session(&model.sha256))
             .flatten();
@@ -259,7 +260,14 @@ pub fn acquire_session(
         match built {
             Ok(slot) => {
                 if device != DeviceId::CPU {
-                    log::info!("{}: {device}: {}", model.name, tuning.summary());
+                    // The time tells a slow start (libraries, cuDNN's search, the warm-up)
+                    // from slow runs.
+                    log::info!(
+                        "{}: {device}: {}; session ready in {} ms",
+                        model.name,
+                        tuning.summary(),
+                        started.elapsed().as_millis()
+                    );
                 }
                 let session = Arc::new(SharedSession {
                     key: key.clone(),
