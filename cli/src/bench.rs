@@ -444,7 +444,7 @@ fn time_whole_path(
         scoring_copy_s += copy_start.elapsed().as_secs_f64();
         Ok(())
     };
-    let input = StereoInput::planar(&host_mix).map_err(|e| e.to_string())?;
+    let input = StereoInput::planar(host_mix).map_err(|e| e.to_string())?;
     stream
         .push(input, &mut collect)
         .map_err(|e| e.to_string())?;

@@ -138,7 +138,7 @@ fn measure(
     let truth = song.stems();
     let sdr = std::array::from_fn(|i| {
         let is_silent = stems[i].iter().flatten().all(|&x| x == 0.0);
-        (!is_silent).then(|| sdr_db(truth[i], &stems[i]))
+        (!is_silent).then(|| sdr_db(truth[i], stems[i]))
     });
     Ok(Point {
         model: choice.label(),
