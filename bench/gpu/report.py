@@ -3,11 +3,14 @@
 measurements, the set-up variants, the numerics, 1 vs 4 instances, and what was skipped or
 failed. `python3 report.py results.jsonl gpu-bench.md`."""
 import json
+import os
 import sys
 
 
 def load(path):
     records = []
+    if not os.path.exists(path):  # no part has recorded anything yet
+        return records
     with open(path) as f:
         for line in f:
             line = line.strip()

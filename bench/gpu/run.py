@@ -169,8 +169,9 @@ def part_songs(b):
     w = b.work
     for name, seconds in (("song", b.args.song_s), ("clip", b.args.clip_s),
                           ("cpuclip", b.args.cpu_clip_s)):
-        # The generator takes about 0.75 s a second of song on an H200 machine's CPU (the
-        # 120 s song: 90 s), so the limit grows with the length.
+        # The generator is linear in the length (about 0.14 s a second of song here, on 2
+        # cores; it was quadratic, and the 120 s song ran past 60 s on an H200 machine): the
+        # limit still grows with the length.
         torch_side(b, f"song {name}", ["song", "--seconds", str(seconds),
                                        "--out", os.path.join(w, name)], 30 + 1.5 * seconds)
 
