@@ -37,44 +37,64 @@ fn mix(seed: usize) -> Vec<f32> {
 }
 
 /// A session of the waveform model whose runs go through bound buffers, the CPU standing in
-/// for the device (the same binding, copies and runs as on a GPU), warmed up.
-fn bound_slot(io: &GraphIo) -> SessionSlot {
+/// for the device (the same binding, copies and runs as on a GPU), warmed up. With
+/// `tuning`'s graph capture the buffers are placed on the "device" and copied to and from
+/// host twins; without, the host buffers are bound directly.
+fn bound_slot_with(io: &GraphIo, tuning: GpuTuning) -> SessionSlot {
     require_runtime();
     let bytes = std::fs::read(waveform_model()).unwrap();
     let session = build_session(DeviceId::CPU, &bytes, 1, None).unwrap();
-    let mut slot =
-        SessionSlot::new(session, DeviceId::CPU, GpuTuning::default()).binding_on_any_device();
+    let mut slot = SessionSlot::new(session, DeviceId::CPU, tuning).binding_on_any_device();
     assert!(slot.binds_io());
     slot.warm_up(io).unwrap();
     slot
 }
 
+fn bound_slot(io: &GraphIo) -> SessionSlot {
+    bound_slot_with(io, GpuTuning::default())
+}
+
 #[test]
 fn bound_buffers_compute_what_the_plain_run_computes_run_after_run() {
     let io = waveform_io();
-    let mut slot = bound_slot(&io);
+    let on_device = GpuTuning {
+        should_capture_graph: true,
+        ..GpuTuning::default()
+    };
+    for (placement, tuning) in [("host", GpuTuning::default()), ("device", on_device)] {
+        let mut slot = bound_slot_with(&io, tuning);
+        check_bound_runs(&mut slot, &io, placement);
+    }
+}
+
+/// Three runs through `slot`'s bound buffers give the plain runs' outputs; a wrong input
+/// length is refused.
+fn check_bound_runs(slot: &mut SessionSlot, io: &GraphIo, placement: &str) {
     for seed in 0..3 {
         // A new input each run: the bound buffers must carry it (a stale one would pass a
         // single run).
         let input = vec![mix(seed)];
-        let plain = run_graph_io(&mut slot.session, &io, &input).unwrap();
+        let plain = run_graph_io(&mut slot.session, io, &input).unwrap();
         let mut bound = Vec::new();
         let mut read = Some(|outputs: &[&[f32]]| {
             bound = outputs[0].to_vec();
             Ok(())
         });
-        slot.run_bound(&io, &input, &mut read)
+        slot.run_bound(io, &input, &mut read)
             .unwrap()
             .unwrap()
             .unwrap();
-        assert!(read.is_none(), "read is called once the run worked");
+        assert!(
+            read.is_none(),
+            "{placement}: read is called once the run worked"
+        );
         assert_eq!(bound.len(), 4 * 2 * FRAMES);
-        assert_eq!(bound, plain[0], "run {seed}");
+        assert_eq!(bound, plain[0], "{placement}: run {seed}");
     }
     // A wrong input length is `read`'s kind of error (the run never starts), not a panic.
     let mut read = Some(|_: &[&[f32]]| Ok(()));
     let short = slot
-        .run_bound(&io, &[vec![0.0; 5]], &mut read)
+        .run_bound(io, &[vec![0.0; 5]], &mut read)
         .unwrap()
         .unwrap();
     assert!(short.unwrap_err().contains("an input of 5 values"));

@@ -1,11 +1,17 @@
-//! [`BoundIo`]: a GPU session's inputs and outputs in buffers on the device, allocated and bound
-//! once (ONNX Runtime's I/O binding). Each run writes the inputs into host buffers, copies each
-//! in once, runs, and copies each output out once into host buffers kept for the next run; the
-//! device addresses never change, which CUDA and DirectML graph capture need.
+//! [`BoundIo`]: a GPU session's inputs and outputs in buffers allocated and bound once (ONNX
+//! Runtime's I/O binding), in one of two places ([`Placement`]):
 //!
-//! On CUDA the host buffers are pinned (page-locked: the copies are DMA transfers); elsewhere they
-//! are ordinary memory. The same code runs with the CPU as the "device" (tests use that: no GPU
-//! here), where every copy is a `memcpy`.
+//! - **Host**: pinned host buffers (page-locked, on CUDA) bound to the session directly. Each run
+//!   writes the inputs into them, and ONNX Runtime copies them to the device and the outputs
+//!   back on its own stream. What a bound run is unless graph capture is on.
+//! - **Device**: buffers on the device, which graph capture needs (a captured graph replays
+//!   the device addresses it saw). Each run copies the inputs in from host buffers and the
+//!   outputs out with `ort`'s `Tensor::copy_into`, a run of a one-node session per copy. On an
+//!   H200 (ONNX Runtime 1.31.0) every run this way failed ("dst_data != src_data": a copy onto
+//!   itself, see docs/models.md), which is why host placement exists.
+//!
+//! On CUDA the host buffers are pinned; elsewhere they are ordinary memory. The same code runs
+//! with the CPU as the "device" (tests use that: no GPU here), where every copy is a `memcpy`.
 
 use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{IoBinding, Session};
@@ -14,7 +20,17 @@ use ort::value::{Tensor, ValueType};
 use super::device_id::{DeviceId, Provider};
 use super::graph_io::GraphIo;
 
-/// Bound device buffers and their host twins.
+/// Where the bound buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Pinned host buffers, bound directly: ONNX Runtime copies them in and out.
+    Host,
+    /// Buffers on the device with host twins (graph capture).
+    Device,
+}
+
+/// The bound buffers: the host buffers the runs write and read, and (placed on the device)
+/// the device buffers bound to the session.
 pub(crate) struct BoundIo {
     binding: IoBinding,
     host_inputs: Vec<Tensor<f32>>,
@@ -63,26 +79,36 @@ fn allocators(session: &Session, device: DeviceId) -> Result<(Allocator, Allocat
 }
 
 impl BoundIo {
-    /// Allocates and binds `io`'s inputs on `device`, runs `session` once on zeros to learn the
-    /// outputs' shapes (the warm-up run), then allocates and binds the outputs. Not
+    /// Allocates and binds `io`'s inputs as `placement` says, runs `session` once on zeros to
+    /// learn the outputs' shapes (the warm-up run), then allocates and binds the outputs. Not
     /// realtime-safe: allocates, runs the model.
-    pub fn new(session: &mut Session, io: &GraphIo, device: DeviceId) -> Result<Self, String> {
+    pub fn new(
+        session: &mut Session,
+        io: &GraphIo,
+        device: DeviceId,
+        placement: Placement,
+    ) -> Result<Self, String> {
         let error = |e: ort::Error| e.to_string();
         let (device_allocator, host_allocator) = allocators(session, device)?;
         let mut binding = session.create_binding().map_err(error)?;
         let mut host_inputs = Vec::with_capacity(io.inputs.len());
-        let mut device_inputs = Vec::with_capacity(io.inputs.len());
+        let mut device_inputs = Vec::new();
         for (name, shape) in &io.inputs {
             let mut host = Tensor::<f32>::new(&host_allocator, shape.clone()).map_err(error)?;
             host.extract_tensor_mut().1.fill(0.0);
-            let mut on_device =
-                Tensor::<f32>::new(&device_allocator, shape.clone()).map_err(error)?;
-            host.copy_into(&mut on_device).map_err(error)?;
-            binding
-                .bind_input(name.as_str(), &on_device)
-                .map_err(error)?;
+            match placement {
+                Placement::Host => binding.bind_input(name.as_str(), &host).map_err(error)?,
+                Placement::Device => {
+                    let mut on_device =
+                        Tensor::<f32>::new(&device_allocator, shape.clone()).map_err(error)?;
+                    host.copy_into(&mut on_device).map_err(error)?;
+                    binding
+                        .bind_input(name.as_str(), &on_device)
+                        .map_err(error)?;
+                    device_inputs.push(on_device);
+                }
+            }
             host_inputs.push(host);
-            device_inputs.push(on_device);
         }
         let memory = device_memory(device)?;
         for name in &io.outputs {
@@ -101,16 +127,24 @@ impl BoundIo {
                 .collect::<Result<Vec<Vec<i64>>, String>>()?
         };
         binding.clear_outputs();
-        let mut device_outputs = Vec::with_capacity(shapes.len());
+        let mut device_outputs = Vec::new();
         let mut host_outputs = Vec::with_capacity(shapes.len());
         for (name, shape) in io.outputs.iter().zip(shapes) {
-            let mut on_device =
-                Tensor::<f32>::new(&device_allocator, shape.clone()).map_err(error)?;
-            binding
-                .bind_output(name.as_str(), &mut on_device)
-                .map_err(error)?;
-            device_outputs.push(on_device);
-            host_outputs.push(Tensor::<f32>::new(&host_allocator, shape).map_err(error)?);
+            let mut host = Tensor::<f32>::new(&host_allocator, shape.clone()).map_err(error)?;
+            match placement {
+                Placement::Host => binding
+                    .bind_output(name.as_str(), &mut host)
+                    .map_err(error)?,
+                Placement::Device => {
+                    let mut on_device =
+                        Tensor::<f32>::new(&device_allocator, shape).map_err(error)?;
+                    binding
+                        .bind_output(name.as_str(), &mut on_device)
+                        .map_err(error)?;
+                    device_outputs.push(on_device);
+                }
+            }
+            host_outputs.push(host);
         }
         Ok(BoundIo {
             binding,
@@ -121,9 +155,9 @@ impl BoundIo {
         })
     }
 
-    /// One run: `fill` writes the inputs (in [`GraphIo`] order, zeroed first), they are copied
-    /// to the device, the session runs on the bound buffers, the outputs are copied back and
-    /// handed to `read`. The outer error is the inference's, the inner one `fill`'s or
+    /// One run: `fill` writes the inputs (in [`GraphIo`] order, zeroed first) into the host
+    /// buffers, the session runs on the bound buffers (placed on the device: with the copies in
+    /// and out around it), and `read` gets the outputs from the host buffers. The outer error is the inference's, the inner one `fill`'s or
     /// `read`'s. Not realtime-safe: runs the model.
     pub fn run(
         &mut self,

@@ -1,6 +1,6 @@
 //! [`GpuTuning`]: how a session on a GPU is set up — TF32 for float32 matrix products and
 //! convolutions, cuDNN's convolution algorithm search, CUDA (and DirectML) graph capture, and
-//! I/O binding to buffers that stay on the device — from the settings file, the environment
+//! I/O binding to buffers allocated and bound once — from the settings file, the environment
 //! and the command line, in that order of precedence (the last wins).
 
 use std::sync::Mutex;
@@ -68,11 +68,12 @@ pub struct GpuTuning {
     /// instead of thousands, where shapes are fixed and every node runs on the GPU. Needs I/O
     /// binding (implied). Default off until measured (see docs/models.md).
     pub should_capture_graph: bool,
-    /// Keep a GPU session's inputs and outputs in buffers on the device, bound once: each run
-    /// copies the inputs in and the outputs out once, into buffers allocated once. Default off:
-    /// on an H200 (CUDA 13, ONNX Runtime 1.31's CUDA build) every run through the bound buffers
-    /// failed in ONNX Runtime (docs/models.md, "GPUs: measured"); a bound run that fails gives
-    /// the buffers up ([`super::session_slot::SessionSlot::give_up_binding`]).
+    /// Keep a GPU session's inputs and outputs in buffers allocated and bound once (pinned host
+    /// memory; on the device under graph capture, see `bound_io.rs`). Default off: on an H200
+    /// (CUDA 13, ONNX Runtime 1.31's CUDA build) every run through the earlier device-side
+    /// buffers failed in ONNX Runtime (docs/models.md, "GPUs: measured"), and the host-side
+    /// ones have not run on a GPU yet; a bound run that fails gives the buffers up
+    /// ([`super::session_slot::SessionSlot::give_up_binding`]).
     pub should_bind_io: bool,
 }
 
@@ -159,7 +160,7 @@ impl GpuTuning {
         true
     }
 
-    /// Whether a session on `device` runs through bound device buffers.
+    /// Whether a session on `device` runs through bound buffers.
     pub fn binds_io(&self, device: DeviceId) -> bool {
         device != DeviceId::CPU && (self.should_bind_io || self.should_capture_graph)
     }

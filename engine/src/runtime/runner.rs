@@ -85,7 +85,7 @@ impl ModelRunner {
 
     /// [`ModelRunner::run_with`] for every input and output of the graph: `fill` gets the inputs
     /// in [`GraphIo`] order, `read` the outputs. On a GPU with I/O binding the inputs go through
-    /// the session's bound device buffers ([`super::session_slot::SessionSlot::run_bound`]);
+    /// the session's bound buffers ([`super::session_slot::SessionSlot::run_bound`]);
     /// elsewhere they are handed to ONNX Runtime as tensors. Not realtime-safe.
     pub fn run_all(
         &mut self,
@@ -98,7 +98,7 @@ impl ModelRunner {
     /// [`ModelRunner::run_all`] on a batch of `batch` items in one model run, for a graph whose
     /// inputs' first dimension is its batch ([`GraphIo`] holds one item's shapes, first
     /// dimension 1): `fill` writes item after item, `read` gets the outputs of all of them, item
-    /// after item. The session's bound device buffers hold one item's shapes, so a batch of
+    /// after item. The session's bound buffers hold one item's shapes, so a batch of
     /// several is handed to ONNX Runtime as tensors. Not realtime-safe.
     pub fn run_batch(
         &mut self,

@@ -110,7 +110,7 @@ impl SharedSession {
         f(&mut self.slot.lock())
     }
 
-    /// Whether runs go through bound device buffers (a GPU with I/O binding).
+    /// Whether runs go through bound buffers (a GPU with I/O binding).
     pub fn binds_io(&self) -> bool {
         self.key.tuning.binds_io(self.key.device)
     }

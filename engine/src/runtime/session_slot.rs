@@ -1,9 +1,9 @@
 //! [`SessionSlot`]: what a shared session's lock guards — the ONNX Runtime session, the device
-//! and set-up it was built for, and (on a GPU with I/O binding) its bound device buffers.
+//! and set-up it was built for, and (on a GPU with I/O binding) its bound buffers.
 
 use ort::session::Session;
 
-use super::bound_io::BoundIo;
+use super::bound_io::{BoundIo, Placement};
 use super::device_id::DeviceId;
 use super::gpu_tuning::GpuTuning;
 use super::graph_io::GraphIo;
@@ -43,7 +43,7 @@ impl SessionSlot {
         self
     }
 
-    /// Whether runs go through bound device buffers ([`GpuTuning::binds_io`]) and binding
+    /// Whether runs go through bound buffers ([`GpuTuning::binds_io`]) and binding
     /// them has not failed.
     pub fn binds_io(&self) -> bool {
         (self.is_binding_forced || self.tuning.binds_io(self.device))
@@ -126,7 +126,12 @@ impl SessionSlot {
             return Err(error.clone());
         }
         if self.bound.is_none() {
-            match BoundIo::new(&mut self.session, io, self.device) {
+            // Graph capture replays device addresses: its buffers must be on the device.
+            let placement = match self.tuning.should_capture_graph {
+                true => Placement::Device,
+                false => Placement::Host,
+            };
+            match BoundIo::new(&mut self.session, io, self.device, placement) {
                 Ok(bound) => self.bound = Some(bound),
                 Err(error) => {
                     log::warn!(
