@@ -240,6 +240,9 @@ def part_stemflow_bench(b):
     (`variants`), after the song and the numerics."""
     for model in ("htdemucs", "bs_roformer"):
         stemflow_bench(b, model, "default", {}, 150)
+        if model == "htdemucs":
+            # Early, since it decides whether binding can come back on (docs/models.md).
+            stemflow_bench(b, model, "I/O binding on", {"STEMFLOW_IO_BINDING": "1"}, 150)
         # float16 both ways: the GPU graph `models import` writes beside the model (matmuls and
         # convolutions in float16, norms and reductions in float32), and `quantize --fp16` of
         # the CPU graph (the whole graph in float16, as before the GPU graphs).
@@ -250,8 +253,10 @@ def part_stemflow_bench(b):
 def part_variants(b):
     for model in ("htdemucs", "bs_roformer"):
         for label, env in VARIANTS:
-            if model == "bs_roformer" and label in ("I/O binding on", "cuDNN heuristic search"):
-                continue  # a RoFormer has no convolutions; I/O binding is measured on HTDemucs
+            if label == "I/O binding on":
+                continue  # measured with the default set-up (`stemflow_bench`), on HTDemucs
+            if model == "bs_roformer" and label == "cuDNN heuristic search":
+                continue  # a RoFormer has no convolutions
             stemflow_bench(b, model, label, env, 150)
 
 
