@@ -32,10 +32,30 @@ pub struct SeparatedStems {
 }
 
 impl SeparatedStems {
-    /// Empty `[stem][channel]` buffers with room for `num_frames` frames each, to collect
-    /// [`StemFrames`] into ([`StemFrames::append_to`]).
-    pub(crate) fn buffers(num_frames: usize) -> [[Vec<f32>; 2]; NUM_STEMS] {
-        std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(num_frames)))
+    /// The stems of a whole input of `num_frames` frames at `sample_rate_hz`: `run` hands its
+    /// sink every run of stem frames of a stream whose latency (removed) was `latency_samples`,
+    /// in order from the first frame, and they are collected; `progress` gets the fraction
+    /// collected (0..=1) after each run. An error of `run` is returned. Not realtime-safe:
+    /// allocates the whole result.
+    pub(crate) fn collect(
+        num_frames: usize,
+        sample_rate_hz: u32,
+        latency_samples: usize,
+        mut progress: impl FnMut(f32),
+        run: impl FnOnce(&mut StemSink<'_>) -> Result<(), EngineError>,
+    ) -> Result<Self, EngineError> {
+        let mut stems: [[Vec<f32>; 2]; NUM_STEMS] =
+            std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(num_frames)));
+        run(&mut |frames: StemFrames<'_>| {
+            frames.append_to(&mut stems);
+            progress(stems[0][0].len() as f32 / num_frames.max(1) as f32);
+            Ok(())
+        })?;
+        Ok(SeparatedStems {
+            sample_rate_hz,
+            stems,
+            latency_samples,
+        })
     }
 
     /// One stem's channels.
@@ -43,6 +63,9 @@ impl SeparatedStems {
         &self.stems[stem.index()]
     }
 }
+
+/// What [`SeparatedStems::collect`] hands its `run`: a sink for a stream's stem frames.
+pub(crate) type StemSink<'s> = dyn FnMut(StemFrames<'_>) -> Result<(), EngineError> + 's;
 
 /// Where [`StemFrames`] are.
 enum FramesSource<'a> {
@@ -210,21 +233,18 @@ impl OfflineStream {
         input: StereoInput<'_>,
         sample_rate_hz: u32,
     ) -> Result<SeparatedStems, EngineError> {
-        let num_frames = input.num_frames();
         let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
         let latency_samples = stream.latency_samples();
-        let mut stems = SeparatedStems::buffers(num_frames);
-        let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-            frames.append_to(&mut stems);
-            Ok(())
-        };
-        stream.push(input, &mut collect)?;
-        stream.finish(&mut collect)?;
-        Ok(SeparatedStems {
+        SeparatedStems::collect(
+            input.num_frames(),
             sample_rate_hz,
-            stems,
             latency_samples,
-        })
+            |_| {},
+            |sink| {
+                stream.push(input, &mut *sink)?;
+                stream.finish(sink)
+            },
+        )
     }
 
     /// Separates the next frames of `input` and calls `sink` with every run of stem frames that

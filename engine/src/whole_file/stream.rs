@@ -28,25 +28,22 @@ impl WholeFileSeparator {
         &mut self,
         input: &[Vec<f32>; 2],
         sample_rate_hz: u32,
-        mut progress: impl FnMut(f32),
+        progress: impl FnMut(f32),
     ) -> Result<SeparatedStems, EngineError> {
         let input = StereoInput::planar(input)?;
-        let num_frames = input.num_frames();
-        let mut stems = SeparatedStems::buffers(num_frames);
-        let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
-            frames.append_to(&mut stems);
-            progress(stems[0][0].len() as f32 / num_frames.max(1) as f32);
-            Ok(())
-        };
-        let mut stream = self.stream(sample_rate_hz)?;
+        let stream = self.stream(sample_rate_hz)?;
         let latency_samples = stream.latency_samples();
-        stream.push(input, &mut collect)?;
-        stream.finish(&mut collect)?;
-        Ok(SeparatedStems {
+        SeparatedStems::collect(
+            input.num_frames(),
             sample_rate_hz,
-            stems,
             latency_samples,
-        })
+            progress,
+            |sink| {
+                let mut stream = stream;
+                stream.push(input, &mut *sink)?;
+                stream.finish(sink)
+            },
+        )
     }
 }
 
