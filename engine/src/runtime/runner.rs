@@ -140,12 +140,12 @@ impl ModelRunner {
                     .session
                     .with_slot(|slot| slot.give_up_binding(error));
                 let tensors = to_tensors(io, inputs)?;
-                self.run_plain(io, &tensors, &mut read)?
+                self.run_plain(io, &tensors, &mut read)
             }
             Some(result) => result,
             None => {
                 let tensors = to_tensors(io, inputs)?;
-                self.run_plain(io, &tensors, &mut read)?
+                self.run_plain(io, &tensors, &mut read)
             }
         };
         // Outer: the inference (falls back); inner: what `read` said.
@@ -153,21 +153,21 @@ impl ModelRunner {
     }
 
     /// One run on host tensors; a device that fails is replaced by the CPU and the run repeated
-    /// there. Outer error: the CPU's model could not be loaded; then the inference's; inner:
-    /// what `read` said. Not realtime-safe.
+    /// there. The outer error is the inference's (or the CPU's model that could not be
+    /// loaded), the inner one what `read` said. Not realtime-safe.
     fn run_plain(
         &mut self,
         io: &GraphIo,
         tensors: &[Tensor<f32>],
         read: &mut Option<impl FnOnce(&[&[f32]]) -> Result<(), String>>,
-    ) -> Result<Result<Result<(), String>, String>, String> {
-        Ok(match run_tensors_on(&self.session, io, tensors, read) {
+    ) -> Result<Result<(), String>, String> {
+        match run_tensors_on(&self.session, io, tensors, read) {
             Err(error) if self.active.actual != DeviceId::CPU => {
                 self.fall_back_to_cpu(error)?;
                 run_tensors_on(&self.session, io, tensors, read)
             }
             result => result,
-        })
+        }
     }
 
     /// Replaces a device that failed mid-session by the CPU (the model's session there).
