@@ -17,8 +17,8 @@ fetch-runtime` put it). The built-in separator needs no runtime.
 
 GPU set-up (last line; docs/models.md): STEMFLOW_CUDA_TF32=0 or --no-tf32 turns TF32 off,
 STEMFLOW_CUDNN_CONV_SEARCH=exhaustive|heuristic|default, STEMFLOW_GPU_GRAPH=1 captures CUDA or
-DirectML graphs, STEMFLOW_IO_BINDING=1 binds GPU sessions' inputs and outputs to device buffers; or the settings.json keys
-cuda_tf32, cudnn_conv_search, gpu_graph, io_binding.";
+DirectML graphs, STEMFLOW_IO_BINDING=1 binds GPU sessions' inputs and outputs to buffers
+allocated once; or the settings.json keys cuda_tf32, cudnn_conv_search, gpu_graph, io_binding.";
 
 /// `stemflow devices`'s arguments.
 #[derive(Args)]

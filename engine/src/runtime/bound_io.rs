@@ -157,8 +157,9 @@ impl BoundIo {
 
     /// One run: `fill` writes the inputs (in [`GraphIo`] order, zeroed first) into the host
     /// buffers, the session runs on the bound buffers (placed on the device: with the copies in
-    /// and out around it), and `read` gets the outputs from the host buffers. The outer error is the inference's, the inner one `fill`'s or
-    /// `read`'s. Not realtime-safe: runs the model.
+    /// and out around it), and `read` gets the outputs from the host buffers. The outer error
+    /// is the inference's, the inner one `fill`'s or `read`'s. Not realtime-safe: runs the
+    /// model.
     pub fn run(
         &mut self,
         session: &mut Session,
