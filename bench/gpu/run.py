@@ -199,11 +199,11 @@ def note_memory(b, name, ran):
         b.emit(part="gpu-memory", name=name, gpu_peak_mb=ran[2])
 
 
-# Set-up variants beside the default: (label, environment). The default is TF32 on, cuDNN
-# exhaustive search, graph capture off, I/O binding off (engine/src/runtime/gpu_tuning.rs).
+# Set-up variants beside the default and I/O binding (both in `part_stemflow_bench`): (label,
+# environment). The default is TF32 on, cuDNN exhaustive search, graph capture off, I/O binding
+# off (engine/src/runtime/gpu_tuning.rs).
 VARIANTS = [
     ("TF32 off", {"STEMFLOW_CUDA_TF32": "0"}),
-    ("I/O binding on", {"STEMFLOW_IO_BINDING": "1"}),
     ("CUDA graph on", {"STEMFLOW_GPU_GRAPH": "1"}),
     ("cuDNN heuristic search", {"STEMFLOW_CUDNN_CONV_SEARCH": "heuristic"}),
 ]
@@ -253,8 +253,6 @@ def part_stemflow_bench(b):
 def part_variants(b):
     for model in ("htdemucs", "bs_roformer"):
         for label, env in VARIANTS:
-            if label == "I/O binding on":
-                continue  # measured with the default set-up (`stemflow_bench`), on HTDemucs
             if model == "bs_roformer" and label == "cuDNN heuristic search":
                 continue  # a RoFormer has no convolutions
             stemflow_bench(b, model, label, env, 150)
