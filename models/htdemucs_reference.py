@@ -47,9 +47,7 @@ Subcommands:
   default threads, printing the wall time and the number of model forward calls; run it under
   `/usr/bin/time -v` for the peak memory.
 """
-import argparse
 import os
-import struct
 import copy
 import sys
 import time
@@ -57,6 +55,8 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
+
+from reference_common import command_line, read_wav_f32
 
 SOURCES_4 = ["drums", "bass", "other", "vocals"]
 SOURCES_6 = ["drums", "bass", "other", "vocals", "guitar", "piano"]
@@ -401,42 +401,6 @@ def cmd_input(args):
     print(f"{args.out}: {x.shape} float32, peak {np.abs(x).max():.3f}", file=sys.stderr)
 
 
-def write_wav_f32(path, audio):
-    """`audio` [channels, frames] as a 32-bit float WAV (what `stemflow separate` reads)."""
-    audio = np.ascontiguousarray(np.asarray(audio, dtype="<f4").T)
-    channels = audio.shape[1]
-    data = audio.tobytes()
-    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack(
-        "<IHHIIHH", 16, 3, channels, 44100, 44100 * 4 * channels, 4 * channels, 32
-    ) + b"data" + struct.pack("<I", len(data))
-    with open(path, "wb") as f:
-        f.write(header + data)
-
-
-def read_wav_f32(path):
-    """A 32-bit float WAV as [channels, frames] (the stems `stemflow separate --bit-depth 32f` writes)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    assert raw[:4] == b"RIFF" and raw[8:12] == b"WAVE", path
-    pos, fmt, data = 12, None, None
-    while pos + 8 <= len(raw):
-        tag, size = raw[pos:pos + 4], struct.unpack("<I", raw[pos + 4:pos + 8])[0]
-        body = raw[pos + 8:pos + 8 + size]
-        if tag == b"fmt ":
-            fmt = struct.unpack("<HHIIHH", body[:16])
-        elif tag == b"data":
-            data = body
-        pos += 8 + size + (size & 1)
-    assert fmt is not None and data is not None, path
-    kind, channels, _, _, _, bits = fmt
-    assert bits == 32 and kind in (3, 0xFFFE), f"{path}: write the stems with --bit-depth 32f"
-    return np.frombuffer(data, dtype="<f4").reshape(-1, channels).T
-
-
-def cmd_wav(args):
-    write_wav_f32(args.out, np.load(args.input))
-
-
 def cmd_compare(args):
     """Stemflow's stems (a `stemflow separate` output folder) against an apply_model reference,
     frame by frame: over every frame (`--whole`: `stemflow separate`'s whole-file mode, which
@@ -474,26 +438,15 @@ def cmd_compare(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("checkpoint")
-    p.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", required=True)
-    p.add_argument("--device", default="cpu", help="where the calibration passes run (cuda: faster)")
-    p.set_defaults(func=cmd_checkpoint)
+    parser, sub, checkpoint, signal = command_line(__doc__, PRESETS, cmd_checkpoint, cmd_input)
+    checkpoint.add_argument("--device", default="cpu", help="where the calibration passes run (cuda: faster)")
+    signal.add_argument("--extra", type=int, default=0, help="extra samples after the seconds")
     p = sub.add_parser("reference")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--input", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--overlap", type=float, default=0.25)
     p.set_defaults(func=cmd_reference)
-    p = sub.add_parser("input")
-    p.add_argument("--seconds", type=float, required=True)
-    p.add_argument("--extra", type=int, default=0, help="extra samples after the seconds")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_input)
     p = sub.add_parser("time")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--input", required=True)
@@ -501,10 +454,6 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--out")
     p.set_defaults(func=cmd_time)
-    p = sub.add_parser("wav")
-    p.add_argument("--input", required=True)
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_wav)
     p = sub.add_parser("compare")
     p.add_argument("--stems", required=True, help="a stemflow separate output folder (--bit-depth 32f)")
     p.add_argument("--reference", required=True)

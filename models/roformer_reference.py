@@ -38,75 +38,61 @@ Subcommands:
 - `compare --stems DIR --reference OUT.npy --names vocals,other [--skip-end N]`: stems written by
   `stemflow separate --bit-depth 32f` against the reference (largest absolute difference).
 """
-import argparse
 import os
-import struct
 import sys
 import time
 
 import numpy as np
 
+from reference_common import command_line, read_wav_f32
+
 SAMPLERATE = 44100
 
 BS_VIPERX_BANDS = [2] * 24 + [4] * 12 + [12] * 8 + [24] * 8 + [48] * 8 + [128, 129]
 
+# The STFT and chunk of the tiny presets (the CI fixtures) and of the released models.
+TINY_AUDIO = {"chunk_size": 8192, "n_fft": 256, "hop_length": 64, "sample_rate": SAMPLERATE}
+RELEASED_AUDIO = {"chunk_size": 352800, "n_fft": 2048, "hop_length": 441, "sample_rate": SAMPLERATE}
+
+
+def preset(model_type, audio, layers, bands, dim_head, heads, mask_depth, target, **rest):
+    """An MSST config: `layers` (dim, depth, num_stems, freq_transformer_depth,
+    linear_transformer_depth); `bands` a BS-RoFormer's `freqs_per_bands` or a Mel-RoFormer's
+    `num_bands`; `rest`, the model keys that follow `mask_estimator_depth`. The keys stand in
+    MSST's order, which the written YAML keeps."""
+    dim, depth, num_stems, freq_depth, linear_depth = layers
+    is_mel = model_type == "mel_band_roformer"
+    n_fft, hop = audio["n_fft"], audio["hop_length"]
+    model = {
+        "dim": dim, "depth": depth, "stereo": True, "num_stems": num_stems,
+        "time_transformer_depth": 1, "freq_transformer_depth": freq_depth,
+        "linear_transformer_depth": linear_depth,
+        ("num_bands" if is_mel else "freqs_per_bands"): bands,
+        "dim_head": dim_head, "heads": heads, "attn_dropout": 0.1, "ff_dropout": 0.1,
+        "flash_attn": True, "dim_freqs_in": n_fft // 2 + 1,
+    }
+    if is_mel:
+        model["sample_rate"] = SAMPLERATE
+    model.update({
+        "stft_n_fft": n_fft, "stft_hop_length": hop, "stft_win_length": n_fft,
+        "stft_normalized": False, "mask_estimator_depth": mask_depth, **rest,
+    })
+    return {
+        "model_type": model_type, "audio": dict(audio), "model": model,
+        "instruments": ["vocals", "other"], "target_instrument": target, "num_overlap": 2,
+    }
+
+
 PRESETS = {
-    "bs_tiny": {
-        "model_type": "bs_roformer",
-        "audio": {"chunk_size": 8192, "n_fft": 256, "hop_length": 64, "sample_rate": SAMPLERATE},
-        "model": {
-            "dim": 16, "depth": 2, "stereo": True, "num_stems": 2,
-            "time_transformer_depth": 1, "freq_transformer_depth": 2,
-            "linear_transformer_depth": 0,
-            "freqs_per_bands": [4] * 8 + [8] * 4 + [16] * 2 + [33],
-            "dim_head": 8, "heads": 2, "attn_dropout": 0.1, "ff_dropout": 0.1,
-            "flash_attn": True, "dim_freqs_in": 129, "stft_n_fft": 256, "stft_hop_length": 64,
-            "stft_win_length": 256, "stft_normalized": False, "mask_estimator_depth": 2,
-            "mlp_expansion_factor": 1, "skip_connection": True,
-        },
-        "instruments": ["vocals", "other"], "target_instrument": None, "num_overlap": 2,
-    },
-    "mel_tiny": {
-        "model_type": "mel_band_roformer",
-        "audio": {"chunk_size": 8192, "n_fft": 256, "hop_length": 64, "sample_rate": SAMPLERATE},
-        "model": {
-            "dim": 16, "depth": 2, "stereo": True, "num_stems": 1,
-            "time_transformer_depth": 1, "freq_transformer_depth": 1,
-            "linear_transformer_depth": 1, "num_bands": 8,
-            "dim_head": 8, "heads": 2, "attn_dropout": 0.1, "ff_dropout": 0.1,
-            "flash_attn": True, "dim_freqs_in": 129, "sample_rate": SAMPLERATE,
-            "stft_n_fft": 256, "stft_hop_length": 64, "stft_win_length": 256,
-            "stft_normalized": False, "mask_estimator_depth": 1, "mlp_expansion_factor": 1,
-        },
-        "instruments": ["vocals", "other"], "target_instrument": "vocals", "num_overlap": 2,
-    },
-    "bs_viperx": {
-        "model_type": "bs_roformer",
-        "audio": {"chunk_size": 352800, "n_fft": 2048, "hop_length": 441, "sample_rate": SAMPLERATE},
-        "model": {
-            "dim": 512, "depth": 12, "stereo": True, "num_stems": 1,
-            "time_transformer_depth": 1, "freq_transformer_depth": 1,
-            "linear_transformer_depth": 0, "freqs_per_bands": BS_VIPERX_BANDS,
-            "dim_head": 64, "heads": 8, "attn_dropout": 0.1, "ff_dropout": 0.1,
-            "flash_attn": True, "dim_freqs_in": 1025, "stft_n_fft": 2048, "stft_hop_length": 441,
-            "stft_win_length": 2048, "stft_normalized": False, "mask_estimator_depth": 2,
-        },
-        "instruments": ["vocals", "other"], "target_instrument": "vocals", "num_overlap": 2,
-    },
-    "mel_viperx": {
-        "model_type": "mel_band_roformer",
-        "audio": {"chunk_size": 352800, "n_fft": 2048, "hop_length": 441, "sample_rate": SAMPLERATE},
-        "model": {
-            "dim": 384, "depth": 12, "stereo": True, "num_stems": 1,
-            "time_transformer_depth": 1, "freq_transformer_depth": 1,
-            "linear_transformer_depth": 0, "num_bands": 60,
-            "dim_head": 64, "heads": 8, "attn_dropout": 0.1, "ff_dropout": 0.1,
-            "flash_attn": True, "dim_freqs_in": 1025, "sample_rate": SAMPLERATE,
-            "stft_n_fft": 2048, "stft_hop_length": 441, "stft_win_length": 2048,
-            "stft_normalized": False, "mask_estimator_depth": 2,
-        },
-        "instruments": ["vocals", "other"], "target_instrument": "vocals", "num_overlap": 2,
-    },
+    "bs_tiny": preset("bs_roformer", TINY_AUDIO, (16, 2, 2, 2, 0),
+                      [4] * 8 + [8] * 4 + [16] * 2 + [33], 8, 2, 2, None,
+                      mlp_expansion_factor=1, skip_connection=True),
+    "mel_tiny": preset("mel_band_roformer", TINY_AUDIO, (16, 2, 1, 1, 1), 8, 8, 2, 1, "vocals",
+                       mlp_expansion_factor=1),
+    "bs_viperx": preset("bs_roformer", RELEASED_AUDIO, (512, 12, 1, 1, 0), BS_VIPERX_BANDS,
+                        64, 8, 2, "vocals"),
+    "mel_viperx": preset("mel_band_roformer", RELEASED_AUDIO, (384, 12, 1, 1, 0), 60, 64, 8, 2,
+                         "vocals"),
 }
 
 
@@ -238,40 +224,12 @@ def cmd_reference(args):
           f"rms {np.sqrt((result ** 2).mean()):.4f}")
 
 
-def cmd_wav(args):
-    x = np.load(args.input).astype(np.float32)
-    frames = x.shape[1]
-    data = x.T.reshape(-1).tobytes()
-    with open(args.out, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE")
-        f.write(b"fmt " + struct.pack("<IHHIIHH", 16, 3, 2, SAMPLERATE, SAMPLERATE * 8, 8, 32))
-        f.write(b"data" + struct.pack("<I", len(data)) + data)
-    print(f"{args.out}: {frames} frames")
-
-
-def read_wav(path):
-    import wave  # noqa: F401  (float WAVs are read by hand)
-    data = open(path, "rb").read()
-    pos = 12
-    fmt = None
-    while pos < len(data):
-        tag, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
-        body = data[pos + 8:pos + 8 + size]
-        if tag == b"fmt ":
-            fmt = struct.unpack("<HHIIHH", body[:16])
-        elif tag == b"data":
-            assert fmt[0] in (3, 0xFFFE) and fmt[5] == 32, fmt
-            return np.frombuffer(body, dtype="<f4").reshape(-1, fmt[1]).T
-        pos += 8 + size + (size & 1)
-    raise ValueError(path)
-
-
 def cmd_compare(args):
     ref = np.load(args.reference)
     names = args.names.split(",")
     frames = ref.shape[-1] - args.skip_end
     for s, name in enumerate(names):
-        got = read_wav(os.path.join(args.stems, name + ".wav"))
+        got = read_wav_f32(os.path.join(args.stems, name + ".wav"))
         difference = got[:, :frames] - ref[s][:, :frames]
         diff = np.abs(difference).max()
         snr = 10 * np.log10((ref[s][:, :frames] ** 2).sum() / max((difference ** 2).sum(), 1e-30))
@@ -280,33 +238,22 @@ def cmd_compare(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("checkpoint")
-    p.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", required=True)
-    p = sub.add_parser("input")
-    p.add_argument("--seconds", type=float, required=True)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--out", required=True)
+    parser, sub, _, _ = command_line(__doc__, PRESETS, cmd_checkpoint, cmd_input)
     p = sub.add_parser("reference")
+    p.set_defaults(func=cmd_reference)
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--input", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=0, help="override inference.batch_size")
-    p = sub.add_parser("wav")
-    p.add_argument("--input", required=True)
-    p.add_argument("--out", required=True)
     p = sub.add_parser("compare")
-    p.add_argument("--stems", required=True)
+    p.set_defaults(func=cmd_compare)
+    p.add_argument("--stems", required=True, help="a stemflow separate output folder (--bit-depth 32f)")
     p.add_argument("--reference", required=True)
-    p.add_argument("--names", required=True)
+    p.add_argument("--names", required=True, help="the reference's stems in order, comma-separated")
     p.add_argument("--skip-end", type=int, default=0)
     args = parser.parse_args()
-    {"checkpoint": cmd_checkpoint, "input": cmd_input, "reference": cmd_reference,
-     "wav": cmd_wav, "compare": cmd_compare}[args.command](args)
+    args.func(args)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
 import htdemucs_reference as ht  # noqa: E402
 import roformer_reference as rf  # noqa: E402
+from reference_common import read_wav_f32, write_wav_f32  # noqa: E402
 
 SAMPLERATE = 44100
 
@@ -78,7 +79,7 @@ def cmd_song(args):
     # quadratic in the length: the 120 s song ran past 60 s on an H200 machine).
     x = ht.make_input(args.seconds, 0, args.seed, note_s=4.0)
     np.save(args.out + ".npy", x)
-    ht.write_wav_f32(args.out + ".wav", x)
+    write_wav_f32(args.out + ".wav", x)
 
 
 def cmd_demucs(args):
@@ -189,7 +190,7 @@ def cmd_sdr(args):
     [--skip-start, T - --skip-end)."""
     def load(path, index):
         if path.endswith(".wav"):
-            return ht.read_wav_f32(path)
+            return read_wav_f32(path)
         x = np.load(path)
         return x[index] if x.ndim == 3 else x
     reference = load(args.reference, args.index)
