@@ -3,11 +3,12 @@
 
 use super::channel_combiner::{delay_samples_of, ChannelCombiner};
 use super::method::EnsembleMethod;
-use crate::hybrid::{combined_info, combined_result, PlanarDelay, Runners, StageRunner};
+use crate::hybrid::{
+    combined_info, combined_result, combined_separator_methods, PlanarDelay, StageRunner,
+};
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -130,30 +131,15 @@ impl EnsembleSeparator {
     }
 }
 
-impl Runners for EnsembleSeparator {
-    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
-        self.members.iter().map(|m| &m.runner)
-    }
-    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
-        self.members.iter_mut().map(|m| &mut m.runner)
-    }
-}
-
 impl Separator for EnsembleSeparator {
-    fn info(&self) -> &SeparatorInfo {
-        &self.info
-    }
-
-    fn model_runs(&self) -> u64 {
-        self.all_model_runs()
-    }
+    combined_separator_methods!(members);
 
     fn reset(&mut self) {
+        self.frames_before_start = self.slowest_latency_frames;
         for member in &mut self.members {
             member.runner.separator.reset();
             member.delay.reset();
         }
-        self.frames_before_start = self.slowest_latency_frames;
         for plan in &mut self.plans {
             match plan {
                 StemPlan::Silent => {}
@@ -170,8 +156,8 @@ impl Separator for EnsembleSeparator {
         input: &PlanarBlock,
         stems: &mut PlanarBlock,
     ) -> Result<(), SeparatorError> {
-        let frames = self.info.hop_frames();
         let mut first_error = None;
+        let frames = self.info.hop_frames();
         for member in &mut self.members {
             if let Err(error) = member.runner.run(input, frames, &mut member.stems) {
                 first_error.get_or_insert(error);
@@ -217,24 +203,13 @@ impl Separator for EnsembleSeparator {
         }
         combined_result(self.info.name(), first_error)
     }
-
-    fn request(&mut self, request: SeparatorRequest) {
-        self.request_all(&request);
-    }
-
-    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        self.poll_all(events);
-    }
-
-    fn device(&self) -> Option<ActiveDevice> {
-        self.first_device()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ensemble::{combine_whole_file, EnsembleAlgorithm, SPECTRAL_DELAY_SAMPLES};
+    use stemflow_kit::testing::XorShift64;
 
     /// A toy member: vocals are `gain·x + echo·x[t − 7]` and drums `−gain·x`, delivered
     /// `latency` frames late; bass only when `has_bass` (`x` squared).
@@ -305,17 +280,6 @@ mod tests {
         ]
     }
 
-    fn noise(frames: usize) -> [Vec<f32>; 2] {
-        let mut state = 0x2545_f491u32;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as f32 / u32::MAX as f32 - 0.5
-        };
-        std::array::from_fn(|_| (0..frames).map(|_| next()).collect())
-    }
-
     /// Runs `separator` over `input` followed by enough silence for its latency; returns the
     /// separated stems of the input's frames, `[channel][frame]` laid out by [`stem_channel`].
     fn separate(separator: &mut dyn Separator, input: &[Vec<f32>; 2]) -> Vec<Vec<f32>> {
@@ -360,7 +324,8 @@ mod tests {
 
     #[test]
     fn a_stream_equals_the_whole_file_combination_before_the_last_frames() {
-        let input = noise(12_000);
+        let mut rng = XorShift64::new(0x2545_f491);
+        let input = [rng.samples(12_000, 0.5), rng.samples(12_000, 0.5)];
         let alone: Vec<Vec<Vec<f32>>> = toys()
             .iter_mut()
             .map(|member| separate(member.as_mut(), &input))

@@ -18,4 +18,6 @@ pub(crate) use planar_delay::PlanarDelay;
 pub use route_file::{is_route_file, RouteFile, RouteStage, StageSeparator, ROUTE_EXTENSION};
 pub use routed_separator::RoutedSeparator;
 pub use stage_runner::shared_rate;
-pub(crate) use stage_runner::{combined_info, combined_result, Runners, StageRunner};
+pub(crate) use stage_runner::{
+    combined_info, combined_result, combined_separator_methods, StageRunner,
+};

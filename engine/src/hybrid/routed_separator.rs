@@ -2,11 +2,12 @@
 //! [`crate::hybrid`]).
 
 use super::planar_delay::PlanarDelay;
-use super::stage_runner::{combined_info, combined_result, Runners, StageRunner};
+use super::stage_runner::{
+    combined_info, combined_result, combined_separator_methods, StageRunner,
+};
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::{ActiveDevice, DeviceEvent};
 use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
+    stem_channel, Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS,
 };
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
 
@@ -96,23 +97,8 @@ impl RoutedSeparator {
     }
 }
 
-impl Runners for RoutedSeparator {
-    fn runners(&self) -> impl Iterator<Item = &StageRunner> {
-        self.stages.iter().map(|s| &s.runner)
-    }
-    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner> {
-        self.stages.iter_mut().map(|s| &mut s.runner)
-    }
-}
-
 impl Separator for RoutedSeparator {
-    fn info(&self) -> &SeparatorInfo {
-        &self.info
-    }
-
-    fn model_runs(&self) -> u64 {
-        self.all_model_runs()
-    }
+    combined_separator_methods!(stages);
 
     fn reset(&mut self) {
         for stage in &mut self.stages {
@@ -180,18 +166,6 @@ impl Separator for RoutedSeparator {
         }
         combined_result(self.info.name(), first_error)
     }
-
-    fn request(&mut self, request: SeparatorRequest) {
-        self.request_all(&request);
-    }
-
-    fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        self.poll_all(events);
-    }
-
-    fn device(&self) -> Option<ActiveDevice> {
-        self.first_device()
-    }
 }
 
 #[cfg(test)]
@@ -201,6 +175,7 @@ mod tests {
     use crate::dsp::gcd;
     use crate::passthrough::PassthroughSeparator;
     use crate::testing::Scripted;
+    use stemflow_kit::testing::XorShift64;
 
     /// A separator whose vocals are half its input, delayed by `latency` frames; its drums too,
     /// which the route does not take from this stage.
@@ -241,18 +216,10 @@ mod tests {
         out
     }
 
+    /// Stereo test noise, uniform in ±0.5.
     fn noise(frames: usize) -> [Vec<f32>; 2] {
-        let mut state = 0x1234_5678u32;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as f32 / u32::MAX as f32 - 0.5
-        };
-        [
-            (0..frames).map(|_| next()).collect(),
-            (0..frames).map(|_| next()).collect(),
-        ]
+        let mut rng = XorShift64::new(0x1234_5678);
+        [rng.samples(frames, 0.5), rng.samples(frames, 0.5)]
     }
 
     #[test]

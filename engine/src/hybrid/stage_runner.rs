@@ -4,10 +4,7 @@
 
 use crate::dsp::gcd;
 use crate::planar::PlanarBlock;
-use crate::runtime::devices::{ActiveDevice, DeviceEvent};
-use crate::separator::{
-    Separator, SeparatorError, SeparatorInfo, SeparatorRequest, SEPARATED_CHANNELS,
-};
+use crate::separator::{Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS};
 use crate::stem::Stem;
 
 /// Largest hop a combination accepts (the least common multiple of its separators' hops).
@@ -60,38 +57,44 @@ impl StageRunner {
     }
 }
 
-/// What a combination of separators answers for all of them: its model runs, requests and
-/// events, its device (the first that has one), and its error (the first, under its name).
-pub(crate) trait Runners {
-    /// The runners, in order.
-    fn runners(&self) -> impl Iterator<Item = &StageRunner>;
-    /// The runners, in order, to change.
-    fn runners_mut(&mut self) -> impl Iterator<Item = &mut StageRunner>;
-
-    /// The model runs of every separator. Realtime-safe.
-    fn all_model_runs(&self) -> u64 {
-        self.runners().map(|r| r.separator.model_runs()).sum()
-    }
-
-    /// Hands `request` to every separator.
-    fn request_all(&mut self, request: &SeparatorRequest) {
-        for runner in self.runners_mut() {
-            runner.separator.request(request.clone());
+/// The [`Separator`] methods every combination of separators (a route, an ensemble) answers the
+/// same way: its info (its field `info`), and for all its separators together their model runs
+/// (the sum), requests and events (handed to and collected from each), and its device (the
+/// first that has one). Written inside the combination's `impl Separator`; `$parts` names its
+/// field whose items each hold a `runner: StageRunner`.
+macro_rules! combined_separator_methods {
+    ($parts:ident) => {
+        fn info(&self) -> &$crate::separator::SeparatorInfo {
+            &self.info
         }
-    }
 
-    /// Collects every separator's events.
-    fn poll_all(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        for runner in self.runners_mut() {
-            runner.separator.poll_events(events);
+        fn model_runs(&self) -> u64 {
+            self.$parts
+                .iter()
+                .map(|part| part.runner.separator.model_runs())
+                .sum()
         }
-    }
 
-    /// The first device a separator runs on.
-    fn first_device(&self) -> Option<ActiveDevice> {
-        self.runners().find_map(|r| r.separator.device())
-    }
+        fn request(&mut self, request: $crate::separator::SeparatorRequest) {
+            for part in &mut self.$parts {
+                part.runner.separator.request(request.clone());
+            }
+        }
+
+        fn poll_events(&mut self, events: &mut dyn FnMut($crate::runtime::devices::DeviceEvent)) {
+            for part in &mut self.$parts {
+                part.runner.separator.poll_events(events);
+            }
+        }
+
+        fn device(&self) -> Option<$crate::runtime::devices::ActiveDevice> {
+            self.$parts
+                .iter()
+                .find_map(|part| part.runner.separator.device())
+        }
+    };
 }
+pub(crate) use combined_separator_methods;
 
 /// The rate every separator of a combination (a route, an ensemble) runs at (`infos`: theirs,
 /// in order); an error naming two that differ, or for a combination without separators. Not
