@@ -110,6 +110,11 @@ impl XorShift64 {
         self.next_unit() * 2.0 - 1.0
     }
 
+    /// `len` samples uniform in `[-peak, peak)`: test noise.
+    pub fn samples(&mut self, len: usize, peak: f32) -> Vec<f32> {
+        (0..len).map(|_| self.next_bipolar() * peak).collect()
+    }
+
     /// Uniform in `low..=high`.
     pub fn next_in(&mut self, low: usize, high: usize) -> usize {
         assert!(low <= high, "empty range {low}..={high}");

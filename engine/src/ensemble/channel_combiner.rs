@@ -302,17 +302,10 @@ impl SpectralCombiner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stemflow_kit::testing::XorShift64;
 
-    fn noise(seed: u32, len: usize) -> Vec<f32> {
-        let mut state = seed;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                state as f32 / u32::MAX as f32 - 0.5
-            })
-            .collect()
+    fn noise(seed: u64, len: usize) -> Vec<f32> {
+        XorShift64::new(seed).samples(len, 0.5)
     }
 
     /// Streams `members` through a combiner in blocks of `block` samples, then finishes;
