@@ -238,8 +238,8 @@ impl Network<'_, '_, '_, '_> {
                 "{key}: {channels} channels in {groups} groups"
             )));
         }
-        let (weight, bias) = self.group_norm_affine(channels, groups, key)?;
-        self.b.group_norm(x, groups, &weight, &bias)
+        let affine = self.group_norm_affine(channels, groups, key)?;
+        self.b.group_norm(x, groups, &affine)
     }
 
     /// The affine part of the group norm `key` over `channels`, in the graph.
@@ -351,15 +351,11 @@ impl Network<'_, '_, '_, '_> {
             let (w, bias) = &layer.conv_in;
             let d = layer.dilation;
             let h = self.b.conv(&x, w, bias, &[1], &[d], &[d])?;
-            let h = self
-                .b
-                .group_norm(&h, 1, &layer.norm_in.0, &layer.norm_in.1)?;
+            let h = self.b.group_norm(&h, 1, &layer.norm_in)?;
             let h = self.b.gelu(&h)?;
             let (w, bias) = &layer.conv_out;
             let h = self.b.conv(&h, w, bias, &[1], &[0], &[1])?;
-            let h = self
-                .b
-                .group_norm(&h, 1, &layer.norm_out.0, &layer.norm_out.1)?;
+            let h = self.b.group_norm(&h, 1, &layer.norm_out)?;
             let h = self.b.glu(&h, 1);
             let h = self.b.binary("Mul", &h, &layer.scale);
             x = self.b.binary("Add", &x, &h);

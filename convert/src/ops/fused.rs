@@ -27,18 +27,16 @@ impl Builder<'_> {
         Ok(self.as_type(&normalised, x.dtype))
     }
 
-    /// `GroupNorm(groups, C)` on `x` `[N, C, …]` with `weight` and `bias` `[C, 1]`: each
-    /// group normalised by `InstanceNormalization` (float32), then scaled and shifted per
-    /// channel.
-    pub fn instance_group_norm(
+    /// [`Builder::group_norm`] in a GPU graph: `GroupNorm(groups, C)` on `x` `[N, C, …]`, seen
+    /// as `[items, channels, size]`, with `weight` and `bias` `[C, 1]`: each group normalised by
+    /// `InstanceNormalization` (float32), then scaled and shifted per channel.
+    pub(super) fn instance_group_norm(
         &mut self,
         x: &T,
+        [items, channels, size]: [usize; 3],
         groups: usize,
-        weight: &T,
-        bias: &T,
+        (weight, bias): &(T, T),
     ) -> Result<T, ConvertError> {
-        let (items, channels) = (x.shape[0], x.shape[1]);
-        let size: usize = x.shape[2..].iter().product();
         let grouped = self.reshape(x, &[items, groups, channels / groups * size])?;
         let normalised = self.instance_norm(&grouped)?;
         let channelled = self.reshape(&normalised, &[items, channels, size])?;

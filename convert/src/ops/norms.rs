@@ -38,20 +38,15 @@ impl Builder<'_> {
     /// a time layer, where PyTorch is 1e-7 off.
     ///
     /// The affine part is put in the graph first ([`Builder::group_norm_affine`]), so that several
-    /// tensors can share it. A GPU graph normalises with `InstanceNormalization`
-    /// ([`Builder::instance_group_norm`]).
-    pub fn group_norm(
-        &mut self,
-        x: &T,
-        groups: usize,
-        weight: &T,
-        bias: &T,
-    ) -> Result<T, ConvertError> {
-        if self.is_gpu() {
-            return self.instance_group_norm(x, groups, weight, bias);
-        }
+    /// tensors can share it: `affine` is its `(weight, bias)`. A GPU graph normalises with
+    /// `InstanceNormalization` (`instance_group_norm`).
+    pub fn group_norm(&mut self, x: &T, groups: usize, affine: &(T, T)) -> Result<T, ConvertError> {
         let (items, channels) = (x.shape[0], x.shape[1]);
         let size: usize = x.shape[2..].iter().product();
+        if self.is_gpu() {
+            return self.instance_group_norm(x, [items, channels, size], groups, affine);
+        }
+        let (weight, bias) = affine;
         let flat = self.reshape(x, &[items, channels, size])?;
         let per_group = channels / groups;
         let stats = self.channel_moments(&flat, 2)?;
