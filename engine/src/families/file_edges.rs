@@ -194,12 +194,7 @@ mod tests {
 
     #[test]
     fn the_stream_edges_cover_the_file_and_wait_for_whole_chunks() {
-        let layout = ChunkLayout {
-            chunk_frames: 100,
-            step_frames: 75,
-            lead: Lead::Zeros(10),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(100, 75, Lead::Zeros(10));
         let edges = StreamEdges::new(layout, (vec![2.0; 100], vec![1.0; 100]));
         let padding = edges.padding(FileLength::AtLeast(0)).unwrap();
         assert_eq!(padding, FilePadding::zeros(10));

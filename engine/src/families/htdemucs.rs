@@ -60,12 +60,11 @@ pub(super) fn demucs_layout(
         return Err(recognition.params_error(format!("overlap {overlap} out of range 0–0.95")));
     }
     let step_frames = ((1.0 - overlap) * chunk_frames as f64) as usize;
-    Ok(ChunkLayout {
+    Ok(ChunkLayout::new(
         chunk_frames,
-        step_frames: step_frames.max(1),
-        lead: Lead::Zeros(0),
-        window_start_frames: 0,
-    })
+        step_frames.max(1),
+        Lead::Zeros(0),
+    ))
 }
 
 /// `apply_model`'s whole file (`split=True`, `shifts=0`): a segment at every multiple of the
@@ -141,12 +140,7 @@ mod tests {
     use super::*;
 
     fn edges() -> DemucsEdges {
-        DemucsEdges::new(ChunkLayout {
-            chunk_frames: 100,
-            step_frames: 75,
-            lead: Lead::Zeros(0),
-            window_start_frames: 0,
-        })
+        DemucsEdges::new(ChunkLayout::new(100, 75, Lead::Zeros(0)))
     }
 
     #[test]

@@ -165,15 +165,7 @@ mod tests {
         let window: Vec<f64> = (0..chunk)
             .map(|i| (1 + i.min(chunk - 1 - i)) as f64)
             .collect();
-        (
-            ChunkLayout {
-                chunk_frames: chunk,
-                step_frames: 257_985,
-                lead: Lead::Zeros(0),
-                window_start_frames: 0,
-            },
-            window,
-        )
+        (ChunkLayout::new(chunk, 257_985, Lead::Zeros(0)), window)
     }
 
     #[test]
@@ -224,12 +216,7 @@ mod tests {
     fn stitching_a_perfect_model_gives_back_the_input_at_the_reported_latency() {
         let chunk = 4096;
         let family_window = vec![1.0; chunk];
-        let full = ChunkLayout {
-            chunk_frames: chunk,
-            step_frames: 3072,
-            lead: Lead::Zeros(0),
-            window_start_frames: 0,
-        };
+        let full = ChunkLayout::new(chunk, 3072, Lead::Zeros(0));
         let schedule = look_ahead_schedule(full, &family_window, 1500).unwrap();
         let mut ola = OverlapAdd::new(schedule.layout, 1);
         let hop = ola.hop_frames();

@@ -11,6 +11,7 @@ use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
     ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
+use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::{read_sidecar, uvr_table_entry, ModelParams};
@@ -70,44 +71,11 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
             ))
         })?;
     let setup = setup(recognition, &params, dim_f as usize, dim_t as usize)?;
-    Ok(ModelDescription {
-        family: ModelFamily::MdxNet,
-        pipeline: std::sync::Arc::new(setup.params),
-        stems: setup.stems,
-        stem_sources: setup.stem_sources,
-        layout: setup.layout,
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        io: GraphIo::single(
-            &input.name,
-            &output.name,
-            vec![1, 4, dim_f as usize, dim_t as usize],
-        ),
-        params_source: setup.source,
-        is_float16: false,
-    })
-}
-
-/// The STFT (`n_fft`, hop) of the MDX-Net model file `path`, from UVR's model table or its
-/// sidecar: what its graph for GPUs wraps it in. `None` when neither gives one. Not
-/// realtime-safe: reads the file.
-pub fn stft_of_model(path: &std::path::Path) -> Option<(usize, usize)> {
-    let bytes = std::fs::read(path).ok()?;
-    let params = uvr_table_entry(&bytes).or_else(|| read_sidecar(path).ok().flatten())?;
-    let n_fft = params.usize("mdx_n_fft_scale_set")?;
-    let hop = match params.values.get("hop_length") {
-        None => 1024,
-        Some(_) => params.usize("hop_length").filter(|&h| h > 0)?,
-    };
-    Some((n_fft, hop))
-}
-
-/// What an MDX-Net model's parameters make of its graph.
-struct Setup {
-    params: MdxParams,
-    stems: Vec<String>,
-    stem_sources: [StemSource; NUM_SEPARATED_STEMS],
-    layout: ChunkLayout,
-    source: String,
+    Ok(setup.describe(GraphIo::single(
+        &input.name,
+        &output.name,
+        vec![1, 4, dim_f as usize, dim_t as usize],
+    )))
 }
 
 /// The MDX-Net a waveform graph of `chunk_frames`-frame chunks is (a GPU graph Stemflow made
@@ -144,16 +112,21 @@ pub(super) fn waveform_family(
             setup.source, setup.layout.chunk_frames
         )));
     }
-    Ok(WaveformFamily {
-        family: ModelFamily::MdxNet,
-        stems: setup.stems,
-        stem_sources: setup.stem_sources,
-        layout: setup.layout,
-        windows: equal_windows,
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        params_source: setup.source,
-        reference: Some(std::sync::Arc::new(setup.params)),
-    })
+    Ok(setup.waveform(equal_windows))
+}
+
+/// The STFT (`n_fft`, hop) of the MDX-Net model file `path`, from UVR's model table or its
+/// sidecar: what its graph for GPUs wraps it in. `None` when neither gives one. Not
+/// realtime-safe: reads the file.
+pub fn stft_of_model(path: &std::path::Path) -> Option<(usize, usize)> {
+    let bytes = std::fs::read(path).ok()?;
+    let params = uvr_table_entry(&bytes).or_else(|| read_sidecar(path).ok().flatten())?;
+    let n_fft = params.usize("mdx_n_fft_scale_set")?;
+    let hop = match params.values.get("hop_length") {
+        None => 1024,
+        Some(_) => params.usize("hop_length").filter(|&h| h > 0)?,
+    };
+    Some((n_fft, hop))
 }
 
 /// Checks `params` against a graph of `dim_f` bins and `dim_t` frames.
@@ -162,7 +135,7 @@ fn setup(
     params: &ModelParams,
     dim_f: usize,
     dim_t: usize,
-) -> Result<Setup, ModelError> {
+) -> Result<FamilySetup<MdxParams>, ModelError> {
     let source = params.source.clone().unwrap_or_default();
     let required = |key: &str| {
         params.usize(key).ok_or_else(|| {
@@ -227,7 +200,8 @@ fn setup(
         Some(stem) => stem_sources[stem.index()] = StemSource::Output(0, compensate),
         None => stem_sources[Stem::Vocals.index()] = StemSource::MixMinus(0, compensate),
     }
-    Ok(Setup {
+    Ok(FamilySetup {
+        family: ModelFamily::MdxNet,
         params: MdxParams {
             n_fft,
             hop_frames,
@@ -238,12 +212,8 @@ fn setup(
         },
         stems: vec![primary],
         stem_sources,
-        layout: ChunkLayout {
-            chunk_frames,
-            step_frames: step_frames.max(1),
-            lead: Lead::Zeros(n_fft / 2),
-            window_start_frames: 0,
-        },
+        layout: ChunkLayout::new(chunk_frames, step_frames.max(1), Lead::Zeros(n_fft / 2)),
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
         source,
     })
 }
@@ -359,12 +329,7 @@ impl FileEdges for MdxEdges {
             }
             FileLength::Exactly(_) => return None,
         };
-        let layout = ChunkLayout {
-            chunk_frames: chunk,
-            step_frames: self.step_frames,
-            lead: Lead::Zeros(trim),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(chunk, self.step_frames, Lead::Zeros(trim));
         let window = if frames == chunk {
             self.window.clone()
         } else {
@@ -460,12 +425,7 @@ mod tests {
     #[test]
     fn the_last_chunks_weigh_only_the_frames_before_the_padded_end() {
         // Chunk 100, step 75, trim 10: gen 80. 230 frames: padded to 10 + 230 + 20 = 260.
-        let layout = ChunkLayout {
-            chunk_frames: 100,
-            step_frames: 75,
-            lead: Lead::Zeros(10),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(100, 75, Lead::Zeros(10));
         let edges = MdxEdges::new(layout, 10);
         let padding = edges.padding(FileLength::AtLeast(0)).unwrap();
         let length = FileLength::Exactly(230);

@@ -30,6 +30,7 @@
 
 pub(crate) mod description;
 mod device_graph;
+mod family_setup;
 pub(crate) mod file_edges;
 pub(crate) mod htdemucs;
 pub(crate) mod htdemucs_stft_outside;

@@ -45,6 +45,17 @@ pub struct ChunkLayout {
 }
 
 impl ChunkLayout {
+    /// Chunks of `chunk_frames` every `step_frames`, `lead` before the first frame, each counted
+    /// from its first frame (the reference schedules).
+    pub fn new(chunk_frames: usize, step_frames: usize, lead: Lead) -> Self {
+        Self {
+            chunk_frames,
+            step_frames,
+            lead,
+            window_start_frames: 0,
+        }
+    }
+
     /// Frames per streaming hop: the largest that divides both the chunk and the step, so chunks
     /// complete on hop boundaries.
     pub fn hop_frames(&self) -> usize {
@@ -527,35 +538,11 @@ mod tests {
         let hann: Vec<f64> = (0..48)
             .map(|i| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / 47.0).cos())
             .collect();
-        run(
-            ChunkLayout {
-                chunk_frames: 48,
-                step_frames: 36,
-                lead: Lead::Zeros(5),
-                window_start_frames: 0,
-            },
-            &hann,
-        );
+        run(ChunkLayout::new(48, 36, Lead::Zeros(5)), &hann);
         let ones = vec![1.0; 40];
-        run(
-            ChunkLayout {
-                chunk_frames: 40,
-                step_frames: 10,
-                lead: Lead::Reflect(30),
-                window_start_frames: 0,
-            },
-            &ones,
-        );
+        run(ChunkLayout::new(40, 10, Lead::Reflect(30)), &ones);
         let triangle: Vec<f64> = (0..40).map(|i| (1 + i.min(39 - i)) as f64).collect();
-        run(
-            ChunkLayout {
-                chunk_frames: 40,
-                step_frames: 30,
-                lead: Lead::Zeros(0),
-                window_start_frames: 0,
-            },
-            &triangle,
-        );
+        run(ChunkLayout::new(40, 30, Lead::Zeros(0)), &triangle);
     }
 
     #[test]
@@ -602,12 +589,7 @@ mod tests {
 
     #[test]
     fn latency_is_the_chunk_minus_a_hop_without_lead() {
-        let layout = ChunkLayout {
-            chunk_frames: 343_980,
-            step_frames: 257_985,
-            lead: Lead::Zeros(0),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(343_980, 257_985, Lead::Zeros(0));
         assert_eq!(layout.hop_frames(), 85_995);
         assert_eq!(layout.latency_frames(), 343_980 - 85_995);
     }

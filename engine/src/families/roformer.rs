@@ -13,6 +13,7 @@ use super::description::{
     ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
     MODEL_SAMPLE_RATE_HZ,
 };
+use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::params::ModelParams;
@@ -62,21 +63,11 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
         num_stems as usize,
         GraphShape::Spectrum { bins2, frames },
     )?;
-    Ok(ModelDescription {
-        family: ModelFamily::RoFormer,
-        stem_sources: stem_sources_by_name(&setup.stems, 1.0),
-        pipeline: std::sync::Arc::new(setup.params),
-        stems: setup.stems,
-        layout: setup.layout,
-        sample_rate_hz: setup.sample_rate_hz,
-        io: GraphIo::single(
-            &input.name,
-            &output.name,
-            vec![1, bins2 as usize, frames as usize, 2],
-        ),
-        params_source: setup.source,
-        is_float16: false,
-    })
+    Ok(setup.describe(GraphIo::single(
+        &input.name,
+        &output.name,
+        vec![1, bins2 as usize, frames as usize, 2],
+    )))
 }
 
 /// The shape of a RoFormer graph's chunks.
@@ -86,16 +77,6 @@ enum GraphShape {
     Spectrum { bins2: i64, frames: i64 },
     /// A waveform graph (a GPU graph): chunks of this many frames.
     Waveform { chunk_frames: usize },
-}
-
-/// What a RoFormer's parameters make of its graph: the processing around it, the stems and
-/// the chunking.
-struct Setup {
-    params: RoFormerParams,
-    stems: Vec<String>,
-    layout: ChunkLayout,
-    sample_rate_hz: u32,
-    source: String,
 }
 
 /// The RoFormer of `num_stems` stems a waveform graph of `chunk_frames`-frame chunks is (a GPU
@@ -110,16 +91,7 @@ pub(super) fn waveform_family(
         num_stems,
         GraphShape::Waveform { chunk_frames },
     )?;
-    Ok(WaveformFamily {
-        family: ModelFamily::RoFormer,
-        stem_sources: stem_sources_by_name(&setup.stems, 1.0),
-        stems: setup.stems,
-        layout: setup.layout,
-        windows,
-        sample_rate_hz: setup.sample_rate_hz,
-        params_source: setup.source,
-        reference: Some(std::sync::Arc::new(setup.params)),
-    })
+    Ok(setup.waveform(windows))
 }
 
 /// Reads and checks a RoFormer's parameters (sidecar, else the graph's metadata, else MSST's
@@ -128,7 +100,7 @@ fn setup(
     recognition: &Recognition<'_>,
     num_stems: usize,
     shape: GraphShape,
-) -> Result<Setup, ModelError> {
+) -> Result<FamilySetup<RoFormerParams>, ModelError> {
     let params = match recognition.sidecar.clone() {
         Some(sidecar) => sidecar,
         None => metadata_params(recognition)?.unwrap_or_default(),
@@ -240,7 +212,8 @@ fn setup(
     }
     let msst_batch_size = get(&["batch_size", "inference.batch_size"], 1)?.max(1);
     let border = chunk_frames - step_frames;
-    Ok(Setup {
+    Ok(FamilySetup {
+        family: ModelFamily::RoFormer,
         params: RoFormerParams {
             n_fft,
             hop_frames,
@@ -248,13 +221,9 @@ fn setup(
             zero_dc,
             msst_batch_size,
         },
+        stem_sources: stem_sources_by_name(&stems, 1.0),
         stems,
-        layout: ChunkLayout {
-            chunk_frames,
-            step_frames: step_frames.max(1),
-            lead: Lead::Reflect(border),
-            window_start_frames: 0,
-        },
+        layout: ChunkLayout::new(chunk_frames, step_frames.max(1), Lead::Reflect(border)),
         sample_rate_hz: sample_rate_hz as u32,
         source,
     })
@@ -531,12 +500,7 @@ mod tests {
 
     #[test]
     fn the_fades_are_chosen_per_batch_as_demix_chooses_them() {
-        let layout = ChunkLayout {
-            chunk_frames: 100,
-            step_frames: 50,
-            lead: Lead::Reflect(50),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(100, 50, Lead::Reflect(50));
         for batch in [1, 2, 4] {
             let edges = MsstEdges::new(layout, batch);
             for num_chunks in 1..=10 {
@@ -561,12 +525,7 @@ mod tests {
 
     #[test]
     fn a_long_file_is_reflected_at_both_ends_a_short_one_is_not() {
-        let layout = ChunkLayout {
-            chunk_frames: 100,
-            step_frames: 50,
-            lead: Lead::Reflect(50),
-            window_start_frames: 0,
-        };
+        let layout = ChunkLayout::new(100, 50, Lead::Reflect(50));
         let edges = MsstEdges::new(layout, 1);
         // Up to twice the border the padding depends on the length still to come.
         assert_eq!(edges.padding(FileLength::AtLeast(100)), None);

@@ -19,12 +19,11 @@
 //! graph's `stemflow.stems` metadata (written by `stemflow models get`), a JSON sidecar's
 //! `instruments`, or Spleeter's published sets for 2, 4 and 5 outputs.
 
-use std::sync::Arc;
-
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
     ModelFamily, Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
 };
+use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
 use super::stem_sources::stem_sources_by_name;
@@ -90,25 +89,33 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
         )));
     }
     let (segment_frames, num_stems) = (frames as usize, num_stems as usize);
-    let (stems, source) = stem_names(recognition, num_stems)?;
-    let stem_sources = stem_sources_by_name(&stems, 1.0);
-    Ok(ModelDescription {
-        family: ModelFamily::Spleeter,
-        pipeline: Arc::new(SpleeterParams {
-            segment_frames,
-            num_stems,
-        }),
-        stems,
-        stem_sources,
-        layout: chunk_layout(segment_frames),
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        io: GraphIo::single(
+    Ok(
+        setup(recognition, segment_frames, num_stems)?.describe(GraphIo::single(
             &input.name,
             &output.name,
             vec![1, 2, segment_frames, SPLEETER_BINS],
-        ),
-        params_source: source,
-        is_float16: false,
+        )),
+    )
+}
+
+/// What a Spleeter of `num_stems` stems in segments of `segment_frames` STFT frames is.
+fn setup(
+    recognition: &Recognition<'_>,
+    segment_frames: usize,
+    num_stems: usize,
+) -> Result<FamilySetup<SpleeterParams>, ModelError> {
+    let (stems, source) = stem_names(recognition, num_stems)?;
+    Ok(FamilySetup {
+        family: ModelFamily::Spleeter,
+        params: SpleeterParams {
+            segment_frames,
+            num_stems,
+        },
+        stem_sources: stem_sources_by_name(&stems, 1.0),
+        stems,
+        layout: chunk_layout(segment_frames),
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        source,
     })
 }
 
@@ -187,20 +194,7 @@ pub(super) fn waveform_family(
                  multiple of 64; this one takes {chunk_frames}"
             ))
         })?;
-    let (stems, source) = stem_names(recognition, num_stems)?;
-    Ok(WaveformFamily {
-        family: ModelFamily::Spleeter,
-        stem_sources: stem_sources_by_name(&stems, 1.0),
-        stems,
-        layout: chunk_layout(segment_frames),
-        windows: envelope_windows,
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        params_source: source,
-        reference: Some(Arc::new(SpleeterParams {
-            segment_frames,
-            num_stems,
-        })),
-    })
+    Ok(setup(recognition, segment_frames, num_stems)?.waveform(envelope_windows))
 }
 
 /// The STFT frames a chunk of `chunk_frames` holds, when it holds a whole number of them.
@@ -220,12 +214,11 @@ fn envelope_windows(chunk_frames: usize) -> (Vec<f64>, Vec<f64>) {
 
 /// Segments of `segment_frames` STFT frames as overlap-add chunks of the zero-led signal.
 pub fn chunk_layout(segment_frames: usize) -> ChunkLayout {
-    ChunkLayout {
-        chunk_frames: (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT,
-        step_frames: segment_frames * SPLEETER_HOP_FRAMES,
-        lead: Lead::Zeros(SPLEETER_N_FFT / 2),
-        window_start_frames: 0,
-    }
+    ChunkLayout::new(
+        (segment_frames - 1) * SPLEETER_HOP_FRAMES + SPLEETER_N_FFT,
+        segment_frames * SPLEETER_HOP_FRAMES,
+        Lead::Zeros(SPLEETER_N_FFT / 2),
+    )
 }
 
 /// The summed squared window of one segment's frames, over its chunk.
