@@ -1,7 +1,8 @@
 //! Test support the workspace's tests share (shipped code never calls it): the fixtures folder
 //! that `cargo xtask test` writes, fresh scratch folders, the raw `f32` fixtures, the hybrid
-//! route the family tests build around a fixture model, a seeded generator for test noise, and
-//! a loopback HTTP server for the download tests.
+//! route the family tests build around a fixture model, WAV files of any channel count and
+//! sample format, a seeded generator for test noise, and a loopback HTTP server for the
+//! download tests.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -69,6 +70,70 @@ pub fn write_vocals_route(dir: &Path, vocals_model: &Path) -> PathBuf {
     );
     std::fs::write(&route, text).unwrap_or_else(|e| panic!("{}: {e}", route.display()));
     route
+}
+
+/// Writes `channels` (equally long; any number of them) as a WAV file of `bits`-bit samples,
+/// float (`is_float`, 32 bits) or integer: `x · 2^(bits−1)`, rounded and clamped to the
+/// format's range. Panics when it cannot be written.
+pub fn write_wav(
+    path: &Path,
+    sample_rate_hz: u32,
+    channels: &[Vec<f32>],
+    bits: u16,
+    is_float: bool,
+) {
+    let spec = hound::WavSpec {
+        channels: channels.len() as u16,
+        sample_rate: sample_rate_hz,
+        bits_per_sample: bits,
+        sample_format: if is_float {
+            hound::SampleFormat::Float
+        } else {
+            hound::SampleFormat::Int
+        },
+    };
+    let written = (|| {
+        let mut writer = hound::WavWriter::create(path, spec)?;
+        let full_scale = (1i64 << (bits - 1)) as f32;
+        let num_frames = channels.first().map_or(0, Vec::len);
+        for frame in 0..num_frames {
+            for channel in channels {
+                if is_float {
+                    writer.write_sample(channel[frame])?;
+                } else {
+                    let x = (channel[frame] * full_scale).round();
+                    writer.write_sample(x.clamp(-full_scale, full_scale - 1.0) as i32)?;
+                }
+            }
+        }
+        writer.finalize()
+    })();
+    written.unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// Reads a WAV file of any channel count as `(spec, [channel][frame])`: float samples as they
+/// are, integer samples scaled to ±1. Panics when it cannot be read.
+pub fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
+    let read = (|| {
+        let mut reader = hound::WavReader::open(path)?;
+        let spec = reader.spec();
+        let interleaved: Vec<f32> = match spec.sample_format {
+            hound::SampleFormat::Float => reader.samples::<f32>().collect::<Result<_, _>>()?,
+            hound::SampleFormat::Int => {
+                let scale = 1.0 / (1i64 << (spec.bits_per_sample - 1)) as f32;
+                reader
+                    .samples::<i32>()
+                    .map(|s| s.map(|s| s as f32 * scale))
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        let n = usize::from(spec.channels);
+        let channels = (0..n)
+            .map(|c| interleaved.iter().skip(c).step_by(n).copied().collect())
+            .collect();
+        Ok::<_, hound::Error>((spec, channels))
+    })();
+    read.unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
 /// A tiny xorshift64* generator: deterministic, dependency-free, good enough for test noise and
@@ -231,6 +296,37 @@ mod tests {
             std::fs::read_dir(&dir).unwrap().next().is_none(),
             "not emptied"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn test_wavs_round_trip_in_every_format_and_integers_clamp() {
+        let dir = scratch_dir("kit-test-wav");
+        let channels = vec![
+            vec![0.0, 0.5, -0.25, 1.0, -1.0],
+            vec![0.125, -0.5, 0.75, 2.0, -2.0],
+            vec![1e-7, 0.0, -0.0, 0.3, -0.3],
+        ];
+        let path = dir.join("float.wav");
+        write_wav(&path, 22_050, &channels, 32, true);
+        let (spec, read) = read_wav(&path);
+        assert_eq!((spec.channels, spec.sample_rate), (3, 22_050));
+        assert_eq!(read, channels, "float samples are exact");
+
+        let path = dir.join("int16.wav");
+        write_wav(&path, 48_000, &channels, 16, false);
+        let (spec, read) = read_wav(&path);
+        assert_eq!(
+            (spec.bits_per_sample, spec.sample_format),
+            (16, hound::SampleFormat::Int)
+        );
+        let largest = 32_767.0 / 32_768.0;
+        for (written, read) in channels.iter().zip(&read) {
+            for (&w, &r) in written.iter().zip(read) {
+                let expected = ((w * 32_768.0).round() / 32_768.0).clamp(-1.0, largest);
+                assert_eq!(r, expected, "{w} as 16 bits");
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

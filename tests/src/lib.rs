@@ -27,7 +27,8 @@
 //! - [`raw_host::RawPlugin`]: the same plugin through bare CLAP calls, for aliased and missing
 //!   buffers and exact counts of host callbacks.
 //! - [`signal`]: deterministic test audio and block schedules; [`compare`]: sample-exact
-//!   assertions; [`checks`]: what every render must satisfy; [`state`]: nice-plug's state framing; [`wav`]: float WAV I/O.
+//!   assertions; [`checks`]: what every render must satisfy; [`state`]: nice-plug's state
+//!   framing. WAV files are read and written by `stemflow_kit::testing`, as in every crate.
 //! - [`vst3_host`]: the built VST3 loaded in-process (components, state streams).
 //! - [`fuzz`]: the seeded plugin fuzzer (CLAP and VST3) behind `cargo xtask fuzz`.
 //! - [`plugin_path`] / [`vst3_path`] / [`cli_path`]: where the artefacts under test are.
@@ -46,7 +47,6 @@ pub mod raw_host;
 pub mod signal;
 pub mod state;
 pub mod vst3_host;
-pub mod wav;
 
 pub use artefacts::{
     cli_path, plugin_path, run_ok, vst3_path, workspace_root, ALL_STEMS, CLI_PATH_ENV,

@@ -15,8 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stemflow_host_tests::{cli_path, run_ok, vst3_path, wav, workspace_root};
+use stemflow_host_tests::{cli_path, run_ok, vst3_path, workspace_root};
 use stemflow_kit::demo_song::DemoSong;
+use stemflow_kit::testing::{read_wav, write_wav};
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
 const SONG_S: f32 = 8.0;
@@ -25,7 +26,7 @@ const STEM_PORTS: [&str; 4] = ["Vocals", "Drums", "Bass", "Other"];
 
 /// A 32-bit float stereo WAV file's channels.
 fn read_stereo(path: &Path) -> [Vec<f32>; 2] {
-    let (spec, channels) = wav::read(path);
+    let (spec, channels) = read_wav(path);
     assert_eq!(
         (spec.sample_format, spec.channels),
         (hound::SampleFormat::Float, 2),
@@ -152,7 +153,7 @@ fn stems_exported_from_ardour_equal_the_clis_bit_for_bit() {
     let song = DemoSong::generate(SAMPLE_RATE_HZ, SONG_S);
     let input = song.mix();
     let input_path = dir.join("song.wav");
-    wav::write_f32(&input_path, SAMPLE_RATE_HZ, &input);
+    write_wav(&input_path, SAMPLE_RATE_HZ, &input, 32, true);
 
     let cli_out = dir.join("cli");
     run_ok(

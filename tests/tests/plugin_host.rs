@@ -20,10 +20,11 @@ use stemflow_host_tests::compare::{
 use stemflow_host_tests::signal::{self, impulse, pad_end};
 use stemflow_host_tests::state::{decode_state, encode_state};
 use stemflow_host_tests::{
-    cli_path, render, run_ok, wav, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin,
+    cli_path, render, run_ok, BlockSizes, RenderMode, RenderSettings, Rendered, TestPlugin,
     ALL_STEMS, OUTPUT_PORT_NAMES, PLUGIN_ID, STEMS,
 };
 use stemflow_kit::demo_song::DemoSong;
+use stemflow_kit::testing::{read_wav, write_wav};
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
 /// What counts as silence for a muted or bypassed output: −180 dBFS.
@@ -1147,7 +1148,7 @@ fn cli_stems_are_the_plugins_offline_stems() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let wav_path = dir.join("song.wav");
-    wav::write_f32(&wav_path, SAMPLE_RATE_HZ, &input);
+    write_wav(&wav_path, SAMPLE_RATE_HZ, &input, 32, true);
     let out_dir = dir.join("out");
 
     let cli = cli_path();
@@ -1174,7 +1175,7 @@ fn cli_stems_are_the_plugins_offline_stems() {
     for (i, stem) in STEMS.iter().enumerate() {
         let path = out_dir.join("song").join(format!("{stem}.wav"));
         assert!(path.is_file(), "the CLI did not write {}", path.display());
-        let (spec, channels) = wav::read(&path);
+        let (spec, channels) = read_wav(&path);
         assert_eq!(
             (
                 spec.sample_format,
@@ -1212,22 +1213,11 @@ fn cli_mono_stems_at_another_rate_are_the_plugins_offline_stems() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let wav_path = dir.join("voice.wav");
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: RATE_HZ,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::create(&wav_path, spec).expect("create wav");
     let song = DemoSong::generate(RATE_HZ, 1.5).mix();
-    for &x in &song[0] {
-        writer
-            .write_sample((x * 0.9 * 32_768.0).round().clamp(-32_768.0, 32_767.0) as i16)
-            .expect("write sample");
-    }
-    writer.finalize().expect("finalize wav");
+    let voice: Vec<f32> = song[0].iter().map(|&x| x * 0.9).collect();
+    write_wav(&wav_path, RATE_HZ, &[voice], 16, false);
     // The samples exactly as any decoder reads them back.
-    let (_, decoded) = wav::read(&wav_path);
+    let (_, decoded) = read_wav(&wav_path);
     let mono = decoded[0].clone();
 
     let out_dir = dir.join("out");
@@ -1251,7 +1241,7 @@ fn cli_mono_stems_at_another_rate_are_the_plugins_offline_stems() {
 
     let n = mono.len();
     for (i, stem) in STEMS.iter().enumerate() {
-        let (spec, channels) = wav::read(&out_dir.join("voice").join(format!("{stem}.wav")));
+        let (spec, channels) = read_wav(&out_dir.join("voice").join(format!("{stem}.wav")));
         assert_eq!(
             (
                 spec.sample_format,

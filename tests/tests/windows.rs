@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use stemflow_host_tests::compare::max_abs_diff;
-use stemflow_host_tests::{cli_path, run_ok as run, signal, wav, STEMS};
+use stemflow_host_tests::{cli_path, run_ok as run, signal, STEMS};
+use stemflow_kit::testing::{read_wav, write_wav};
 
 const SAMPLE_RATE_HZ: u32 = 44_100;
 
@@ -89,10 +90,12 @@ fn windows_stems_against_linux_with(
 ) -> (f32, String) {
     let dir = scratch(name);
     let song = dir.join("song.wav");
-    wav::write_f32(
+    write_wav(
         &song,
         SAMPLE_RATE_HZ,
         &signal::test_song(SAMPLE_RATE_HZ, 3.0, 7),
+        32,
+        true,
     );
     let linux_out = dir.join("linux");
     let windows_out = dir.join("windows");
@@ -143,8 +146,8 @@ fn windows_stems_against_linux_with(
             assert!(!windows_file.is_file(), "{stem}: only Windows wrote it");
             continue;
         }
-        let (linux_spec, linux) = wav::read(&linux_file);
-        let (windows_spec, windows) = wav::read(&windows_file);
+        let (linux_spec, linux) = read_wav(&linux_file);
+        let (windows_spec, windows) = read_wav(&windows_file);
         assert_eq!(linux_spec, windows_spec, "{stem}.wav format");
         assert_eq!(linux.len(), windows.len(), "{stem}.wav channels");
         for (c, (l, w)) in linux.iter().zip(&windows).enumerate() {

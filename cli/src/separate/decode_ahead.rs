@@ -214,23 +214,15 @@ impl Drop for DecodeAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stemflow_kit::testing::scratch_dir;
+    use stemflow_kit::testing::{scratch_dir, write_wav};
 
     /// Writes a stereo 16-bit WAV of `num_frames` frames (left ramps, right is its negative).
-    fn write_wav(path: &Path, num_frames: usize) {
-        let spec = hound::WavSpec {
-            channels: 2,
-            sample_rate: 44_100,
-            bits_per_sample: 16,
-            sample_format: hound::SampleFormat::Int,
-        };
-        let mut writer = hound::WavWriter::create(path, spec).unwrap();
-        for i in 0..num_frames {
-            let value = (i % 20_000) as i16;
-            writer.write_sample(value).unwrap();
-            writer.write_sample(-value).unwrap();
-        }
-        writer.finalize().unwrap();
+    fn write_ramp_wav(path: &Path, num_frames: usize) {
+        let left: Vec<f32> = (0..num_frames)
+            .map(|i| (i % 20_000) as f32 / 32_768.0)
+            .collect();
+        let right = left.iter().map(|x| -x).collect();
+        write_wav(path, 44_100, &[left, right], 16, false);
     }
 
     /// Every block of a file, through `AudioDecoder` directly and through `DecodeAhead`.
@@ -239,7 +231,7 @@ mod tests {
         let folder = scratch_dir("ahead-ramp");
         let path = folder.join("ramp.wav");
         // Far more blocks than the channel holds, so the thread waits on the way.
-        write_wav(&path, 1_000_003);
+        write_ramp_wav(&path, 1_000_003);
         let mut direct = AudioDecoder::open(&path).unwrap();
         let mut expected = [Vec::new(), Vec::new()];
         while let Some([left, right]) = direct.next_block().unwrap() {
@@ -271,7 +263,7 @@ mod tests {
     fn dropping_a_decode_half_way_stops_its_thread() {
         let folder = scratch_dir("ahead-long");
         let path = folder.join("long.wav");
-        write_wav(&path, 2_000_000);
+        write_ramp_wav(&path, 2_000_000);
         let mut ahead = PendingDecode::start(&path).open().unwrap();
         assert!(ahead.next_block().unwrap().is_some());
         // Joins the thread, which is blocked on a full channel: must not hang.

@@ -36,19 +36,14 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     stemflow_kit::testing::scratch_dir(&format!("cli-{name}"))
 }
 
+/// Writes the CLI tests' standard input: 20,000 frames of two sines, stereo 32-bit float.
 pub fn write_test_wav(path: &std::path::Path) {
-    let spec = hound::WavSpec {
-        channels: 2,
-        sample_rate: 44_100,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
+    let sine = |step: f32, peak: f32| {
+        (0..20_000)
+            .map(|i| (i as f32 * step).sin() * peak)
+            .collect()
     };
-    let mut writer = hound::WavWriter::create(path, spec).unwrap();
-    for i in 0..20_000 {
-        writer.write_sample((i as f32 * 0.01).sin() * 0.3).unwrap();
-        writer.write_sample((i as f32 * 0.02).sin() * 0.2).unwrap();
-    }
-    writer.finalize().unwrap();
+    write_wav(path, 44_100, &[sine(0.01, 0.3), sine(0.02, 0.2)], 32, true);
 }
 
 pub fn model() -> String {
@@ -105,62 +100,6 @@ pub fn music(num_frames: usize, sample_rate_hz: u32, channel: usize) -> Vec<f32>
                 + noise
         })
         .collect()
-}
-
-/// Writes `channels` as a WAV of the given sample format.
-pub fn write_wav(
-    path: &Path,
-    sample_rate_hz: u32,
-    channels: &[Vec<f32>],
-    bits: u16,
-    is_float: bool,
-) {
-    let spec = hound::WavSpec {
-        channels: channels.len() as u16,
-        sample_rate: sample_rate_hz,
-        bits_per_sample: bits,
-        sample_format: if is_float {
-            hound::SampleFormat::Float
-        } else {
-            hound::SampleFormat::Int
-        },
-    };
-    let mut writer = hound::WavWriter::create(path, spec).unwrap();
-    let scale = (1i64 << (bits - 1)) as f32;
-    for i in 0..channels[0].len() {
-        for channel in channels {
-            if is_float {
-                writer.write_sample(channel[i]).unwrap();
-            } else {
-                writer
-                    .write_sample((channel[i] * scale).round() as i32)
-                    .unwrap();
-            }
-        }
-    }
-    writer.finalize().unwrap();
-}
-
-/// Reads a WAV as `(spec, [channel][frame])` in full-scale floats.
-pub fn read_wav(path: &Path) -> (hound::WavSpec, Vec<Vec<f32>>) {
-    let mut reader = hound::WavReader::open(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let spec = reader.spec();
-    let interleaved: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => reader.samples::<f32>().map(Result::unwrap).collect(),
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1i64 << (spec.bits_per_sample - 1)) as f32;
-            reader
-                .samples::<i32>()
-                .map(|s| s.unwrap() as f32 * scale)
-                .collect()
-        }
-    };
-    let n = spec.channels as usize;
-    let channels = (0..n)
-        .map(|c| interleaved.iter().skip(c).step_by(n).copied().collect())
-        .collect();
-    (spec, channels)
 }
 
 pub const STEM_NAMES: [&str; 4] = ["vocals", "drums", "bass", "other"];
@@ -250,7 +189,7 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
 
 /// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them.
 #[allow(unused_imports)]
-pub use stemflow_kit::testing::fixtures_dir;
+pub use stemflow_kit::testing::{fixtures_dir, read_wav, write_wav};
 
 /// Streams `input` through `model` offline (the CLI's path) on the CPU, stems aligned to the
 /// input.
