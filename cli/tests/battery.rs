@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
+use stemflow_kit::testing::XorShift64;
 
 /// A stereo float WAV of `seconds` of music at 44.1 kHz.
 fn song(dir: &Path, name: &str, seconds: f32) -> (PathBuf, Vec<Vec<f32>>) {
@@ -446,12 +447,9 @@ fn damaged_packets_become_silence_and_the_rest_is_decoded() {
     for original in damaged {
         let mut bytes = std::fs::read(&original).unwrap();
         let middle = bytes.len() / 2;
-        let mut seed = 0x1234_5678u32;
+        let mut rng = XorShift64::new(0x1234_5678);
         for byte in &mut bytes[middle..middle + 4096] {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            *byte = seed as u8;
+            *byte = rng.next_u64() as u8;
         }
         let path = dir.join(format!(
             "damaged.{}",

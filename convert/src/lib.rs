@@ -35,8 +35,6 @@ pub mod quantize;
 pub mod roformer;
 pub mod spleeter;
 mod state;
-#[cfg(test)]
-mod test_rng;
 #[cfg(any(test, feature = "test-writers"))]
 pub mod testing;
 pub mod torch;

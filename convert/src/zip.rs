@@ -322,8 +322,8 @@ mod tests {
     use std::io::Write;
 
     use super::*;
-    use crate::test_rng::XorShift;
     use crate::testing::{write_torch_checkpoint, write_zip, ZipMethod};
+    use stemflow_kit::testing::XorShift64;
 
     /// No entry is anywhere near this large in the tests.
     const LIMIT_BYTES: u64 = 1 << 30;
@@ -676,17 +676,17 @@ mod tests {
             ("a", &sample(2000), ZipMethod::Deflated),
             ("b", &sample(100), ZipMethod::Stored),
         ]);
-        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15);
         for round in 0..3000 {
             let mut bytes = match round % 3 {
                 0 => normal.clone(),
                 1 => write_torch_checkpoint("t", &sample(300)),
                 _ => TORCH_CHECKPOINT.to_vec(),
             };
-            let num_flips = 1 + rng.next() % 4;
+            let num_flips = 1 + rng.next_u64() % 4;
             for _ in 0..num_flips {
-                let at = (rng.next() % bytes.len() as u64) as usize;
-                bytes[at] = rng.next() as u8;
+                let at = (rng.next_u64() % bytes.len() as u64) as usize;
+                bytes[at] = rng.next_u64() as u8;
             }
             if let Ok(archive) = ZipArchive::parse(&bytes) {
                 for entry in archive.entries() {

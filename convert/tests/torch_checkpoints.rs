@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use stemflow_convert::torch::{load_torch_checkpoint, CheckpointLayout, DType, Tensor, Value};
 use stemflow_convert::ConvertError;
+use stemflow_kit::testing::XorShift64;
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -268,13 +269,8 @@ fn damaged_checkpoints_fail_cleanly() {
             );
         }
         // Flipped bytes: errors or (rarely, in padding or data) a checkpoint; never a panic.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.next_u64();
         for _ in 0..3000 {
             let mut damaged = bytes.clone();
             for _ in 0..1 + next() % 3 {

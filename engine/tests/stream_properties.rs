@@ -5,19 +5,15 @@
 use proptest::prelude::*;
 use stemflow_engine::stream::{spawn_stream, ProcessingMode, StemStreamHandle, StreamConfig};
 use stemflow_engine::{BuiltinSeparator, PassthroughSeparator, Separator, Stem, NUM_STEMS};
+use stemflow_kit::testing::XorShift64;
 
 const MAX_BLOCK: usize = 1024;
 
 type Stems = [[Vec<f32>; 2]; NUM_STEMS];
 
 fn signal(len: usize, seed: u64) -> [Vec<f32>; 2] {
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut rng = XorShift64::new(seed);
+    let mut next = move || rng.next_unit() - 0.5;
     let left = (0..len)
         .map(|i| 0.3 * (i as f32 * 0.013).sin() + 0.3 * next())
         .collect();

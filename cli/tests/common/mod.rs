@@ -87,14 +87,11 @@ pub fn path_str(path: &Path) -> &str {
 
 /// A test signal with tones and a noise-like component, deterministic.
 pub fn music(num_frames: usize, sample_rate_hz: u32, channel: usize) -> Vec<f32> {
-    let mut seed = 0x2545_f491_u32.wrapping_add(channel as u32);
+    let mut rng = XorShift64::new(0x2545_f491 + channel as u64);
     (0..num_frames)
         .map(|i| {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
             let t = i as f32 / sample_rate_hz as f32;
-            let noise = (seed as f32 / u32::MAX as f32 - 0.5) * 0.1;
+            let noise = rng.next_bipolar() * 0.05;
             0.3 * (std::f32::consts::TAU * 220.0 * t).sin()
                 + 0.2 * (std::f32::consts::TAU * (330.0 + 50.0 * channel as f32) * t).sin()
                 + noise
@@ -187,6 +184,7 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+use stemflow_kit::testing::XorShift64;
 /// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them.
 #[allow(unused_imports)]
 pub use stemflow_kit::testing::{fixtures_dir, read_wav, write_wav};

@@ -266,7 +266,7 @@ mod tests {
         values.iter().map(|value| value.to_bits()).collect()
     }
 
-    use crate::test_rng::XorShift;
+    use stemflow_kit::testing::XorShift64;
 
     #[test]
     fn round_trip_keeps_order_shapes_and_bits() {
@@ -650,21 +650,21 @@ mod tests {
             ("b", &[], &[1.5]),
             ("c", &[24], &data),
         ]);
-        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        let mut rng = XorShift64::new(0x2545_f491_4f6c_dd1d);
         for round in 0..20_000 {
             let mut pickle = valid.clone();
             if round % 4 == 3 {
                 // Pure noise after the protocol header.
-                let len = (rng.next() % 64) as usize;
+                let len = (rng.next_u64() % 64) as usize;
                 pickle.truncate(2);
-                pickle.extend((0..len).map(|_| rng.next() as u8));
+                pickle.extend((0..len).map(|_| rng.next_u64() as u8));
             } else {
-                for _ in 0..1 + rng.next() % 3 {
-                    let at = (rng.next() % pickle.len() as u64) as usize;
-                    pickle[at] = rng.next() as u8;
+                for _ in 0..1 + rng.next_u64() % 3 {
+                    let at = (rng.next_u64() % pickle.len() as u64) as usize;
+                    pickle[at] = rng.next_u64() as u8;
                 }
                 if round % 4 == 1 {
-                    let cut = (rng.next() % pickle.len() as u64) as usize;
+                    let cut = (rng.next_u64() % pickle.len() as u64) as usize;
                     pickle.truncate(cut);
                 }
             }

@@ -18,8 +18,8 @@ pub enum InputSignal {
     },
     /// White noise.
     Noise {
-        /// Generator state.
-        state: u64,
+        /// Its generator (forked from the case's).
+        rng: Rng,
         /// Peak.
         amplitude: f32,
     },
@@ -47,8 +47,8 @@ pub enum InputSignal {
     Subnormal,
     /// Music-like noise with NaN, +Inf and −Inf sprinkled in.
     NonFinite {
-        /// Generator state.
-        state: u64,
+        /// Its generator (forked from the case's).
+        rng: Rng,
     },
 }
 
@@ -63,7 +63,7 @@ impl InputSignal {
                 amplitude: rng.range_f64(0.0, 1.0) as f32,
             },
             30..=59 => InputSignal::Noise {
-                state: rng.next_u64() | 1,
+                rng: rng.fork(),
                 amplitude: rng.range_f64(0.0, 1.0) as f32,
             },
             60..=69 => InputSignal::Silence,
@@ -78,9 +78,7 @@ impl InputSignal {
                 level: 1.0,
             },
             90..=96 => InputSignal::Subnormal,
-            _ => InputSignal::NonFinite {
-                state: rng.next_u64() | 1,
-            },
+            _ => InputSignal::NonFinite { rng: rng.fork() },
         }
     }
 
@@ -102,7 +100,7 @@ impl InputSignal {
                 *phase = (*phase + *step) % std::f64::consts::TAU;
                 value
             }
-            InputSignal::Noise { state, amplitude } => uniform(state) * *amplitude,
+            InputSignal::Noise { rng, amplitude } => uniform(rng) * *amplitude,
             InputSignal::Silence => 0.0,
             InputSignal::Dc(value) => *value,
             InputSignal::Clicks { period, count } => {
@@ -127,8 +125,8 @@ impl InputSignal {
                 *level
             }
             InputSignal::Subnormal => 1e-40,
-            InputSignal::NonFinite { state } => {
-                let x = uniform(state);
+            InputSignal::NonFinite { rng } => {
+                let x = uniform(rng);
                 if x > 0.98 {
                     f32::NAN
                 } else if x > 0.97 {
@@ -143,10 +141,7 @@ impl InputSignal {
     }
 }
 
-/// Uniform in [−1, 1) from an xorshift state.
-fn uniform(state: &mut u64) -> f32 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    ((*state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+/// Uniform in [−1, 1).
+fn uniform(rng: &mut Rng) -> f32 {
+    rng.range_f64(-1.0, 1.0) as f32
 }
