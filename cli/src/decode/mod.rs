@@ -656,13 +656,17 @@ fn symphonia_reason(error: &SymphoniaError) -> String {
     }
 }
 
+/// `name` in the decoder tests' scratch folder (emptied once per test process).
+#[cfg(test)]
+fn test_path(name: &str) -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| stemflow_kit::testing::scratch_dir("decode"))
+        .join(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn temp_path(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("stemflow-decode-{}-{name}", std::process::id()))
-    }
 
     fn write_wav(path: &Path, channels: u16, frames: &[i16]) {
         let spec = hound::WavSpec {
@@ -690,7 +694,7 @@ mod tests {
 
     #[test]
     fn sixteen_bit_stereo_decodes_exactly() {
-        let path = temp_path("stereo.wav");
+        let path = test_path("stereo.wav");
         let samples: Vec<i16> = (0..20_000)
             .map(|i| ((i * 37) % 65_536 - 32_768) as i16)
             .collect();
@@ -709,7 +713,7 @@ mod tests {
 
     #[test]
     fn mono_is_the_same_slice_twice() {
-        let path = temp_path("mono.wav");
+        let path = test_path("mono.wav");
         write_wav(&path, 1, &[0, 16_384, -32_768]);
         let (info, channels) = decode_all(&path).unwrap();
         assert_eq!(info.num_channels, 1);
@@ -720,7 +724,7 @@ mod tests {
 
     #[test]
     fn a_truncated_wav_is_an_error() {
-        let path = temp_path("truncated.wav");
+        let path = test_path("truncated.wav");
         write_wav(&path, 2, &vec![1_000; 40_000]);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
@@ -732,14 +736,14 @@ mod tests {
 
     #[test]
     fn empty_and_text_files_are_errors() {
-        let empty = temp_path("empty.wav");
+        let empty = test_path("empty.wav");
         std::fs::write(&empty, b"").unwrap();
         assert_eq!(decode_all(&empty).unwrap_err(), "the file is empty");
-        let text = temp_path("text.mp3");
+        let text = test_path("text.mp3");
         std::fs::write(&text, "this is not audio\n".repeat(100)).unwrap();
         let error = decode_all(&text).unwrap_err();
         assert!(error.contains("not a supported audio file"), "{error}");
-        let missing = temp_path("missing.flac");
+        let missing = test_path("missing.flac");
         assert_eq!(decode_all(&missing).unwrap_err(), "no such file");
         std::fs::remove_file(&empty).unwrap();
         std::fs::remove_file(&text).unwrap();

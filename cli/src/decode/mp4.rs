@@ -149,10 +149,6 @@ fn be_u64(bytes: &[u8], at: usize) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn temp_path(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("stemflow-mp4-{}-{name}", std::process::id()))
-    }
-
     /// An MP4 box: size, kind, payload.
     fn mp4_box(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
         let mut bytes = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
@@ -201,7 +197,7 @@ mod tests {
 
     #[test]
     fn mp4_edit_lists_give_the_priming_and_the_exact_length() {
-        let path = temp_path("edit.m4a");
+        let path = crate::decode::test_path("edit.m4a");
         // 10 s + 2112 frames of priming; the segment (10 s in 1/600 s ticks) agrees.
         std::fs::write(&path, mp4_v1(482_112, 2112, 6_000)).unwrap();
         assert_eq!(

@@ -236,13 +236,9 @@ mod tests {
         }))
     }
 
+    /// A models folder not made yet, in a fresh scratch folder.
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "stemflow-editor-download-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+        stemflow_kit::testing::scratch_dir(&format!("editor-download-{name}")).join("models")
     }
 
     /// Waits until the download thread has finished.
