@@ -24,6 +24,28 @@ pub(super) struct FamilySetup<P> {
     pub source: String,
 }
 
+impl<P> FamilySetup<P> {
+    /// What a waveform graph of this setup is: its chunks overlap-added with `windows`, and
+    /// `reference(params)` the whole-file reference it shares (`None` for HTDemucs, whose
+    /// waveform graphs chunk whole files as `apply_model`).
+    pub fn waveform_with(
+        self,
+        windows: fn(usize) -> (Vec<f64>, Vec<f64>),
+        reference: impl FnOnce(P) -> Option<Arc<dyn FamilyPipeline>>,
+    ) -> WaveformFamily {
+        WaveformFamily {
+            family: self.family,
+            stems: self.stems,
+            stem_sources: self.stem_sources,
+            layout: self.layout,
+            windows,
+            sample_rate_hz: self.sample_rate_hz,
+            params_source: self.source,
+            reference: reference(self.params),
+        }
+    }
+}
+
 impl<P: FamilyPipeline + 'static> FamilySetup<P> {
     /// The description of a (float32) graph with inputs and outputs `io`, run by this setup's
     /// pipeline.
@@ -44,15 +66,6 @@ impl<P: FamilyPipeline + 'static> FamilySetup<P> {
     /// What a waveform graph of this setup is: its chunks overlap-added with `windows`, and
     /// this setup's pipeline as its reference.
     pub fn waveform(self, windows: fn(usize) -> (Vec<f64>, Vec<f64>)) -> WaveformFamily {
-        WaveformFamily {
-            family: self.family,
-            stems: self.stems,
-            stem_sources: self.stem_sources,
-            layout: self.layout,
-            windows,
-            sample_rate_hz: self.sample_rate_hz,
-            params_source: self.source,
-            reference: Some(Arc::new(self.params)),
-        }
+        self.waveform_with(windows, |params| Some(Arc::new(params)))
     }
 }

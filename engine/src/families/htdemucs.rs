@@ -4,9 +4,11 @@
 //! waveform ([`super::waveform`]); Stemflow's CPU graph takes the spectrogram too
 //! ([`super::htdemucs_stft_outside`]).
 
-use super::description::Recognition;
+use super::description::{ModelFamily, Recognition, MODEL_SAMPLE_RATE_HZ};
+use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
 use super::overlap_add::{ChunkLayout, Lead};
+use super::stem_sources::stem_sources_by_name;
 use crate::model_error::ModelError;
 
 /// Demucs' source order.
@@ -16,6 +18,31 @@ pub(super) const DEMUCS_SOURCES: [&str; 6] =
 /// Metadata key of the stem names (comma-separated, in output order), as Stemflow's
 /// converters write it.
 pub(super) const STEMS_METADATA_KEY: &str = "stemflow.stems";
+
+/// What an HTDemucs graph of `num_stems` outputs and `chunk_frames`-frame chunks is, run by a
+/// pipeline of `params`: its stems ([`demucs_stems`]), `apply_model`'s chunks
+/// ([`demucs_layout`]), and the sidecar's source or demucs' defaults.
+pub(super) fn demucs_setup<P>(
+    recognition: &Recognition<'_>,
+    params: P,
+    num_stems: usize,
+    chunk_frames: usize,
+) -> Result<FamilySetup<P>, ModelError> {
+    let stems = demucs_stems(recognition, num_stems)?;
+    Ok(FamilySetup {
+        family: ModelFamily::HtDemucs,
+        params,
+        stem_sources: stem_sources_by_name(&stems, 1.0),
+        stems,
+        layout: demucs_layout(recognition, chunk_frames)?,
+        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
+        source: recognition
+            .sidecar
+            .as_ref()
+            .and_then(|p| p.source.clone())
+            .unwrap_or_else(|| "demucs defaults".into()),
+    })
+}
 
 /// The stems of an HTDemucs graph with `num_stems` outputs: its [`STEMS_METADATA_KEY`]
 /// metadata, else demucs' sources for 4 or 6.

@@ -10,12 +10,11 @@
 //! family's ([`super::htdemucs`]): `apply_model`'s.
 
 use super::description::{
-    is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription, ModelFamily,
-    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription, Recognition,
+    MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
 };
 use super::file_edges::FileEdges;
-use super::htdemucs::{demucs_layout, demucs_stems, windows, DemucsEdges};
-use super::stem_sources::stem_sources_by_name;
+use super::htdemucs::{demucs_setup, windows, DemucsEdges};
 use super::stft::{Complex64, Stft};
 use crate::model_error::ModelError;
 use crate::runtime::signature::{GraphSignature, TensorSignature};
@@ -84,29 +83,15 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
             chunk_frames.div_ceil(hop_frames)
         )));
     }
-    let stems = demucs_stems(recognition, w[1] as usize)?;
-    let layout = demucs_layout(recognition, chunk_frames)?;
-    Ok(ModelDescription {
-        family: ModelFamily::HtDemucs,
-        pipeline: std::sync::Arc::new(HtDemucsStftPipeline { nfft }),
-        stem_sources: stem_sources_by_name(&stems, 1.0),
-        stems,
-        layout,
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        io: GraphIo {
-            inputs: vec![
-                (MIX.to_owned(), vec![1, 2, chunk_frames]),
-                (SPEC.to_owned(), vec![1, 4, bins, frames]),
-            ],
-            outputs: vec![WAVE_STEMS.to_owned(), SPEC_STEMS.to_owned()],
-        },
-        params_source: recognition
-            .sidecar
-            .as_ref()
-            .and_then(|p| p.source.clone())
-            .unwrap_or_else(|| "demucs defaults".into()),
-        is_float16: false,
-    })
+    let pipeline = HtDemucsStftPipeline { nfft };
+    let setup = demucs_setup(recognition, pipeline, w[1] as usize, chunk_frames)?;
+    Ok(setup.describe(GraphIo {
+        inputs: vec![
+            (MIX.to_owned(), vec![1, 2, chunk_frames]),
+            (SPEC.to_owned(), vec![1, 4, bins, frames]),
+        ],
+        outputs: vec![WAVE_STEMS.to_owned(), SPEC_STEMS.to_owned()],
+    }))
 }
 
 /// The STFT size is all there is to configure around the graph.

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
-    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MODEL_SAMPLE_RATE_HZ,
+    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS,
 };
 use super::file_edges::FileEdges;
-use super::htdemucs::{demucs_layout, demucs_stems, DemucsEdges};
-use super::stem_sources::{stem_sources_by_name, ReferenceSources};
+use super::htdemucs::{demucs_setup, DemucsEdges};
+use super::stem_sources::ReferenceSources;
 use super::waveform_family::WaveformFamily;
 use crate::model_error::ModelError;
 use crate::runtime::device_id::DeviceId;
@@ -92,21 +92,8 @@ fn htdemucs_family(
     chunk_frames: usize,
     num_stems: usize,
 ) -> Result<WaveformFamily, ModelError> {
-    let stems = demucs_stems(recognition, num_stems)?;
-    Ok(WaveformFamily {
-        family: ModelFamily::HtDemucs,
-        stem_sources: stem_sources_by_name(&stems, 1.0),
-        stems,
-        layout: demucs_layout(recognition, chunk_frames)?,
-        windows: super::htdemucs::windows,
-        sample_rate_hz: MODEL_SAMPLE_RATE_HZ,
-        reference: None,
-        params_source: recognition
-            .sidecar
-            .as_ref()
-            .and_then(|p| p.source.clone())
-            .unwrap_or_else(|| "demucs defaults".into()),
-    })
+    let setup = demucs_setup(recognition, (), num_stems, chunk_frames)?;
+    Ok(setup.waveform_with(super::htdemucs::windows, |()| None))
 }
 
 /// The family's overlap-add weights, and whether the graph takes a batch.
