@@ -9,6 +9,7 @@ use stemflow_engine::runtime::{DeviceChoice, DeviceId};
 use stemflow_engine::{
     EngineError, ExtraStems, OfflineStream, SeparatorChoice, StemFrames, StereoInput, NUM_STEMS,
 };
+use stemflow_kit::testing::XorShift64;
 
 pub fn stemflow(args: &[&str], ort_lib: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stemflow"));
@@ -184,8 +185,8 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-use stemflow_kit::testing::XorShift64;
-/// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them.
+/// The generated test fixtures (`STEMFLOW_FIXTURES_DIR`), as every test crate finds them, and
+/// the WAV files every test crate writes and reads.
 #[allow(unused_imports)]
 pub use stemflow_kit::testing::{fixtures_dir, read_wav, write_wav};
 
