@@ -1,6 +1,7 @@
 //! `stemflow`: the command-line tool over Stemflow's engine. One file per subcommand:
 //! `separate/` (with its arguments, the per-file run and the model kept across files),
-//! `models.rs`, `devices.rs`, `bench.rs`, `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
+//! `models.rs`, `devices.rs`, `bench/` (speed, memory, instances, the look-ahead curve),
+//! `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
 //! audio files; `progress.rs` and `memory.rs` report; `engine_log.rs` prints the engine's
 //! warnings.
 //!
@@ -8,7 +9,6 @@
 //! device, an unwritable folder), 2 a usage error.
 
 mod bench;
-mod bench_instances;
 mod decode;
 mod demo;
 mod devices;
@@ -17,10 +17,7 @@ mod encode;
 mod engine_log;
 mod error;
 mod eval;
-mod hop_timing;
 mod interrupt;
-mod loaded_model;
-mod look_ahead_curve;
 mod memory;
 mod model_folders;
 mod model_spec;
@@ -36,7 +33,6 @@ mod progress;
 mod quantize;
 mod separate;
 mod values;
-mod variant_comparison;
 
 use std::process::ExitCode;
 

@@ -1,11 +1,13 @@
-//! [`ModelSpec`]: what `--model` names — one separator (`builtin`, a model file or name, a
-//! route) or, with `a+b` and `--ensemble`, an ensemble of several ([`EnsembleArgs`]).
+//! What `--model` names — one separator (`builtin`, a model file or name, a route) or, with
+//! `a+b` and `--ensemble`, an ensemble of several ([`EnsembleArgs`]) — resolved into the
+//! engine's [`ModelSpec`].
 
 use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_engine::ensemble::{EnsembleAlgorithm, EnsembleMethod, EnsembleSpec};
 use stemflow_engine::SeparatorChoice;
+pub use stemflow_engine::ModelSpec;
 
 use crate::error::CliError;
 
@@ -22,67 +24,47 @@ pub struct EnsembleArgs {
     pub weights: Option<Vec<f64>>,
 }
 
-/// One separator or an ensemble of several.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ModelSpec {
-    /// One separator (a route is one too).
-    One(SeparatorChoice),
-    /// Several, their stems combined.
-    Ensemble(EnsembleSpec),
-}
-
-impl ModelSpec {
-    /// Resolves `model` in `models_dirs`: a separator, or `a+b+…` (a name that is not a file
-    /// of its own) as an ensemble by `ensemble`'s algorithm and weights. An unknown model is
-    /// [`CliError::Failed`]; an algorithm, weights or `--ensemble` that do not fit is
-    /// [`CliError::Usage`].
-    pub fn resolve(
-        model: &str,
-        ensemble: &EnsembleArgs,
-        models_dirs: &[PathBuf],
-    ) -> Result<Self, CliError> {
-        let whole = SeparatorChoice::resolve(model, models_dirs);
-        let parts: Vec<&str> = model.split('+').map(str::trim).collect();
-        if parts.len() == 1 || whole.is_ok() {
-            if ensemble.ensemble.is_some() || ensemble.weights.is_some() {
-                return Err(CliError::Usage(format!(
-                    "--ensemble and --weights combine several models: name them as --model {model}+OTHER"
-                )));
-            }
-            return whole
-                .map(ModelSpec::One)
-                .map_err(|e| CliError::Failed(e.to_string()));
+/// Resolves `model` in `models_dirs`: a separator, or `a+b+…` (a name that is not a file of
+/// its own) as an ensemble by `ensemble`'s algorithm and weights. An unknown model is
+/// [`CliError::Failed`]; an algorithm, weights or `--ensemble` that do not fit is
+/// [`CliError::Usage`].
+pub fn resolve(
+    model: &str,
+    ensemble: &EnsembleArgs,
+    models_dirs: &[PathBuf],
+) -> Result<ModelSpec, CliError> {
+    let whole = SeparatorChoice::resolve(model, models_dirs);
+    let parts: Vec<&str> = model.split('+').map(str::trim).collect();
+    if parts.len() == 1 || whole.is_ok() {
+        if ensemble.ensemble.is_some() || ensemble.weights.is_some() {
+            return Err(CliError::Usage(format!(
+                "--ensemble and --weights combine several models: name them as --model {model}+OTHER"
+            )));
         }
-        let members = parts
-            .iter()
-            .map(|part| {
-                SeparatorChoice::resolve(part, models_dirs)
-                    .map_err(|e| CliError::Failed(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let algorithm = match &ensemble.ensemble {
-            None => EnsembleAlgorithm::AvgWave,
-            Some(name) => EnsembleAlgorithm::from_name(name).ok_or_else(|| {
-                let names: Vec<&str> = EnsembleAlgorithm::ALL.iter().map(|a| a.name()).collect();
-                CliError::Usage(format!(
-                    "unknown --ensemble `{name}`: use {} or average",
-                    names.join(", ")
-                ))
-            })?,
-        };
-        let method = EnsembleMethod::new(algorithm, members.len(), ensemble.weights.clone())
-            .map_err(CliError::Usage)?;
-        Ok(ModelSpec::Ensemble(EnsembleSpec::new(members, method)))
+        return whole
+            .map(ModelSpec::One)
+            .map_err(|e| CliError::Failed(e.to_string()));
     }
-
-    /// What tables and messages call it: the model's label, or the ensemble's
-    /// (`a + b (max_fft)`).
-    pub fn label(&self) -> String {
-        match self {
-            ModelSpec::One(choice) => choice.label(),
-            ModelSpec::Ensemble(spec) => spec.label(),
-        }
-    }
+    let members = parts
+        .iter()
+        .map(|part| {
+            SeparatorChoice::resolve(part, models_dirs)
+                .map_err(|e| CliError::Failed(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let algorithm = match &ensemble.ensemble {
+        None => EnsembleAlgorithm::AvgWave,
+        Some(name) => EnsembleAlgorithm::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = EnsembleAlgorithm::ALL.iter().map(|a| a.name()).collect();
+            CliError::Usage(format!(
+                "unknown --ensemble `{name}`: use {} or average",
+                names.join(", ")
+            ))
+        })?,
+    };
+    let method = EnsembleMethod::new(algorithm, members.len(), ensemble.weights.clone())
+        .map_err(CliError::Usage)?;
+    Ok(ModelSpec::Ensemble(EnsembleSpec::new(members, method)))
 }
 
 #[cfg(test)]
@@ -109,15 +91,15 @@ mod tests {
     fn plus_makes_an_ensemble_unless_a_model_has_that_name() {
         let dir = folder("plus");
         let dirs = [dir.clone()];
-        let spec = ModelSpec::resolve("alpha + beta", &args(Some("Max Spec"), None), &dirs);
+        let spec = resolve("alpha + beta", &args(Some("Max Spec"), None), &dirs);
         let ModelSpec::Ensemble(spec) = spec.unwrap() else {
             panic!("not an ensemble")
         };
         assert_eq!(spec.label(), "alpha + beta (max_spec)");
-        let default = ModelSpec::resolve("alpha+beta+builtin", &args(None, None), &dirs).unwrap();
+        let default = resolve("alpha+beta+builtin", &args(None, None), &dirs).unwrap();
         assert_eq!(default.label(), "alpha + beta + builtin (avg_wave)");
         assert_eq!(
-            ModelSpec::resolve("a+b", &args(None, None), &dirs).unwrap(),
+            resolve("a+b", &args(None, None), &dirs).unwrap(),
             ModelSpec::One(SeparatorChoice::Model(dir.join("a+b.onnx")))
         );
         std::fs::remove_dir_all(&dir).unwrap();
@@ -128,7 +110,7 @@ mod tests {
         let dir = folder("mistakes");
         let dirs = [dir.clone()];
         let usage =
-            |model: &str, ensemble: EnsembleArgs| match ModelSpec::resolve(model, &ensemble, &dirs)
+            |model: &str, ensemble: EnsembleArgs| match resolve(model, &ensemble, &dirs)
             {
                 Err(CliError::Usage(message)) => message,
                 other => panic!("{model}: {other:?}"),
@@ -140,7 +122,7 @@ mod tests {
                 .contains("takes no weights")
         );
         assert!(usage("alpha+beta", args(None, Some(vec![1.0]))).contains("1 weights for 2"));
-        match ModelSpec::resolve("alpha+gamma", &args(None, None), &dirs) {
+        match resolve("alpha+gamma", &args(None, None), &dirs) {
             Err(CliError::Failed(message)) => assert!(message.contains("gamma"), "{message}"),
             other => panic!("{other:?}"),
         }

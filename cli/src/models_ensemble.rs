@@ -36,7 +36,7 @@ pub fn run(args: &EnsembleRouteArgs) -> Result<(), CliError> {
         )));
     }
     let ModelSpec::Ensemble(spec) =
-        ModelSpec::resolve(&args.model, &args.ensemble, &args.install.search_dirs())?
+        crate::model_spec::resolve(&args.model, &args.ensemble, &args.install.search_dirs())?
     else {
         return Err(CliError::Usage(format!(
             "an ensemble combines several models: --model {}+OTHER",

@@ -1,6 +1,7 @@
-//! `stemflow separate --model a+b --ensemble ALG` (the whole file, as MSST's `ensemble.py`
-//! combines the members' files) and `stemflow models ensemble` (a route the plugin runs as a
-//! stream): how they relate, and their mistakes.
+//! `stemflow separate --model a+b --ensemble ALG` (every member a whole file, combined as MSST's
+//! `ensemble.py` combines the members' files) and `stemflow models ensemble` (a route: the same
+//! whole-file ensemble in `stemflow separate`, a stream in the plugin): how they relate, and
+//! their mistakes.
 
 mod common;
 
@@ -42,7 +43,7 @@ fn largest_difference(a: &[Vec<f32>], b: &[Vec<f32>], frames: std::ops::Range<us
 }
 
 #[test]
-fn an_ensemble_route_streams_what_the_whole_file_ensemble_writes_but_its_last_frames() {
+fn an_ensemble_route_is_the_whole_file_ensemble_and_streams_it_but_its_last_frames() {
     let dir = scratch_dir("ensemble");
     let input = dir.join("song.wav");
     let frames = 100_000;
@@ -79,6 +80,18 @@ fn an_ensemble_route_streams_what_the_whole_file_ensemble_writes_but_its_last_fr
         &dir.join("route"),
         &["--model", "twice", "--models-dir", path_str(&models)],
     );
+    let streamed_route = separate(
+        &input,
+        &dir.join("streamed"),
+        &[
+            "--model",
+            "twice",
+            "--models-dir",
+            path_str(&models),
+            "--mode",
+            "stream",
+        ],
+    );
     let stems: Vec<_> = whole
         .iter()
         .map(|s| (read_wav(&dir.join("alone/song/vocals.wav")).0, s.clone()))
@@ -89,11 +102,14 @@ fn an_ensemble_route_streams_what_the_whole_file_ensemble_writes_but_its_last_fr
         // the stem back.
         let back = largest_difference(&whole[index], &alone[index], 0..frames);
         assert!(back < 1e-5, "{stem}: {back}");
+        // The route file's ensemble is the same whole-file ensemble, to the last sample.
+        let as_route = largest_difference(&route[index], &whole[index], 0..frames);
+        assert!(as_route < 1e-6, "{stem}: {as_route}");
         // The plugin's stream equals the whole file but for the frames whose last STFT frames
         // reach past the end (2048 samples).
-        let streamed = largest_difference(&route[index], &whole[index], 0..frames - 2048);
+        let streamed = largest_difference(&streamed_route[index], &whole[index], 0..frames - 2048);
         assert!(streamed < 1e-6, "{stem}: {streamed}");
-        let end = largest_difference(&route[index], &whole[index], frames - 2048..frames);
+        let end = largest_difference(&streamed_route[index], &whole[index], frames - 2048..frames);
         println!("{stem}: the stream's last 2048 samples differ by up to {end:.1e}");
     }
     std::fs::remove_dir_all(&dir).unwrap();

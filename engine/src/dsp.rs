@@ -8,20 +8,8 @@ pub fn gcd(mut a: usize, mut b: usize) -> usize {
     a
 }
 
-/// Replaces NaN and ±Inf with silence and flushes subnormals to zero.
-///
-/// Realtime-safe.
-#[inline]
-pub fn sanitize_sample(sample: f32) -> f32 {
-    // `is_normal()` is false for zero, subnormals, infinities and NaN: all become 0.0.
-    if sample.is_normal() {
-        sample
-    } else {
-        0.0
-    }
-}
-
-/// Copies `source` into `dest` (as far as both reach), sanitized: see [`sanitize_sample`].
+/// Copies `source` into `dest` (as far as both reach), sanitized: NaN and ±Inf become silence
+/// and subnormals zero.
 /// Returns how many samples were not finite. Works on the samples' bits (exponent all zeros:
 /// zero or subnormal; all ones: ±Inf or NaN) with one plain counter, which the compiler turns
 /// into vector lanes itself. Realtime-safe.

@@ -48,6 +48,7 @@ pub mod hybrid;
 mod interleave;
 mod look_ahead;
 mod model_error;
+mod model_spec;
 mod models;
 mod offline;
 mod opening;
@@ -75,6 +76,7 @@ pub use error::{validate_sample_rate, EngineError, MAX_SAMPLE_RATE_HZ, MIN_SAMPL
 pub use families::ModelFamily;
 pub use look_ahead::{LookAhead, LOOK_AHEAD_CHOICES};
 pub use model_error::ModelError;
+pub use model_spec::ModelSpec;
 pub use models::{find_by_sha256, inspect_model, scan_models, ModelInfo};
 pub use offline::{OfflineStream, SeparatedStems, StemFrames};
 pub use passthrough::PassthroughSeparator;

@@ -75,9 +75,9 @@ enum FramesSource<'a> {
     Stems(&'a [[Vec<f32>; 2]; NUM_STEMS]),
 }
 
-/// The stems of a run of consecutive input frames, handed out by [`OfflineStream`] (or
-/// [`crate::ensemble::EnsembleOfflineStream`], [`crate::whole_file::WholeFileStream`]). Borrows the stream's block buffers: copy or
-/// write them out before the next call.
+/// The stems of a run of consecutive input frames, handed out by
+/// [`crate::whole_file::WholeFileStream`] (and the [`OfflineStream`] it may run). Borrows the
+/// stream's block buffers: copy or write them out before the next call.
 pub struct StemFrames<'a> {
     source: FramesSource<'a>,
     /// First frame of the handle's last block that belongs to the output (the rest of the

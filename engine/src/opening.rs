@@ -10,6 +10,7 @@ use crate::families::ModelSeparator;
 use crate::hybrid::{is_route_file, RouteFile, RoutedSeparator, StageSeparator};
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
+use crate::model_spec::ModelSpec;
 use crate::runtime::devices::DeviceChoice;
 use crate::separator::Separator;
 use crate::stem::Stem;
@@ -69,6 +70,21 @@ pub fn build_route(
         model: route.name.clone(),
         message,
     })
+}
+
+impl ModelSpec {
+    /// Builds the separator (an ensemble's members combined) on `device` with `look_ahead`,
+    /// as the plugin runs it. Not realtime-safe: loads models.
+    pub fn build_with(
+        &self,
+        device: DeviceChoice,
+        look_ahead: LookAhead,
+    ) -> Result<Box<dyn Separator>, ModelError> {
+        match self {
+            ModelSpec::One(choice) => choice.build_with(device, look_ahead),
+            ModelSpec::Ensemble(spec) => Ok(Box::new(spec.build_with(device, look_ahead)?)),
+        }
+    }
 }
 
 impl EnsembleSpec {

@@ -593,7 +593,7 @@ fn whole_file_separator(choice: SeparatorChoice, other: OtherStem) -> WholeFileS
         extra_stems: ExtraStems::Separate,
         ..WholeFileOptions::default()
     };
-    WholeFileSeparator::load(&choice, &options).unwrap()
+    WholeFileSeparator::load(&choice.into(), &options).unwrap()
 }
 
 /// `input` through `separator` as a file pushed in blocks of `block_frames`, checking that the
@@ -696,7 +696,7 @@ fn the_models_own_other_makes_every_stem_the_references() {
         ..WholeFileOptions::default()
     };
     let model = SeparatorChoice::Model(fixtures_dir().join("htdemucs_test.onnx"));
-    let error = WholeFileSeparator::load(&model, &options)
+    let error = WholeFileSeparator::load(&model.into(), &options)
         .err()
         .unwrap()
         .to_string();
@@ -762,7 +762,7 @@ fn batches_resampling_and_routes_in_whole_files() {
         batch_chunks: Some(3),
         ..WholeFileOptions::default()
     };
-    let batched = WholeFileSeparator::load(&choice, &options)
+    let batched = WholeFileSeparator::load(&choice.clone().into(), &options)
         .unwrap()
         .separate(&case.input, 44_100, |_| {})
         .unwrap();

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use stemflow_engine::whole_file::WholeFileSeparator;
 use stemflow_engine::{EngineError, Stem, StemFrames, StereoInput};
 use stemflow_kit::bsseval::TrackScores;
 
@@ -10,7 +11,6 @@ use super::dataset::TrackFolder;
 use super::targets::{estimate_targets, extra_stems_for, model_targets, Estimate, Target};
 use super::track::{Pairing, Reader};
 use crate::decode::AudioDecoder;
-use crate::loaded_model::LoadedModel;
 use crate::progress::{Progress, ProgressMode};
 
 /// Why a track could not be evaluated (or the run was stopped).
@@ -54,9 +54,9 @@ pub enum EstimateSource<'a> {
     /// The model, built on the first track and kept for the next.
     Model {
         /// The built model, between tracks.
-        slot: &'a mut Option<LoadedModel>,
+        slot: &'a mut Option<WholeFileSeparator>,
         /// Builds it.
-        load: &'a dyn Fn() -> Result<LoadedModel, String>,
+        load: &'a dyn Fn() -> Result<WholeFileSeparator, String>,
     },
     /// Files written before, `DIR/[SUBSET/]TRACK/NAME.wav`.
     Files(&'a Path),
@@ -77,9 +77,9 @@ pub fn evaluate_track(
                 None => load().map_err(TrackError::Fatal)?,
             };
             let scored = with_model(track, &mut model, progress, label);
-            // The loaded model serves the next track (an ensemble whose worker died is loaded
-            // again).
-            *slot = model.is_usable().then_some(model);
+            // The loaded model serves the next track (a stream whose worker died builds its
+            // separator again).
+            *slot = Some(model);
             scored?
         }
         EstimateSource::Files(dir) => with_files(track, dir)?,
@@ -98,7 +98,7 @@ type Scored = (Vec<String>, TrackScores, u64, u32);
 /// Separates `track`'s mixture with `model` and scores it.
 fn with_model(
     track: &TrackFolder,
-    model: &mut LoadedModel,
+    model: &mut WholeFileSeparator,
     progress_mode: ProgressMode,
     label: &str,
 ) -> Result<Scored, TrackError> {
@@ -109,7 +109,8 @@ fn with_model(
     let extra_stems = extra_stems_for(track);
     let targets = model_targets(track, |stem| model.delivers_stem(stem), extra_stems);
     let mut pairing = Pairing::open(track, &targets, rate)?;
-    let mut stream = model.open(rate, extra_stems)?;
+    model.set_extra_stems(extra_stems);
+    let mut stream = model.stream(rate)?;
     let mut progress = Progress::start(progress_mode, label, decoder.info().num_frames, rate);
     let mut sink = |frames: StemFrames<'_>| -> Result<(), TrackError> {
         for (index, target) in targets.iter().enumerate() {

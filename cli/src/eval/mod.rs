@@ -18,13 +18,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::whole_file::WholeFileOptions;
+use stemflow_engine::whole_file::{WholeFileOptions, WholeFileSeparator};
 use stemflow_engine::LookAhead;
 
 use crate::error::CliError;
-use crate::loaded_model::LoadedModel;
 use crate::model_folders::SearchFolders;
-use crate::model_spec::{EnsembleArgs, ModelSpec};
+use crate::model_spec::EnsembleArgs;
 use crate::progress::ProgressMode;
 use crate::separate::args::{mode_selection, ModeArg};
 use dataset::{find_tracks, Subset};
@@ -105,7 +104,7 @@ pub fn run(args: EvalArgs) -> Result<(), CliError> {
     }
     let model = match &args.estimates {
         Some(_) => None,
-        None => Some(ModelSpec::resolve(
+        None => Some(crate::model_spec::resolve(
             args.model.as_deref().unwrap_or("builtin"),
             &args.ensemble,
             &args.models_dirs.dirs(),
@@ -135,10 +134,10 @@ pub fn run(args: EvalArgs) -> Result<(), CliError> {
         mode,
         ..WholeFileOptions::default()
     };
-    let mut slot: Option<LoadedModel> = None;
-    let load = || -> Result<LoadedModel, String> {
+    let mut slot: Option<WholeFileSeparator> = None;
+    let load = || -> Result<WholeFileSeparator, String> {
         let spec = model.as_ref().expect("a model");
-        LoadedModel::load(spec, &file_options).map_err(|e| e.to_string())
+        WholeFileSeparator::load(spec, &file_options).map_err(|e| e.to_string())
     };
     let mut results: Vec<TrackResult> = Vec::new();
     let mut failed: Vec<(String, String)> = Vec::new();

@@ -265,7 +265,7 @@ impl SeparateArgs {
             .model
             .or(self.separator)
             .unwrap_or_else(|| "builtin".into());
-        let model = ModelSpec::resolve(&model, &self.ensemble, &self.models_dirs.dirs())?;
+        let model = crate::model_spec::resolve(&model, &self.ensemble, &self.models_dirs.dirs())?;
         let device = self
             .device
             .parse::<DeviceChoice>()

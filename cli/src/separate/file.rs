@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use stemflow_engine::whole_file::{WholeFileSeparator, WholeFileStream};
 use stemflow_engine::{StemFrames, StereoInput};
 
 use super::decode_ahead::{DecodeAhead, PendingDecode};
@@ -12,7 +13,6 @@ use super::options::{Failure, SeparateOptions, Separated};
 use super::stem_files::StemFiles;
 use crate::decode::{io_reason, SourceInfo};
 use crate::encode::BitDepth;
-use crate::loaded_model::{LoadedModel, ModelStream};
 use crate::progress::{clock, Progress};
 
 /// Separates `pending` into `folder` with `separator`, which it hands back for the next input
@@ -22,35 +22,36 @@ pub(super) fn separate_file(
     pending: PendingDecode,
     folder: &Path,
     options: &SeparateOptions,
-    mut separator: LoadedModel,
+    mut separator: WholeFileSeparator,
     on_latency: &mut dyn FnMut(f64),
-) -> (Result<Separated, Failure>, Option<LoadedModel>) {
+) -> (Result<Separated, Failure>, WholeFileSeparator) {
     let input = pending.path().to_path_buf();
     let decoder = match pending.open().map_err(Failure::Input).and_then(|decoder| {
         stemflow_engine::validate_sample_rate(decoder.info().sample_rate_hz as f32)?;
         Ok(decoder)
     }) {
         Ok(decoder) => decoder,
-        Err(failure) => return (Err(failure), Some(separator)),
+        Err(failure) => return (Err(failure), separator),
     };
     let sample_rate_hz = decoder.info().sample_rate_hz;
+    separator.set_extra_stems(options.extra_stems);
     let result = separator
-        .open(sample_rate_hz, options.extra_stems)
+        .stream(sample_rate_hz)
         .map_err(Failure::from)
         .and_then(|stream| {
             on_latency(stream.latency_samples() as f64 / f64::from(sample_rate_hz));
             separate_stream(&input, decoder, stream, folder, options)
         });
-    // Finished or dropped, the stream left the loaded model to the next input (an ensemble
-    // whose worker died is loaded again).
-    (result, separator.is_usable().then_some(separator))
+    // Finished or dropped, the stream left the loaded models to the next input (a stream's
+    // separator whose worker died is built again).
+    (result, separator)
 }
 
 /// Runs the decoded input through `stream` into new stem files in `folder`.
 fn separate_stream(
     input: &Path,
     mut decoder: DecodeAhead,
-    mut stream: ModelStream<'_>,
+    mut stream: WholeFileStream<'_>,
     folder: &Path,
     options: &SeparateOptions,
 ) -> Result<Separated, Failure> {
@@ -97,7 +98,7 @@ fn separate_stream(
         }
         Ok(())
     })();
-    let num_non_finite = stream.non_finite_input_samples();
+    let num_non_finite = stream.stats().non_finite_input_samples;
     let result = result.and_then(|()| stream.finish(&mut write));
     if let Err(failure) = result {
         progress.abandon();

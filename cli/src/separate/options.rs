@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions};
+use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator};
 use stemflow_engine::{EngineError, LookAhead, Stem};
 
 use super::manifest::Shard;
 use crate::encode::{BitDepth, OutputFormat};
-use crate::loaded_model::LoadedModel;
 use crate::model_spec::ModelSpec;
 use crate::progress::ProgressMode;
 
@@ -69,7 +68,7 @@ impl SeparateOptions {
     /// These options with the stems `model` delivers: the named stems, each of which it
     /// must deliver (the error says what it delivers), or those of the default set it
     /// delivers. `Other` is always delivered.
-    pub fn for_model(&self, model: &LoadedModel) -> Result<Self, String> {
+    pub fn for_model(&self, model: &WholeFileSeparator) -> Result<Self, String> {
         let delivered: Vec<Stem> = self
             .stems
             .iter()

@@ -3,15 +3,15 @@
 //! per file.
 
 use stemflow_engine::runtime::{DeviceChoice, DeviceId};
+use stemflow_engine::whole_file::WholeFileSeparator;
 use stemflow_engine::LookAhead;
 
 use super::options::{Failure, SeparateOptions};
-use crate::loaded_model::LoadedModel;
 
 /// Holds the separator between inputs.
 pub(super) struct SeparatorSlot<'a> {
     options: &'a SeparateOptions,
-    separator: Option<LoadedModel>,
+    separator: Option<WholeFileSeparator>,
     has_reported: bool,
     /// A shortened look-ahead's cost, said once the first stream tells its latency:
     /// (how many times as often the model runs, the measured real-time factor).
@@ -30,12 +30,12 @@ impl<'a> SeparatorSlot<'a> {
 
     /// The separator for the next input: the one the last input gave back, or a new one. A
     /// failure to build it would repeat for every input, so it is fatal.
-    pub fn take(&mut self) -> Result<LoadedModel, Failure> {
+    pub fn take(&mut self) -> Result<WholeFileSeparator, Failure> {
         if let Some(separator) = self.separator.take() {
             return Ok(separator);
         }
         let options = self.options;
-        let separator = LoadedModel::load(&options.model, &options.file_options())
+        let separator = WholeFileSeparator::load(&options.model, &options.file_options())
             .map_err(|e| Failure::Fatal(e.to_string()))?;
         let is_first = !self.has_reported;
         self.has_reported = true;
@@ -52,7 +52,7 @@ impl<'a> SeparatorSlot<'a> {
                         crate::output::say_err!("stemflow: warning: {reason}");
                     }
                 }
-                if is_first && separator.is_float16() && active.actual == DeviceId::CPU {
+                if is_first && separator.info().is_float16() && active.actual == DeviceId::CPU {
                     crate::output::say_err!(
                         "stemflow: warning: {} is a float16 model, made for GPUs: on the CPU it runs slower than its float32 original",
                         separator.name()
@@ -67,8 +67,8 @@ impl<'a> SeparatorSlot<'a> {
                     );
                     if options.look_ahead != LookAhead::Full {
                         self.look_ahead_cost = Some((
-                            separator.compute_factor(),
-                            separator.predicted_real_time_factor(),
+                            separator.info().compute_factor(),
+                            separator.info().predicted_real_time_factor(),
                         ));
                     }
                 }
@@ -119,13 +119,12 @@ impl<'a> SeparatorSlot<'a> {
     pub fn resolve_stems(&mut self) -> Result<SeparateOptions, Failure> {
         let separator = self.take()?;
         let resolved = self.options.for_model(&separator);
-        self.put_back(Some(separator));
+        self.put_back(separator);
         resolved.map_err(Failure::Fatal)
     }
 
-    /// Keeps the separator an input is done with (reset) for the next one; `None` (its worker
-    /// died) means the next input builds a new one.
-    pub fn put_back(&mut self, separator: Option<LoadedModel>) {
-        self.separator = separator;
+    /// Keeps the separator an input is done with (reset) for the next one.
+    pub fn put_back(&mut self, separator: WholeFileSeparator) {
+        self.separator = Some(separator);
     }
 }

@@ -239,7 +239,7 @@ pub fn separate_whole_file(
         extra_stems,
         ..WholeFileOptions::default()
     };
-    WholeFileSeparator::load(&SeparatorChoice::Model(model.to_path_buf()), &options)
+    WholeFileSeparator::load(&SeparatorChoice::Model(model.to_path_buf()).into(), &options)
         .unwrap()
         .separate(input, 44_100, |_| {})
         .unwrap()

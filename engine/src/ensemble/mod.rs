@@ -15,24 +15,26 @@
 //!   2048 samples a sample waits for both of its STFT frames. A stream cannot know where the
 //!   file ends: its spectral combination equals the whole file's except over the last 2048
 //!   samples (46 ms at 44.1 kHz), whose last frames see the members' stems of what follows.
-//! - [`EnsembleOfflineStream`]: a whole file through every member (each as `stemflow separate`
-//!   would run it alone) and their stems combined at the file's rate to its last sample, as MSST
-//!   combines the members' files — what `stemflow separate --model a+b --ensemble` writes.
+//! - `StemCombination` (`stem_combination.rs`): which members make each stem and how, written
+//!   once for the plugin's separator and for whole files, where every member runs as a whole
+//!   file of its own and their stems are combined to the file's last sample, as MSST combines
+//!   the members' files ([`crate::whole_file`], what `stemflow separate --model a+b --ensemble`
+//!   writes).
 //! - [`EnsembleSpec`]: which separators and how, as a route file or `--model a+b --ensemble`
 //!   says it.
 
 mod channel_combiner;
 pub(crate) mod method;
-mod offline_stream;
 mod reduce;
 mod separator;
 pub(crate) mod spec;
+mod stem_combination;
 
 pub use channel_combiner::{delay_samples_of, ChannelCombiner, SPECTRAL_DELAY_SAMPLES};
 pub use method::{EnsembleAlgorithm, EnsembleMethod};
-pub use offline_stream::EnsembleOfflineStream;
 pub use separator::EnsembleSeparator;
 pub use spec::EnsembleSpec;
+pub(crate) use stem_combination::StemCombination;
 
 /// MSST's `average_waveforms` (or UVR's ensemble) of one channel of a whole file: the members'
 /// samples (all as long) combined by `method` (one weight per member), as long as they are.

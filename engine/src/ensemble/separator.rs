@@ -1,16 +1,13 @@
 //! [`EnsembleSeparator`]: several separators on the same input, their stems combined stem by
 //! stem (see the module docs of [`crate::ensemble`]).
 
-use super::channel_combiner::{delay_samples_of, ChannelCombiner};
 use super::method::EnsembleMethod;
+use super::stem_combination::StemCombination;
 use crate::hybrid::{
     combined_info, combined_result, combined_separator_methods, PlanarDelay, StageRunner,
 };
 use crate::planar::PlanarBlock;
-use crate::separator::{
-    stem_channel, Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS,
-};
-use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+use crate::separator::{Separator, SeparatorError, SeparatorInfo, SEPARATED_CHANNELS};
 
 /// One member: its separator and its stems of one ensemble hop, delayed to the slowest
 /// member's latency.
@@ -20,26 +17,13 @@ struct Member {
     delay: PlanarDelay,
 }
 
-/// How one separated stem is made.
-enum StemPlan {
-    /// No member delivers it.
-    Silent,
-    /// One member delivers it: its stem, delayed as the combined stems are.
-    One { member: usize, delay: PlanarDelay },
-    /// Several do: their stems combined, channel by channel.
-    Combined {
-        members: Vec<usize>,
-        channels: Box<[ChannelCombiner; 2]>,
-    },
-}
-
 /// Several separators' stems combined per stem by an [`EnsembleMethod`].
 pub struct EnsembleSeparator {
     /// Built from the members' when it is built (theirs are fixed too).
     info: SeparatorInfo,
     method: EnsembleMethod,
     members: Vec<Member>,
-    plans: Vec<StemPlan>,
+    combination: StemCombination,
     /// The slowest member's latency: the members' stems of the input's first frame come out
     /// that late, and the combiners' STFT frames start there, where a file's frames start.
     slowest_latency_frames: usize,
@@ -67,43 +51,14 @@ impl EnsembleSeparator {
         }
         let latencies: Vec<usize> = members.iter().map(|m| m.info().latency_frames()).collect();
         let slowest = latencies.iter().copied().max().unwrap_or(0);
-        let delivered = |stem: Stem| -> Vec<usize> {
-            (0..members.len())
-                .filter(|&m| members[m].info().delivers_stem(stem))
-                .collect()
-        };
-        let algorithm = method.algorithm();
-        let combine_delay = delay_samples_of(algorithm);
-        let plans: Vec<StemPlan> = Stem::ALL[..NUM_SEPARATED_STEMS]
-            .iter()
-            .map(|&stem| match delivered(stem).as_slice() {
-                [] => StemPlan::Silent,
-                [member] => StemPlan::One {
-                    member: *member,
-                    delay: PlanarDelay::new(2, combine_delay),
-                },
-                several => {
-                    let weights: Vec<f64> = several.iter().map(|&m| method.weights()[m]).collect();
-                    StemPlan::Combined {
-                        members: several.to_vec(),
-                        channels: Box::new(std::array::from_fn(|_| {
-                            ChannelCombiner::new(algorithm, &weights)
-                        })),
-                    }
-                }
-            })
-            .collect();
-        let delivered_stems: Vec<Stem> = Stem::ALL[..NUM_SEPARATED_STEMS]
-            .iter()
-            .zip(&plans)
-            .filter(|(_, plan)| !matches!(plan, StemPlan::Silent))
-            .map(|(&stem, _)| stem)
-            .collect();
+        let combination = StemCombination::new(&method, members.len(), |m, stem| {
+            members[m].info().delivers_stem(stem)
+        });
         let info = combined_info(
             name,
-            members.iter().map(|m| m.as_ref()),
-            slowest + combine_delay,
-            delivered_stems,
+            members.iter().map(|m| m.info()),
+            slowest + combination.delay_frames(),
+            combination.delivered_stems(),
         )?;
         let hop_frames = info.hop_frames();
         let members = members
@@ -119,7 +74,7 @@ impl EnsembleSeparator {
             info,
             method,
             members,
-            plans,
+            combination,
             slowest_latency_frames: slowest,
             frames_before_start: slowest,
         })
@@ -140,15 +95,7 @@ impl Separator for EnsembleSeparator {
             member.runner.separator.reset();
             member.delay.reset();
         }
-        for plan in &mut self.plans {
-            match plan {
-                StemPlan::Silent => {}
-                StemPlan::One { delay, .. } => delay.reset(),
-                StemPlan::Combined { channels, .. } => {
-                    channels.iter_mut().for_each(ChannelCombiner::reset)
-                }
-            }
-        }
+        self.combination.reset();
     }
 
     fn process_hop(
@@ -169,38 +116,17 @@ impl Separator for EnsembleSeparator {
             }
             member.delay.advance(frames);
         }
-        stems.clear();
         let members = &self.members;
         // Before the input's first frame every member's stems are silent; the combiners start
         // with it.
         let skip = self.frames_before_start.min(frames);
         self.frames_before_start -= skip;
-        for (stem_index, plan) in self.plans.iter_mut().enumerate() {
-            match plan {
-                StemPlan::Silent => {}
-                StemPlan::One { member, delay } => {
-                    for channel in 0..2 {
-                        let index = stem_channel(stem_index, channel);
-                        let out = &mut stems.channel_mut(index)[..frames];
-                        out.copy_from_slice(members[*member].stems.channel(index));
-                        delay.process(channel, out);
-                    }
-                    delay.advance(frames);
-                }
-                StemPlan::Combined {
-                    members: combined,
-                    channels,
-                } => {
-                    for (channel, combiner) in channels.iter_mut().enumerate() {
-                        let index = stem_channel(stem_index, channel);
-                        combiner.process(
-                            |i| &members[combined[i]].stems.channel(index)[skip..],
-                            &mut stems.channel_mut(index)[skip..frames],
-                        );
-                    }
-                }
-            }
-        }
+        self.combination.process(
+            |member, index| members[member].stems.channel(index),
+            skip,
+            frames,
+            stems,
+        );
         combined_result(self.info.name(), first_error)
     }
 }
@@ -209,6 +135,8 @@ impl Separator for EnsembleSeparator {
 mod tests {
     use super::*;
     use crate::ensemble::{combine_whole_file, EnsembleAlgorithm, SPECTRAL_DELAY_SAMPLES};
+    use crate::separator::stem_channel;
+    use crate::stem::Stem;
     use stemflow_kit::testing::XorShift64;
 
     /// A toy member: vocals are `gain·x + echo·x[t − 7]` and drums `−gain·x`, delivered

@@ -15,7 +15,9 @@
 //! fixed chunks), `file_edges.rs` (how a reference chunks a whole file),
 //! `look_ahead_schedule.rs` (the shorter-latency schedule of any family's chunks), `params.rs`
 //! (UVR table and sidecars), `stem_sources.rs` (model stems → Stemflow stems), `recognise.rs`
-//! (which family a graph is) and `model_separator.rs` (the streaming separator over any family).
+//! (which family a graph is), `model_core.rs` (a loaded model: description, runner, codec, device
+//! switch) and `model_separator.rs` (the streaming separator over it; `whole_file`'s `ModelRun`
+//! is the other adapter).
 //!
 //! A stream cannot know where a file ends; each reference treats a whole file's edges its own
 //! way, which `file_edges.rs` and each family's `FileEdges` describe for
@@ -36,6 +38,7 @@ pub(crate) mod htdemucs;
 pub(crate) mod htdemucs_stft_outside;
 pub(crate) mod look_ahead_schedule;
 pub(crate) mod mdx_net;
+mod model_core;
 pub(crate) mod model_separator;
 pub(crate) mod overlap_add;
 pub(crate) mod params;
@@ -50,6 +53,7 @@ mod waveform_family;
 
 pub use description::{ModelDescription, ModelFamily, MAX_CHUNK_FRAMES, MODEL_SAMPLE_RATE_HZ};
 pub use mdx_net::stft_of_model;
+pub use model_core::ModelCore;
 pub use model_separator::ModelSeparator;
 pub use params::{sidecar_candidates, uvr_table_entry};
 pub use recognise::{describe_model, describe_signature};

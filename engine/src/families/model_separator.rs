@@ -1,33 +1,25 @@
 //! [`ModelSeparator`]: a model of any family, streamed chunk by chunk through the family's
-//! codec and the overlap-add its reference uses.
+//! codec and the overlap-add its reference uses — the real-time adapter of a [`ModelCore`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::description::{ChunkCodec, ChunkRun, ModelDescription};
-use super::device_graph::{
-    graph_for_choice, load_exact, load_graph, prepare_graph, LoadedGraph, ReadyGraph,
-};
 use super::look_ahead_schedule::look_ahead_schedule;
-use super::overlap_add::{ChunkLayout, OverlapAdd, ReadyChunk};
+use super::model_core::ModelCore;
+use super::overlap_add::{OverlapAdd, ReadyChunk};
 use super::stem_sources::StemSource;
+use super::ModelDescription;
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
-use crate::runtime::device_id::DeviceId;
-use crate::runtime::device_switch::DeviceSwitch;
 use crate::runtime::devices::{ActiveDevice, DeviceChoice, DeviceEvent};
-use crate::runtime::graph_files::{graph_for, GraphChoice};
-use crate::runtime::runner::ModelRunner;
+use crate::runtime::graph_files::GraphChoice;
 use crate::runtime::session::{AcquiredSession, Precision, DEFAULT_GPU_PRECISION};
 use crate::separator::{stem_channel, Separator, SeparatorError, SeparatorInfo, SeparatorRequest};
-use crate::stem::Stem;
 use crate::stream::SCHEDULING_MARGIN_MS;
 
 /// A separator running a model of any family, streamed chunk by chunk.
 pub struct ModelSeparator {
-    runner: ModelRunner,
-    description: ModelDescription,
-    codec: Box<dyn ChunkCodec>,
+    core: ModelCore,
     overlap_add: OverlapAdd,
     /// The first chunk's overlap-add weights where they differ from the others'.
     first_window: Option<Vec<f32>>,
@@ -40,19 +32,6 @@ pub struct ModelSeparator {
     info: SeparatorInfo,
     /// Chunks run through the model so far.
     model_runs: u64,
-    /// The model as chosen: where its graphs for every device lie.
-    model_path: PathBuf,
-    /// The graph running now.
-    graph: GraphChoice,
-    /// The precision of GPU graphs.
-    precision: Precision,
-    /// The chunking of the model's reference (before a shorter look-ahead): another graph of
-    /// the model must chunk alike to take over.
-    reference_layout: ChunkLayout,
-    /// Another graph being made ready on a helper thread (a device switch across graphs).
-    graph_switch: DeviceSwitch<ReadyGraph>,
-    /// Whether a mid-run fallback of a GPU graph to the CPU was answered with the CPU graph.
-    is_fallback_answered: bool,
 }
 
 impl ModelSeparator {
@@ -71,34 +50,18 @@ impl ModelSeparator {
         Self::load_at(path, device, look_ahead, DEFAULT_GPU_PRECISION)
     }
 
-    /// [`ModelSeparator::load_with`] running GPU graphs at `precision`: the graph that runs is
-    /// the model's GPU graph of that precision on a GPU (`NAME.gpu.onnx`, `NAME.gpu-f16.onnx`,
-    /// see `runtime/graph_files.rs`), its CPU graph on the CPU. Not realtime-safe.
+    /// [`ModelSeparator::load_with`] running GPU graphs at `precision` (see
+    /// [`ModelCore::load`]). Not realtime-safe.
     pub fn load_at(
         path: &Path,
         device: DeviceChoice,
         look_ahead: LookAhead,
         precision: Precision,
     ) -> Result<Self, ModelError> {
-        let loaded = load_graph(path, device, precision)?;
-        Ok(Self::from_loaded(loaded, path, look_ahead, precision))
-    }
-
-    /// The separator of a graph `loaded` for the model `path`.
-    fn from_loaded(
-        loaded: LoadedGraph,
-        path: &Path,
-        look_ahead: LookAhead,
-        precision: Precision,
-    ) -> Self {
-        let reference_layout = loaded.description.layout;
-        let mut separator =
-            Self::with_runner(loaded.runner, loaded.description, loaded.name, look_ahead);
-        separator.model_path = path.to_path_buf();
-        separator.graph = loaded.graph;
-        separator.precision = precision;
-        separator.reference_layout = reference_layout;
-        separator
+        Ok(Self::new(
+            ModelCore::load(path, device, precision)?,
+            look_ahead,
+        ))
     }
 
     /// For tests: runs exactly `graph` of the model `path` on `device` (a GPU graph on the
@@ -110,77 +73,49 @@ impl ModelSeparator {
         graph: GraphChoice,
         device: DeviceChoice,
     ) -> Result<Self, ModelError> {
-        let loaded = load_exact(&graph, device)?;
-        Ok(Self::from_loaded(
-            loaded,
-            path,
+        Ok(Self::new(
+            ModelCore::load_exactly(path, graph, device)?,
             LookAhead::Full,
-            DEFAULT_GPU_PRECISION,
         ))
     }
 
-    fn with_runner(
-        runner: ModelRunner,
-        mut description: ModelDescription,
-        name: String,
-        look_ahead: LookAhead,
-    ) -> Self {
-        let reference_layout = description.layout;
-        let num_outputs = description.stems.len();
-        let chunk = description.layout.chunk_frames;
-        let (mut first_window, mut window) = description.pipeline.windows(chunk);
+    /// Streams `core` with `look_ahead`. Not realtime-safe: allocates, and with a shorter
+    /// look-ahead times the model.
+    fn new(mut core: ModelCore, look_ahead: LookAhead) -> Self {
+        let mut layout = core.description().layout;
+        let sample_rate_hz = core.description().sample_rate_hz;
+        let num_outputs = core.description().stems.len();
+        let (mut first_window, mut window) = core.description().pipeline.windows(layout.chunk_frames);
         let mut compute_factor = 1.0;
-        let mut margin_frames = description.layout.hop_frames();
+        let mut margin_frames = layout.hop_frames();
         let mut is_shortened = false;
-        if let Some(target) = look_ahead.target_frames(description.sample_rate_hz) {
+        if let Some(target) = look_ahead.target_frames(sample_rate_hz) {
             // The stream adds its fixed scheduling margin to what the separator reports.
-            let stream_margin = (SCHEDULING_MARGIN_MS / 1000.0
-                * f64::from(description.sample_rate_hz))
-            .ceil() as usize;
+            let stream_margin =
+                (SCHEDULING_MARGIN_MS / 1000.0 * f64::from(sample_rate_hz)).ceil() as usize;
             let target = target.saturating_sub(stream_margin);
-            if let Some(schedule) = look_ahead_schedule(description.layout, &window, target) {
-                compute_factor =
-                    description.layout.step_frames as f64 / schedule.layout.step_frames as f64;
-                description.layout = schedule.layout;
+            if let Some(schedule) = look_ahead_schedule(layout, &window, target) {
+                compute_factor = layout.step_frames as f64 / schedule.layout.step_frames as f64;
+                layout = schedule.layout;
                 margin_frames = schedule.layout.step_frames;
                 is_shortened = true;
                 first_window.clone_from(&schedule.window);
                 window = schedule.window;
+                core.set_layout(layout);
             }
         }
-        let overlap_add = OverlapAdd::new(description.layout, num_outputs);
-        let stem_sources = description.stem_sources;
-        let info = SeparatorInfo::new(
-            name,
-            description.sample_rate_hz,
-            overlap_add.hop_frames(),
-            overlap_add.latency_frames(),
-        )
-        .with_scheduling_margin_frames(margin_frames)
-        .with_delivered_stems(Stem::ALL.into_iter().filter(|&stem| {
-            stem != Stem::Other && stem_sources[stem.index()] != StemSource::Silent
-        }))
-        .with_model_sha256(runner.model_sha256().to_owned())
-        .with_compute_factor(compute_factor)
-        .with_float16(description.is_float16);
+        let overlap_add = OverlapAdd::new(layout, num_outputs);
+        let info = core
+            .separator_info(overlap_add.hop_frames(), overlap_add.latency_frames())
+            .with_scheduling_margin_frames(margin_frames)
+            .with_compute_factor(compute_factor);
         let mut separator = Self {
             overlap_add,
-            codec: description.pipeline.codec(&description),
             first_window: (first_window != window).then(|| as_f32(&first_window)),
             window: as_f32(&window),
-            runner,
-            description,
+            core,
             info,
             model_runs: 0,
-            model_path: PathBuf::new(),
-            graph: GraphChoice {
-                path: PathBuf::new(),
-                gpu_precision: None,
-            },
-            precision: DEFAULT_GPU_PRECISION,
-            reference_layout,
-            graph_switch: DeviceSwitch::default(),
-            is_fallback_answered: false,
         };
         if is_shortened {
             let factor = separator.measure_real_time_factor();
@@ -196,112 +131,32 @@ impl ModelSeparator {
     /// faster counts) and returns model seconds per second of audio at the current step.
     /// `None` when the model fails (the first real chunk will say why). Not realtime-safe.
     fn measure_real_time_factor(&mut self) -> Option<f64> {
-        let chunk = self.description.layout.chunk_frames;
-        let silence = vec![0.0f32; chunk];
+        let layout = self.core.description().layout;
+        let silence = vec![0.0f32; layout.chunk_frames];
         let mut fastest_s = f64::INFINITY;
         for _ in 0..2 {
             let start = std::time::Instant::now();
-            self.codec
-                .run_chunk(ChunkRun {
-                    runner: &mut self.runner,
-                    input: [&silence, &silence],
-                    outputs: &mut |_| {},
-                })
-                .ok()?;
+            self.core.run_chunk([&silence, &silence], &mut |_| {}).ok()?;
             fastest_s = fastest_s.min(start.elapsed().as_secs_f64());
         }
         let runs_per_second =
-            f64::from(self.description.sample_rate_hz) / self.description.layout.step_frames as f64;
+            f64::from(self.core.description().sample_rate_hz) / layout.step_frames as f64;
         Some(fastest_s * runs_per_second)
     }
 
     /// The model's description.
     pub fn description(&self) -> &ModelDescription {
-        &self.description
+        self.core.description()
     }
 
     /// The session in use.
     pub fn session(&self) -> &AcquiredSession {
-        self.runner.session()
+        self.core.session()
     }
 
     /// The graph file running now (the model's GPU graph or its CPU graph).
     pub fn graph_path(&self) -> &Path {
-        &self.graph.path
-    }
-
-    /// Moves the model to `choice`: on the same graph through the runner; to the model's other
-    /// graph (a GPU graph on a GPU, the CPU graph on the CPU) built on a helper thread and
-    /// swapped in with its codec by [`ModelSeparator::poll_graph_switch`]. Not realtime-safe:
-    /// may spawn a thread.
-    fn request_device(&mut self, choice: DeviceChoice) {
-        let graph = graph_for_choice(&self.model_path, choice, self.precision);
-        // A newer request replaces an older one of either kind.
-        self.graph_switch = DeviceSwitch::default();
-        if self.model_path.as_os_str().is_empty() || graph.path == self.graph.path {
-            self.runner.request_device(choice);
-            return;
-        }
-        self.runner.cancel_device_switch();
-        self.start_graph_switch(graph, choice);
-    }
-
-    fn start_graph_switch(&mut self, graph: GraphChoice, choice: DeviceChoice) {
-        let cpu_graph = graph_for(&self.model_path, DeviceId::CPU, self.precision).path;
-        let name = self.info.name().to_owned();
-        self.graph_switch
-            .start_job(name, move || prepare_graph(graph, cpu_graph, choice));
-    }
-
-    /// Installs a graph made ready by a switch, with its codec, when it chunks as the running
-    /// one does; reports the switch (or why it failed). A GPU graph that fell back to the CPU
-    /// mid-run gives way to the CPU graph. Not realtime-safe: drops the old session.
-    fn poll_graph_switch(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        match self.graph_switch.poll() {
-            Some(Ok(ready)) => {
-                let same = ready.description.layout == self.reference_layout
-                    && ready.description.stems == self.description.stems
-                    && ready.description.sample_rate_hz == self.description.sample_rate_hz;
-                if !same {
-                    events(DeviceEvent::DeviceSwitchFailed(format!(
-                        "{} chunks or names its stems differently from {}: it is not the same \
-                         model's graph",
-                        ready.graph.path.display(),
-                        self.graph.path.display()
-                    )));
-                    return;
-                }
-                let mut description = ready.description;
-                description.layout = self.description.layout;
-                self.codec = description.pipeline.codec(&description);
-                let mut active =
-                    self.runner
-                        .replace_graph(ready.session, ready.source, description.io.clone());
-                if let Some(reason) = ready.fallback {
-                    active.fallback_reason = Some(reason);
-                }
-                self.description = description;
-                self.graph = ready.graph;
-                events(DeviceEvent::DeviceSwitched(active));
-            }
-            Some(Err(error)) => events(DeviceEvent::DeviceSwitchFailed(error.to_string())),
-            None => {}
-        }
-        let fell_back = self.graph.gpu_precision.is_some()
-            && self.runner.active_device().actual == DeviceId::CPU;
-        if fell_back && !self.is_fallback_answered && !self.graph_switch.is_pending() {
-            self.is_fallback_answered = true;
-            let cpu_graph = graph_for(&self.model_path, DeviceId::CPU, self.precision);
-            if cpu_graph.path != self.graph.path {
-                self.start_graph_switch(cpu_graph, DeviceChoice::Device(DeviceId::CPU));
-            }
-        }
-    }
-
-    /// The model's runner and its family's codec, for whole files (`whole_file`), which
-    /// chunk as the reference does rather than as a stream.
-    pub(crate) fn runner_and_codec(&mut self) -> (&mut ModelRunner, &mut dyn ChunkCodec) {
-        (&mut self.runner, self.codec.as_mut())
+        self.core.graph_path()
     }
 }
 
@@ -336,15 +191,11 @@ impl Separator for ModelSeparator {
             // NaN or infinite values: then its stems stay silent and Other carries the mix (the
             // worker reports it).
             let mut num_non_finite = 0;
-            let result = self.codec.run_chunk(ChunkRun {
-                runner: &mut self.runner,
-                input: [left, right],
-                outputs: &mut |outputs| {
-                    num_non_finite = outputs.iter().filter(|x| !x.is_finite()).count();
-                    if num_non_finite == 0 {
-                        sums.add(outputs, window);
-                    }
-                },
+            let result = self.core.run_chunk([left, right], &mut |outputs| {
+                num_non_finite = outputs.iter().filter(|x| !x.is_finite()).count();
+                if num_non_finite == 0 {
+                    sums.add(outputs, window);
+                }
             });
             sums.finish(window);
             self.model_runs += 1;
@@ -359,7 +210,7 @@ impl Separator for ModelSeparator {
                 });
             }
         }
-        let stem_sources = self.description.stem_sources;
+        let stem_sources = self.core.description().stem_sources;
         self.overlap_add.emit_hop(|frame, view| {
             for (stem_index, source) in stem_sources.iter().enumerate() {
                 for channel in 0..2 {
@@ -381,17 +232,16 @@ impl Separator for ModelSeparator {
 
     fn request(&mut self, request: SeparatorRequest) {
         match request {
-            SeparatorRequest::SetDevice(choice) => self.request_device(choice),
+            SeparatorRequest::SetDevice(choice) => self.core.request_device(choice),
         }
     }
 
     fn poll_events(&mut self, events: &mut dyn FnMut(DeviceEvent)) {
-        self.runner.poll_events(events);
-        self.poll_graph_switch(events);
+        self.core.poll_events(events);
     }
 
     fn device(&self) -> Option<ActiveDevice> {
-        Some(self.runner.active_device())
+        Some(self.core.device())
     }
 
     fn model_runs(&self) -> u64 {

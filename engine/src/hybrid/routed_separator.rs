@@ -66,7 +66,7 @@ impl RoutedSeparator {
         });
         let info = combined_info(
             name,
-            stages.iter().map(|(s, _)| s.as_ref()),
+            stages.iter().map(|(s, _)| s.info()),
             latencies.iter().sum(),
             delivered.collect::<Vec<_>>(),
         )?;

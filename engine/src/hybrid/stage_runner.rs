@@ -132,18 +132,17 @@ pub(crate) fn combined_result(
     }
 }
 
-/// The facts of a combination of `separators` (all at one rate, which it runs at): its hop, the
-/// least common multiple of theirs; margins and predicted real-time factors summed (they run
-/// one after the other), the costliest compute factor, float16 when one is. `latency_frames`,
-/// `name` and the delivered stems are the caller's. Errors name the separators that do not fit.
-/// Not realtime-safe: allocates.
+/// The facts of a combination of separators (`infos`: theirs, all at one rate, which it runs
+/// at): its hop, the least common multiple of theirs, and [`with_combined_facts`]'s.
+/// `latency_frames`, `name` and the delivered stems are the caller's. Errors name the
+/// separators that do not fit. Not realtime-safe: allocates.
 pub(crate) fn combined_info<'a>(
     name: String,
-    separators: impl Iterator<Item = &'a dyn Separator> + Clone,
+    infos: impl Iterator<Item = &'a SeparatorInfo> + Clone,
     latency_frames: usize,
     delivered: impl IntoIterator<Item = Stem>,
 ) -> Result<SeparatorInfo, String> {
-    let infos = || separators.clone().map(|s| s.info());
+    let infos = || infos.clone();
     let sample_rate_hz = shared_rate(infos())?;
     let mut hop_frames = 1usize;
     for info in infos() {
@@ -159,23 +158,53 @@ pub(crate) fn combined_info<'a>(
             ));
         }
     }
-    Ok(
-        SeparatorInfo::new(name, sample_rate_hz, hop_frames, latency_frames)
-            .with_scheduling_margin_frames(
-                infos().map(SeparatorInfo::scheduling_margin_frames).sum(),
-            )
-            .with_predicted_real_time_factor(
-                infos()
-                    .filter_map(SeparatorInfo::predicted_real_time_factor)
-                    .reduce(|a, b| a + b),
-            )
-            // The costliest separator dominates (the built-in costs little).
-            .with_compute_factor(
-                infos()
-                    .map(SeparatorInfo::compute_factor)
-                    .fold(1.0, f64::max),
-            )
-            .with_delivered_stems(delivered)
-            .with_float16(infos().any(SeparatorInfo::is_float16)),
+    Ok(with_combined_facts(
+        SeparatorInfo::new(name, sample_rate_hz, hop_frames, latency_frames),
+        infos(),
     )
+    .with_delivered_stems(delivered))
+}
+
+/// The facts of a whole-file combination of separators (`infos`: theirs, all at one rate, which
+/// it runs at), which has no hop or latency of its own: as [`combined_info`]'s otherwise. Not
+/// realtime-safe: allocates.
+pub(crate) fn combined_file_info<'a>(
+    name: String,
+    infos: impl Iterator<Item = &'a SeparatorInfo> + Clone,
+    delivered: impl IntoIterator<Item = Stem>,
+) -> Result<SeparatorInfo, String> {
+    let sample_rate_hz = shared_rate(infos.clone())?;
+    Ok(
+        with_combined_facts(SeparatorInfo::new(name, sample_rate_hz, 1, 0), infos)
+            .with_delivered_stems(delivered),
+    )
+}
+
+/// `info` with the facts its separators (`infos`) give a combination: margins and predicted
+/// real-time factors summed (they run one after the other), the costliest compute factor,
+/// float16 when one is.
+fn with_combined_facts<'a>(
+    info: SeparatorInfo,
+    infos: impl Iterator<Item = &'a SeparatorInfo> + Clone,
+) -> SeparatorInfo {
+    info.with_scheduling_margin_frames(
+        infos
+            .clone()
+            .map(SeparatorInfo::scheduling_margin_frames)
+            .sum(),
+    )
+    .with_predicted_real_time_factor(
+        infos
+            .clone()
+            .filter_map(SeparatorInfo::predicted_real_time_factor)
+            .reduce(|a, b| a + b),
+    )
+    // The costliest separator dominates (the built-in costs little).
+    .with_compute_factor(
+        infos
+            .clone()
+            .map(SeparatorInfo::compute_factor)
+            .fold(1.0, f64::max),
+    )
+    .with_float16(infos.clone().any(SeparatorInfo::is_float16))
 }

@@ -150,3 +150,40 @@ impl FileRun for HopRun {
         &mut self.output
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::BuiltinSeparator;
+    use crate::offline::separate;
+    use crate::stem::{Stem, NUM_SEPARATED_STEMS};
+    use stemflow_kit::demo_song::DemoSong;
+
+    #[test]
+    fn a_dsp_separator_hop_by_hop_equals_its_stream() {
+        for seconds in [0.0, 0.01, 1.3] {
+            let input = DemoSong::generate(44_100, seconds).mix();
+            let streamed = separate(Box::new(BuiltinSeparator::new()), &input, 44_100).unwrap();
+            let mut run = HopRun::new(Box::new(BuiltinSeparator::new()));
+            run.start();
+            for (left, right) in input[0].chunks(5_000).zip(input[1].chunks(5_000)) {
+                run.push(left, right).unwrap();
+            }
+            run.finish().unwrap();
+            let output = run.output();
+            assert_eq!(output.len(), input[0].len(), "{seconds} s");
+            for stem in &Stem::ALL[..NUM_SEPARATED_STEMS] {
+                for channel in 0..2 {
+                    assert_eq!(
+                        output.plane(stem_channel(stem.index(), channel)),
+                        &streamed.stem(*stem)[channel][..],
+                        "{stem:?} {seconds} s"
+                    );
+                }
+            }
+            for channel in 0..2 {
+                assert_eq!(output.plane(MIX_PLANE + channel), &input[channel][..]);
+            }
+        }
+    }
+}

@@ -6,9 +6,9 @@
 
 use crate::families::file_edges::{FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
 use crate::families::stem_sources::StemSource;
-use crate::families::ModelSeparator;
-use crate::runtime::devices::{ActiveDevice, DeviceId};
-use crate::separator::{Separator, SeparatorError, SeparatorInfo};
+use crate::families::ModelCore;
+use crate::runtime::devices::ActiveDevice;
+use crate::separator::{SeparatorError, SeparatorInfo};
 use crate::stem::NUM_SEPARATED_STEMS;
 
 use super::file_run::{FileRun, FrameQueue, MIX_PLANE, OTHER_PLANE};
@@ -16,9 +16,11 @@ use super::options::{OtherStem, WholeFileOptions};
 use super::overlap_sums::OverlapSums;
 use super::padded_signal::PaddedSignal;
 
-/// A model separating whole files with its reference's edges.
+/// A model separating whole files with its reference's edges: the whole-file adapter of a
+/// [`ModelCore`].
 pub struct ModelRun {
-    separator: ModelSeparator,
+    core: ModelCore,
+    info: SeparatorInfo,
     edges: Box<dyn FileEdges>,
     stem_sources: [StemSource; NUM_SEPARATED_STEMS],
     other_source: Option<StemSource>,
@@ -39,10 +41,10 @@ pub struct ModelRun {
 }
 
 impl ModelRun {
-    /// Runs `separator`'s model (loaded for the reference look-ahead) with `options`' batch
-    /// size and `Other`. Not realtime-safe: allocates.
-    pub fn new(separator: ModelSeparator, options: &WholeFileOptions) -> Self {
-        let description = separator.description();
+    /// Runs `core`'s model (chunked as its reference chunks) with `options`' batch size and
+    /// `Other`. Not realtime-safe: allocates.
+    pub fn new(core: ModelCore, options: &WholeFileOptions) -> Self {
+        let description = core.description();
         let pipeline = description.pipeline.clone();
         let edges = pipeline.file_edges(description);
         let (stem_sources, other_source) = match options.other {
@@ -52,9 +54,9 @@ impl ModelRun {
                 (reference.separated, reference.other)
             }
         };
-        let device = separator
-            .device()
-            .map_or(DeviceId::CPU, |active| active.actual);
+        let device = core.device().actual;
+        // A whole file has no hop or latency of its own.
+        let info = core.separator_info(1, 0);
         let mut run = Self {
             edges,
             stem_sources,
@@ -69,7 +71,8 @@ impl ModelRun {
             chunk_inputs: Vec::new(),
             output: FrameQueue::new(),
             model_runs: 0,
-            separator,
+            info,
+            core,
         };
         // Grouped this many at a time; the codec runs up to its graph's batch at once.
         run.batch_chunks = options.batch_chunks_on(device);
@@ -158,16 +161,15 @@ impl ModelRun {
             .collect();
         let sums = &mut self.sums;
         let mut num_non_finite = 0;
-        let (runner, codec) = self.separator.runner_and_codec();
-        codec.set_file_end(batch[0].file_end);
-        let result = codec.run_chunks(runner, &chunks, &mut |index, values| {
-            let bad = values.iter().filter(|v| !v.is_finite()).count();
-            if bad == 0 {
-                sums.add(&batch[index], values, chunk);
-            }
-            num_non_finite += bad;
-        });
-        codec.set_file_end(None);
+        let result = self
+            .core
+            .run_chunks(&chunks, batch[0].file_end, &mut |index, values| {
+                let bad = values.iter().filter(|v| !v.is_finite()).count();
+                if bad == 0 {
+                    sums.add(&batch[index], values, chunk);
+                }
+                num_non_finite += bad;
+            });
         self.model_runs += batch.len() as u64;
         result
             .and_then(|()| match num_non_finite {
@@ -175,7 +177,7 @@ impl ModelRun {
                 n => Err(format!("its output held {n} NaN or infinite values")),
             })
             .map_err(|reason| SeparatorError {
-                separator: self.separator.info().name().to_owned(),
+                separator: self.info.name().to_owned(),
                 reason,
             })
     }
@@ -250,11 +252,11 @@ fn fill_chunk(signal: &PaddedSignal, channel: usize, plan: &PlannedChunk, out: &
 
 impl FileRun for ModelRun {
     fn info(&self) -> &SeparatorInfo {
-        self.separator.info()
+        &self.info
     }
 
     fn device(&self) -> Option<ActiveDevice> {
-        self.separator.device()
+        Some(self.core.device())
     }
 
     fn model_runs(&self) -> u64 {

@@ -1,17 +1,22 @@
-//! [`WholeFileSeparator`]: a separator loaded once to separate whole files, one after the
-//! other, with the reference's edges or the stream's ([`SeparationMode`]).
+//! [`WholeFileSeparator`]: a [`ModelSpec`] (one separator, a route, an ensemble) loaded once
+//! to separate whole files, one after the other, with the reference's edges or the stream's
+//! ([`SeparationMode`]).
 
 use crate::builtin::BuiltinSeparator;
 use crate::choice::{models_dirs, SeparatorChoice};
+use crate::ensemble::EnsembleSpec;
 use crate::error::EngineError;
-use crate::families::ModelSeparator;
+use crate::families::ModelCore;
 use crate::hybrid::{is_route_file, RouteFile, StageSeparator};
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
+use crate::model_spec::ModelSpec;
 use crate::runtime::devices::ActiveDevice;
+use crate::runtime::session::DEFAULT_GPU_PRECISION;
 use crate::separator::{Separator, SeparatorInfo};
-use crate::stem::ExtraStems;
+use crate::stem::{ExtraStems, Stem};
 
+use super::ensemble_run::EnsembleRun;
 use super::file_run::FileRun;
 use super::hop_run::HopRun;
 use super::model_run::ModelRun;
@@ -27,38 +32,56 @@ pub(super) enum Loaded {
     WholeFile(Box<dyn FileRun>),
 }
 
-/// A separator for whole files: load it once, then separate file after file with the model
+/// A separator for whole files: load it once, then separate file after file with the models
 /// kept loaded (`WholeFileSeparator::stream` and `WholeFileSeparator::separate`, in
-/// `stream.rs`). Not realtime-safe: everything here loads models or runs them.
+/// `stream.rs`). Every caller that separates files — `stemflow separate`, `eval`, `bench` —
+/// goes through it. Not realtime-safe: everything here loads models or runs them.
 pub struct WholeFileSeparator {
-    pub(super) choice: SeparatorChoice,
+    pub(super) spec: ModelSpec,
     pub(super) options: WholeFileOptions,
     pub(super) loaded: Loaded,
     info: SeparatorInfo,
 }
 
 impl WholeFileSeparator {
-    /// Loads `choice` (the built-in, a model, a route) on `options.device`. The built-in
-    /// separator has no whole-file reference: it runs as the stream in either mode. A model's
-    /// own `Other` exists only with the whole-file edges: asking for it in the stream mode is
-    /// an error.
-    pub fn load(choice: &SeparatorChoice, options: &WholeFileOptions) -> Result<Self, ModelError> {
-        let loaded = match (options.mode, choice) {
-            (SeparationMode::Stream(_), _) if options.other == OtherStem::Model => {
+    /// Loads `spec` (the built-in, a model, a route, an ensemble) on `options.device`. The
+    /// built-in separator has no whole-file reference: it runs as the stream in either mode.
+    /// An ensemble's members each run as a whole file of their own. A model's own `Other`
+    /// exists only with the whole-file edges and for one separator: asking for it in the
+    /// stream mode or of an ensemble is an error.
+    pub fn load(spec: &ModelSpec, options: &WholeFileOptions) -> Result<Self, ModelError> {
+        if options.other == OtherStem::Model {
+            let refusal = match (options.mode, spec) {
+                (SeparationMode::Stream(_), _) => Some(
+                    "the model's own other stem is computed only for whole files (the \
+                     stream's Other is always the residual)",
+                ),
+                (_, ModelSpec::Ensemble(_)) => Some(
+                    "an ensemble's other stem is the residual: --other model applies to one \
+                     model",
+                ),
+                _ => None,
+            };
+            if let Some(message) = refusal {
                 return Err(ModelError::Params {
-                    model: choice.display_name(),
-                    message: "the model's own other stem is computed only for whole files \
-                              (the stream's Other is always the residual)"
-                        .into(),
-                })
+                    model: spec.display_name(),
+                    message: message.into(),
+                });
             }
+        }
+        let loaded = match (options.mode, spec) {
             (SeparationMode::Stream(look_ahead), _) => {
-                Loaded::Stream(Some(choice.build_with(options.device, look_ahead)?))
+                Loaded::Stream(Some(spec.build_with(options.device, look_ahead)?))
             }
-            (SeparationMode::WholeFile, SeparatorChoice::Builtin) => {
-                Loaded::Stream(Some(choice.build_with(options.device, LookAhead::Full)?))
+            (SeparationMode::WholeFile, ModelSpec::One(SeparatorChoice::Builtin)) => {
+                Loaded::Stream(Some(spec.build_with(options.device, LookAhead::Full)?))
             }
-            (SeparationMode::WholeFile, _) => Loaded::WholeFile(build_run(choice, options)?),
+            (SeparationMode::WholeFile, ModelSpec::One(choice)) => {
+                Loaded::WholeFile(build_run(choice, options)?)
+            }
+            (SeparationMode::WholeFile, ModelSpec::Ensemble(ensemble)) => {
+                Loaded::WholeFile(build_ensemble_run(ensemble, options)?)
+            }
         };
         let info = match &loaded {
             Loaded::Stream(Some(separator)) => separator.info().clone(),
@@ -66,16 +89,43 @@ impl WholeFileSeparator {
             Loaded::WholeFile(run) => run.info().clone(),
         };
         Ok(Self {
-            choice: choice.clone(),
+            spec: spec.clone(),
             options: *options,
             loaded,
             info,
         })
     }
 
-    /// What it is: name, the model's rate, the stems it delivers.
+    /// What it is: name, the model's rate, the stems it delivers, its costs (an ensemble's
+    /// and a route's summed over their separators).
     pub fn info(&self) -> &SeparatorInfo {
         &self.info
+    }
+
+    /// What separates.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// Its name in messages: the separator's, or the ensemble's label.
+    pub fn name(&self) -> &str {
+        self.info.name()
+    }
+
+    /// Whether it delivers `stem` (an ensemble: whether a member does).
+    pub fn delivers_stem(&self, stem: Stem) -> bool {
+        self.info.delivers_stem(stem)
+    }
+
+    /// How it separates a file, in messages.
+    pub fn describe_mode(&self) -> &'static str {
+        match (&self.loaded, &self.spec) {
+            (Loaded::WholeFile(_), ModelSpec::Ensemble(_)) => {
+                "each member a whole file as its reference runs it, combined per file"
+            }
+            (Loaded::WholeFile(_), ModelSpec::One(_)) => "whole files, as its reference runs them",
+            (Loaded::Stream(_), _) => "streamed, as the plugin renders",
+        }
     }
 
     /// How it separates.
@@ -129,7 +179,7 @@ impl WholeFileSeparator {
             Loaded::Stream(slot) => match slot.take() {
                 Some(separator) => Ok(separator),
                 None => self
-                    .choice
+                    .spec
                     .build_with(self.options.device, look_ahead)
                     .map_err(EngineError::Model),
             },
@@ -151,11 +201,7 @@ fn build_run(
             for stage in &route.stages {
                 let run = match &stage.separator {
                     StageSeparator::One(choice) => build_run(choice, options)?,
-                    // An ensemble stage has no whole-file reference of its own: its members
-                    // stream, as the plugin runs them, hop by hop over the file.
-                    StageSeparator::Ensemble(spec) => Box::new(HopRun::new(Box::new(
-                        spec.build_with(options.device, LookAhead::Full)?,
-                    ))),
+                    StageSeparator::Ensemble(spec) => build_ensemble_run(spec, options)?,
                 };
                 stages.push((run, stage.stems.clone()));
             }
@@ -166,14 +212,38 @@ fn build_run(
             Ok(Box::new(run))
         }
         SeparatorChoice::Model(path) if !is_fault_plan(path) => {
-            let separator = ModelSeparator::load_with(path, options.device, LookAhead::Full)?;
-            Ok(Box::new(ModelRun::new(separator, options)))
+            let core = ModelCore::load(path, options.device, DEFAULT_GPU_PRECISION)?;
+            Ok(Box::new(ModelRun::new(core, options)))
         }
         SeparatorChoice::Builtin => Ok(Box::new(HopRun::new(Box::new(BuiltinSeparator::new())))),
         SeparatorChoice::Model(_) => Ok(Box::new(HopRun::new(
             choice.build_with(options.device, LookAhead::Full)?,
         ))),
     }
+}
+
+/// The whole-file run of an ensemble: each member's own whole-file run (its `Other` the
+/// residual), their stems combined to the file's last sample.
+fn build_ensemble_run(
+    spec: &EnsembleSpec,
+    options: &WholeFileOptions,
+) -> Result<Box<dyn FileRun>, ModelError> {
+    let member_options = WholeFileOptions {
+        other: OtherStem::Residual,
+        ..*options
+    };
+    let members = spec
+        .members
+        .iter()
+        .map(|member| build_run(member, &member_options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let run = EnsembleRun::new(spec.label(), &spec.method, members).map_err(|message| {
+        ModelError::Params {
+            model: spec.label(),
+            message,
+        }
+    })?;
+    Ok(Box::new(run))
 }
 
 /// Whether `path` is a fault plan (test builds only), which runs as a DSP separator.

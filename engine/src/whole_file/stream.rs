@@ -47,6 +47,15 @@ impl WholeFileSeparator {
     }
 }
 
+/// What a file's separation counted ([`WholeFileStream::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileStats {
+    /// Input frames pushed so far.
+    pub input_frames: u64,
+    /// Input samples that were NaN or infinite, separated as silence.
+    pub non_finite_input_samples: u64,
+}
+
 /// One file being separated. Dropping it before [`WholeFileStream::finish`] abandons the file;
 /// the separator serves the next one.
 pub struct WholeFileStream<'a> {
@@ -104,13 +113,17 @@ impl<'a> WholeFileStream<'a> {
         }
     }
 
-    /// Input samples that were NaN or infinite, separated as silence.
-    pub fn non_finite_input_samples(&self) -> u64 {
+    /// What the file's separation has counted so far.
+    pub fn stats(&self) -> FileStats {
         match &self.state {
-            State::Stream(stream) => stream
-                .as_ref()
-                .map_or(0, |s| s.stats().non_finite_input_samples()),
-            State::WholeFile(file) => file.num_non_finite,
+            State::Stream(stream) => stream.as_ref().map_or_else(FileStats::default, |s| FileStats {
+                input_frames: s.input_frames(),
+                non_finite_input_samples: s.stats().non_finite_input_samples(),
+            }),
+            State::WholeFile(file) => FileStats {
+                input_frames: file.input_frames,
+                non_finite_input_samples: file.num_non_finite,
+            },
         }
     }
 

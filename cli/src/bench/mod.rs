@@ -7,10 +7,11 @@
 //!   median / max) — of a model, only the hops that ran it (a model separator streams in hops
 //!   shorter than the model's chunk, and most hops only stitch); of a DSP separator, every hop;
 //! - pure inference time: the sum of every hop's time;
-//! - total time: the same signal through the whole offline path ([`OfflineStream`]: resampling,
-//!   the stream and its worker thread, the residual), as `stemflow separate` runs it, less the
-//!   bench's own copy of the stems it keeps for scoring (`stemflow separate` hands them to its
-//!   encoders instead; the copy was 2–3 % of the built-in separator's whole path);
+//! - total time: the same signal through the whole offline path, as the plugin renders offline
+//!   (`stemflow separate --mode stream`, through [`WholeFileSeparator`]: resampling, the stream
+//!   and its worker thread, the residual), less the bench's own copy of the stems it keeps for
+//!   scoring (`stemflow separate` hands them to its encoders instead; the copy was 2–3 % of the
+//!   built-in separator's whole path);
 //! - real-time factor: total time over audio time (below 1 is faster than real time);
 //! - overhead: total time over pure inference time;
 //! - a separator whose round (the two measurements above) takes a fraction of a second, as the
@@ -24,21 +25,29 @@
 //!
 //! Rows of a model `NAME` and its int8 or float16 version `NAME.int8`, `NAME.fp16` (as `stemflow
 //! quantize [--fp16]` names them) on
-//! the same device are compared after the table ([`crate::variant_comparison`]).
+//! the same device are compared after the table ([`variant_comparison`]).
+
+mod hop_timing;
+mod instances;
+mod look_ahead_curve;
+mod variant_comparison;
 
 use std::time::Instant;
 
 use clap::Args;
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::{auto_device, devices, DeviceChoice, DeviceId};
-use stemflow_engine::{EngineError, OfflineStream, SeparatorChoice, Stem, StemFrames, StereoInput};
+use stemflow_engine::whole_file::{SeparationMode, WholeFileOptions, WholeFileSeparator};
+use stemflow_engine::{
+    EngineError, LookAhead, ModelSpec, SeparatorChoice, Stem, StemFrames, StereoInput,
+};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
-use crate::hop_timing::run_hops;
+use hop_timing::run_hops;
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
-use crate::variant_comparison::{stem_values, StemAudio, Timed};
+use variant_comparison::{stem_values, StemAudio, Timed};
 
 /// The host rate of the test signal fed through the whole path.
 const BENCH_HOST_RATE_HZ: u32 = 44_100;
@@ -101,7 +110,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 ))
             }
         };
-        return crate::look_ahead_curve::look_ahead_curve(
+        return look_ahead_curve::look_ahead_curve(
             &args.model,
             device,
             args.seconds,
@@ -119,7 +128,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 ))
             }
         };
-        return crate::bench_instances::bench_instances(
+        return instances::bench_instances(
             model,
             device,
             args.seconds,
@@ -264,12 +273,12 @@ pub fn bench(options: &BenchOptions) -> Result<(), String> {
             })
         })
         .collect();
-    let comparisons = crate::variant_comparison::compare(&timed);
+    let comparisons = variant_comparison::compare(&timed);
     if options.is_json {
         print_json(&rows, &comparisons, &notes, seconds)?;
     } else {
         print_table(&rows, &notes, seconds);
-        crate::variant_comparison::print_table(&comparisons);
+        variant_comparison::print_table(&comparisons);
     }
     let num_failed = rows.iter().filter(|r| r.result.is_err()).count();
     if num_failed > 0 {
@@ -417,18 +426,26 @@ fn time_hops(
     })
 }
 
-/// The whole offline path at the host rate, as `stemflow separate` runs it, into `stems`.
-/// Returns its time (less the copy into `stems`) and its model runs.
+/// The whole offline path at the host rate, as the plugin renders offline (`stemflow separate
+/// --mode stream`), into `stems`. Returns its time (less the copy into `stems`) and its model
+/// runs.
 fn time_whole_path(
     model: &SeparatorChoice,
     choice: DeviceChoice,
     host_mix: &[Vec<f32>; 2],
     stems: &mut StemAudio,
 ) -> Result<(f64, u64), String> {
-    let separator = model.build(choice).map_err(|e| e.to_string())?;
+    let options = WholeFileOptions {
+        device: choice,
+        mode: SeparationMode::Stream(LookAhead::Full),
+        ..WholeFileOptions::default()
+    };
+    let mut separator = WholeFileSeparator::load(&ModelSpec::One(model.clone()), &options)
+        .map_err(|e| e.to_string())?;
     let start = Instant::now();
-    let mut stream =
-        OfflineStream::new(separator, BENCH_HOST_RATE_HZ).map_err(|e| e.to_string())?;
+    let mut stream = separator
+        .stream(BENCH_HOST_RATE_HZ)
+        .map_err(|e| e.to_string())?;
     let mut scoring_copy_s = 0.0;
     let mut collect = |frames: StemFrames<'_>| -> Result<(), EngineError> {
         let copy_start = Instant::now();
@@ -450,8 +467,7 @@ fn time_whole_path(
         .map_err(|e| e.to_string())?;
     stream.finish(&mut collect).map_err(|e| e.to_string())?;
     let total_s = start.elapsed().as_secs_f64() - scoring_copy_s;
-    let model_runs = stream.into_separator().map_or(0, |s| s.model_runs());
-    Ok((total_s, model_runs))
+    Ok((total_s, separator.model_runs()))
 }
 
 fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
@@ -518,7 +534,7 @@ fn print_table(rows: &[Row], notes: &[String], seconds: f32) {
 
 fn print_json(
     rows: &[Row],
-    comparisons: &[crate::variant_comparison::Comparison],
+    comparisons: &[variant_comparison::Comparison],
     notes: &[String],
     seconds: f32,
 ) -> Result<(), String> {
@@ -561,7 +577,7 @@ fn print_json(
         "seconds": seconds,
         "host_sample_rate_hz": BENCH_HOST_RATE_HZ,
         "rows": rows,
-        "variant_comparisons": comparisons.iter().map(crate::variant_comparison::Comparison::to_json).collect::<Vec<_>>(),
+        "variant_comparisons": comparisons.iter().map(variant_comparison::Comparison::to_json).collect::<Vec<_>>(),
         "notes": notes,
     });
     crate::output::say!(

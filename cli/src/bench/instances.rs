@@ -12,7 +12,7 @@ use stemflow_engine::runtime::{live_session_count, DeviceChoice};
 use stemflow_engine::SeparatorChoice;
 use stemflow_kit::demo_song::DemoSong;
 
-use crate::hop_timing::run_hops;
+use super::hop_timing::run_hops;
 use crate::memory::{peak_rss_bytes, reset_peak_rss};
 
 /// One row: `instances` separators at once.

@@ -9,9 +9,8 @@ use std::time::Instant;
 
 use stemflow_engine::models_dirs;
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::{
-    LookAhead, OfflineStream, SeparatorChoice, Stem, StereoInput, LOOK_AHEAD_CHOICES,
-};
+use stemflow_engine::whole_file::{SeparationMode, WholeFileOptions, WholeFileSeparator};
+use stemflow_engine::{LookAhead, ModelSpec, SeparatorChoice, Stem, LOOK_AHEAD_CHOICES};
 use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
@@ -123,14 +122,18 @@ fn measure(
     song: &DemoSong,
     mix: &[Vec<f32>; 2],
 ) -> Result<Point, String> {
-    let separator = choice
-        .build_with(device, look_ahead)
+    let options = WholeFileOptions {
+        device,
+        mode: SeparationMode::Stream(look_ahead),
+        ..WholeFileOptions::default()
+    };
+    let mut separator = WholeFileSeparator::load(&ModelSpec::One(choice.clone()), &options)
         .map_err(|e| e.to_string())?;
     let compute_factor = separator.info().compute_factor();
     let start = Instant::now();
-    let input = StereoInput::planar(mix).map_err(|e| e.to_string())?;
-    let separated =
-        OfflineStream::separate_all(separator, input, RATE_HZ).map_err(|e| e.to_string())?;
+    let separated = separator
+        .separate(mix, RATE_HZ, |_| {})
+        .map_err(|e| e.to_string())?;
     let elapsed_s = start.elapsed().as_secs_f64();
     // What the plugin reports at this rate (for blocks up to the stream's 100 ms margin).
     let latency_s = separated.latency_samples as f64 / f64::from(RATE_HZ);
