@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stemflow_engine::ensemble::{EnsembleAlgorithm, EnsembleMethod, EnsembleSpec};
-use stemflow_engine::SeparatorChoice;
 pub use stemflow_engine::ModelSpec;
+use stemflow_engine::SeparatorChoice;
 
 use crate::error::CliError;
 
@@ -48,8 +48,7 @@ pub fn resolve(
     let members = parts
         .iter()
         .map(|part| {
-            SeparatorChoice::resolve(part, models_dirs)
-                .map_err(|e| CliError::Failed(e.to_string()))
+            SeparatorChoice::resolve(part, models_dirs).map_err(|e| CliError::Failed(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let algorithm = match &ensemble.ensemble {
@@ -109,12 +108,10 @@ mod tests {
     fn mistakes_are_usage_errors_that_say_what_to_fix() {
         let dir = folder("mistakes");
         let dirs = [dir.clone()];
-        let usage =
-            |model: &str, ensemble: EnsembleArgs| match resolve(model, &ensemble, &dirs)
-            {
-                Err(CliError::Usage(message)) => message,
-                other => panic!("{model}: {other:?}"),
-            };
+        let usage = |model: &str, ensemble: EnsembleArgs| match resolve(model, &ensemble, &dirs) {
+            Err(CliError::Usage(message)) => message,
+            other => panic!("{model}: {other:?}"),
+        };
         assert!(usage("alpha", args(Some("max_fft"), None)).contains("--model alpha+OTHER"));
         assert!(usage("alpha+beta", args(Some("loud"), None)).contains("unknown --ensemble `loud`"));
         assert!(

@@ -45,8 +45,8 @@ use stemflow_kit::demo_song::DemoSong;
 use stemflow_kit::metrics::sdr_db;
 
 use crate::error::CliError;
-use hop_timing::run_hops;
 use crate::memory::{describe_bytes, peak_rss_bytes, reset_peak_rss};
+use hop_timing::run_hops;
 use variant_comparison::{stem_values, StemAudio, Timed};
 
 /// The host rate of the test signal fed through the whole path.
@@ -128,14 +128,8 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 ))
             }
         };
-        return instances::bench_instances(
-            model,
-            device,
-            args.seconds,
-            instances,
-            args.json,
-        )
-        .map_err(CliError::Failed);
+        return instances::bench_instances(model, device, args.seconds, instances, args.json)
+            .map_err(CliError::Failed);
     }
     bench(&BenchOptions {
         models: args.model,

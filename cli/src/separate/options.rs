@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use stemflow_engine::runtime::DeviceChoice;
-use stemflow_engine::whole_file::{OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator};
+use stemflow_engine::whole_file::{
+    OtherStem, SeparationMode, WholeFileOptions, WholeFileSeparator,
+};
 use stemflow_engine::{EngineError, LookAhead, Stem};
 
 use super::manifest::Shard;

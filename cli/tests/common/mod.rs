@@ -239,11 +239,14 @@ pub fn separate_whole_file(
         extra_stems,
         ..WholeFileOptions::default()
     };
-    WholeFileSeparator::load(&SeparatorChoice::Model(model.to_path_buf()).into(), &options)
-        .unwrap()
-        .separate(input, 44_100, |_| {})
-        .unwrap()
-        .stems
+    WholeFileSeparator::load(
+        &SeparatorChoice::Model(model.to_path_buf()).into(),
+        &options,
+    )
+    .unwrap()
+    .separate(input, 44_100, |_| {})
+    .unwrap()
+    .stems
 }
 
 /// One way of separating a file in the parity tests: `(what, Other, frames compared, stems)`.

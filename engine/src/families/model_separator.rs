@@ -85,7 +85,8 @@ impl ModelSeparator {
         let mut layout = core.description().layout;
         let sample_rate_hz = core.description().sample_rate_hz;
         let num_outputs = core.description().stems.len();
-        let (mut first_window, mut window) = core.description().pipeline.windows(layout.chunk_frames);
+        let (mut first_window, mut window) =
+            core.description().pipeline.windows(layout.chunk_frames);
         let mut compute_factor = 1.0;
         let mut margin_frames = layout.hop_frames();
         let mut is_shortened = false;
@@ -136,7 +137,9 @@ impl ModelSeparator {
         let mut fastest_s = f64::INFINITY;
         for _ in 0..2 {
             let start = std::time::Instant::now();
-            self.core.run_chunk([&silence, &silence], &mut |_| {}).ok()?;
+            self.core
+                .run_chunk([&silence, &silence], &mut |_| {})
+                .ok()?;
             fastest_s = fastest_s.min(start.elapsed().as_secs_f64());
         }
         let runs_per_second =

@@ -308,14 +308,20 @@ mod tests {
     #[test]
     fn members_of_other_rates_or_a_weight_too_many_are_refused() {
         let method = EnsembleMethod::new(EnsembleAlgorithm::AvgWave, 3, None).unwrap();
-        let error = EnsembleRun::new("e".into(), &method, members()).err().unwrap();
+        let error = EnsembleRun::new("e".into(), &method, members())
+            .err()
+            .unwrap();
         assert!(error.contains("2 separators for 3 weights"), "{error}");
         let method = EnsembleMethod::new(EnsembleAlgorithm::AvgWave, 2, None).unwrap();
         let other_rate: Vec<Box<dyn FileRun>> = vec![
             Box::new(HopRun::new(Box::new(BuiltinSeparator::new()))),
-            Box::new(HopRun::new(Box::new(PassthroughSeparator::new(48_000, 512, 0)))),
+            Box::new(HopRun::new(Box::new(PassthroughSeparator::new(
+                48_000, 512, 0,
+            )))),
         ];
-        let error = EnsembleRun::new("e".into(), &method, other_rate).err().unwrap();
+        let error = EnsembleRun::new("e".into(), &method, other_rate)
+            .err()
+            .unwrap();
         assert!(error.contains("must share a rate"), "{error}");
     }
 }

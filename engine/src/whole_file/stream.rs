@@ -116,10 +116,14 @@ impl<'a> WholeFileStream<'a> {
     /// What the file's separation has counted so far.
     pub fn stats(&self) -> FileStats {
         match &self.state {
-            State::Stream(stream) => stream.as_ref().map_or_else(FileStats::default, |s| FileStats {
-                input_frames: s.input_frames(),
-                non_finite_input_samples: s.stats().non_finite_input_samples(),
-            }),
+            State::Stream(stream) => {
+                stream
+                    .as_ref()
+                    .map_or_else(FileStats::default, |s| FileStats {
+                        input_frames: s.input_frames(),
+                        non_finite_input_samples: s.stats().non_finite_input_samples(),
+                    })
+            }
             State::WholeFile(file) => FileStats {
                 input_frames: file.input_frames,
                 non_finite_input_samples: file.num_non_finite,
