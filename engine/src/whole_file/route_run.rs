@@ -2,7 +2,7 @@
 //! first separates the file, each later one what the earlier ones left (their input minus the
 //! stems they serve), and a frame is final once the last stage handed it out.
 
-use crate::hybrid::shared_rate;
+use crate::hybrid::combined_file_info;
 use crate::runtime::devices::ActiveDevice;
 use crate::separator::{stem_channel, SeparatorError, SeparatorInfo};
 use crate::stem::{Stem, NUM_SEPARATED_STEMS};
@@ -29,7 +29,6 @@ impl RouteRun {
     /// Chains `stages` (the run and the stems it serves) under `name`. Every stage must run at
     /// the same rate. Not realtime-safe: allocates.
     pub fn new(name: &str, stages: Vec<(Box<dyn FileRun>, Vec<Stem>)>) -> Result<Self, String> {
-        let rate = shared_rate(stages.iter().map(|(run, _)| run.info()))?;
         let stages: Vec<Stage> = stages
             .into_iter()
             .map(|(run, stems)| {
@@ -47,14 +46,20 @@ impl RouteRun {
                 }
             })
             .collect();
-        let info = SeparatorInfo::new(name, rate, 1, 0).with_delivered_stems(
-            Stem::ALL.into_iter().filter(|&stem| {
+        let delivered: Vec<Stem> = Stem::ALL
+            .into_iter()
+            .filter(|&stem| {
                 stem != Stem::Other
                     && stages.iter().any(|stage| {
                         stage.serves[stem.index()] && stage.run.info().delivers_stem(stem)
                     })
-            }),
-        );
+            })
+            .collect();
+        let info = combined_file_info(
+            name.to_owned(),
+            stages.iter().map(|s| s.run.info()),
+            delivered,
+        )?;
         Ok(Self {
             info,
             stages,

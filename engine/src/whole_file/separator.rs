@@ -102,11 +102,6 @@ impl WholeFileSeparator {
         &self.info
     }
 
-    /// What separates.
-    pub fn spec(&self) -> &ModelSpec {
-        &self.spec
-    }
-
     /// Its name in messages: the separator's, or the ensemble's label.
     pub fn name(&self) -> &str {
         self.info.name()
