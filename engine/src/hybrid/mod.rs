@@ -19,5 +19,6 @@ pub use route_file::{is_route_file, RouteFile, RouteStage, StageSeparator, ROUTE
 pub use routed_separator::RoutedSeparator;
 pub use stage_runner::shared_rate;
 pub(crate) use stage_runner::{
-    combined_file_info, combined_info, combined_result, combined_separator_methods, StageRunner,
+    combined_file_info, combined_info, combined_result, combined_separator_methods, file_info_at,
+    StageRunner,
 };

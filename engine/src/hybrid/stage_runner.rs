@@ -174,10 +174,19 @@ pub(crate) fn combined_file_info<'a>(
     delivered: impl IntoIterator<Item = Stem>,
 ) -> Result<SeparatorInfo, String> {
     let sample_rate_hz = shared_rate(infos.clone())?;
-    Ok(
-        with_combined_facts(SeparatorInfo::new(name, sample_rate_hz, 1, 0), infos)
-            .with_delivered_stems(delivered),
-    )
+    Ok(file_info_at(sample_rate_hz, name, infos, delivered))
+}
+
+/// [`combined_file_info`] at `sample_rate_hz`, whatever rates its separators run at (each
+/// resamples to its own). Not realtime-safe: allocates.
+pub(crate) fn file_info_at<'a>(
+    sample_rate_hz: u32,
+    name: String,
+    infos: impl Iterator<Item = &'a SeparatorInfo> + Clone,
+    delivered: impl IntoIterator<Item = Stem>,
+) -> SeparatorInfo {
+    with_combined_facts(SeparatorInfo::new(name, sample_rate_hz, 1, 0), infos)
+        .with_delivered_stems(delivered)
 }
 
 /// `info` with the facts its separators (`infos`) give a combination: margins and predicted

@@ -1,5 +1,5 @@
 //! [`EnsembleRun`]: an ensemble over a whole file — every member a whole-file run of its own
-//! (exactly what `stemflow separate --model MEMBER` computes at the model's rate), their stems
+//! (exactly what `stemflow separate --model MEMBER` computes), their stems
 //! combined by the ensemble's [`StemCombination`] as MSST's `ensemble.py` combines the members'
 //! files: to the file's last sample, its end padded as librosa pads it. The members take the
 //! file in lockstep, so memory does not grow with its length.
@@ -15,10 +15,12 @@ use super::file_run::{FileRun, FrameQueue, MIX_PLANE, OTHER_PLANE};
 /// Most frames combined at once: bounds the scratch blocks.
 const COMBINED_BLOCK_FRAMES: usize = 16_384;
 
-/// An ensemble's members over a whole file, combined.
-pub struct EnsembleRun {
+/// An ensemble's members over a whole file, combined: each a [`FileRun`] at the ensemble's
+/// rate (a route's stage: the members' own runs at the model's rate; a whole ensemble: the
+/// members as they separate the file alone, at its rate).
+pub struct EnsembleRun<M = Box<dyn FileRun>> {
     info: SeparatorInfo,
-    members: Vec<Box<dyn FileRun>>,
+    members: Vec<M>,
     combination: StemCombination,
     /// The input, delayed as the combined stems are.
     mix_delay: PlanarDelay,
@@ -32,14 +34,10 @@ pub struct EnsembleRun {
     output: FrameQueue,
 }
 
-impl EnsembleRun {
+impl<M: FileRun> EnsembleRun<M> {
     /// Combines `members` (one per weight of `method`, all at one rate) under `name`. Not
     /// realtime-safe: allocates.
-    pub fn new(
-        name: String,
-        method: &EnsembleMethod,
-        members: Vec<Box<dyn FileRun>>,
-    ) -> Result<Self, String> {
+    pub fn new(name: String, method: &EnsembleMethod, members: Vec<M>) -> Result<Self, String> {
         if members.len() != method.weights().len() {
             return Err(format!(
                 "{} separators for {} weights",
@@ -67,6 +65,11 @@ impl EnsembleRun {
             frames_to_drop: delay_frames,
             output: FrameQueue::new(),
         })
+    }
+
+    /// The members, for the next file.
+    pub fn into_members(self) -> Vec<M> {
+        self.members
     }
 
     /// Combines what every member handed out, block by block, and hands out what leaves the
@@ -150,7 +153,7 @@ impl EnsembleRun {
     }
 }
 
-impl FileRun for EnsembleRun {
+impl<M: FileRun> FileRun for EnsembleRun<M> {
     fn info(&self) -> &SeparatorInfo {
         &self.info
     }

@@ -98,3 +98,37 @@ pub trait FileRun: Send {
     /// The final frames not yet taken, in order from the file's first.
     fn output(&mut self) -> &mut FrameQueue;
 }
+
+impl<T: FileRun + ?Sized> FileRun for Box<T> {
+    fn info(&self) -> &SeparatorInfo {
+        (**self).info()
+    }
+
+    fn device(&self) -> Option<ActiveDevice> {
+        (**self).device()
+    }
+
+    fn model_runs(&self) -> u64 {
+        (**self).model_runs()
+    }
+
+    fn has_model_other(&self) -> bool {
+        (**self).has_model_other()
+    }
+
+    fn start(&mut self) {
+        (**self).start()
+    }
+
+    fn push(&mut self, left: &[f32], right: &[f32]) -> Result<(), SeparatorError> {
+        (**self).push(left, right)
+    }
+
+    fn finish(&mut self) -> Result<(), SeparatorError> {
+        (**self).finish()
+    }
+
+    fn output(&mut self) -> &mut FrameQueue {
+        (**self).output()
+    }
+}

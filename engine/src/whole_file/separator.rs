@@ -7,7 +7,7 @@ use crate::choice::{models_dirs, SeparatorChoice};
 use crate::ensemble::EnsembleSpec;
 use crate::error::EngineError;
 use crate::families::ModelCore;
-use crate::hybrid::{is_route_file, RouteFile, StageSeparator};
+use crate::hybrid::{combined_file_info, is_route_file, RouteFile, StageSeparator};
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::model_spec::ModelSpec;
@@ -30,6 +30,15 @@ pub(super) enum Loaded {
     Stream(Option<Box<dyn Separator>>),
     /// The reference's whole-file edges.
     WholeFile(Box<dyn FileRun>),
+    /// An ensemble: each member as it separates a file alone, combined at the file's rate.
+    Ensemble(EnsembleMembers),
+}
+
+/// An ensemble's members, between files (empty while a file holds them).
+pub(super) struct EnsembleMembers {
+    pub(super) members: Vec<WholeFileSeparator>,
+    pub(super) method: crate::ensemble::EnsembleMethod,
+    pub(super) label: String,
 }
 
 /// A separator for whole files: load it once, then separate file after file with the models
@@ -80,13 +89,28 @@ impl WholeFileSeparator {
                 Loaded::WholeFile(build_run(choice, options)?)
             }
             (SeparationMode::WholeFile, ModelSpec::Ensemble(ensemble)) => {
-                Loaded::WholeFile(build_ensemble_run(ensemble, options)?)
+                Loaded::Ensemble(load_members(ensemble, options)?)
             }
         };
         let info = match &loaded {
             Loaded::Stream(Some(separator)) => separator.info().clone(),
             Loaded::Stream(None) => unreachable!("a stream separator was just built"),
             Loaded::WholeFile(run) => run.info().clone(),
+            Loaded::Ensemble(ensemble) => {
+                let infos = ensemble.members.iter().map(WholeFileSeparator::info);
+                let delivered: Vec<Stem> = Stem::ALL
+                    .into_iter()
+                    .filter(|&stem| {
+                        stem != Stem::Other && infos.clone().any(|i| i.delivers_stem(stem))
+                    })
+                    .collect();
+                combined_file_info(ensemble.label.clone(), infos, delivered).map_err(|message| {
+                    ModelError::Params {
+                        model: ensemble.label.clone(),
+                        message,
+                    }
+                })?
+            }
         };
         Ok(Self {
             spec: spec.clone(),
@@ -114,12 +138,10 @@ impl WholeFileSeparator {
 
     /// How it separates a file, in messages.
     pub fn describe_mode(&self) -> &'static str {
-        match (&self.loaded, &self.spec) {
-            (Loaded::WholeFile(_), ModelSpec::Ensemble(_)) => {
-                "each member a whole file as its reference runs it, combined per file"
-            }
-            (Loaded::WholeFile(_), ModelSpec::One(_)) => "whole files, as its reference runs them",
-            (Loaded::Stream(_), _) => "streamed, as the plugin renders",
+        match &self.loaded {
+            Loaded::Ensemble(_) => "each member as it separates the file alone, combined per file",
+            Loaded::WholeFile(_) => "whole files, as its reference runs them",
+            Loaded::Stream(_) => "streamed, as the plugin renders",
         }
     }
 
@@ -136,30 +158,33 @@ impl WholeFileSeparator {
     /// Whether files run with the reference's edges (false: the stream's, as for the
     /// built-in separator).
     pub fn is_whole_file(&self) -> bool {
-        matches!(self.loaded, Loaded::WholeFile(_))
+        !matches!(self.loaded, Loaded::Stream(_))
     }
 
     /// Whether `Other` is a model's own output ([`OtherStem::Model`] and a model that has one).
     pub fn has_model_other(&self) -> bool {
         match &self.loaded {
             Loaded::WholeFile(run) => run.has_model_other(),
-            Loaded::Stream(_) => false,
+            Loaded::Stream(_) | Loaded::Ensemble(_) => false,
         }
     }
 
-    /// The device the model runs on (`None` for DSP, or while a streamed file holds it).
+    /// The device the model runs on (`None` for DSP, or while a file holds the stream's
+    /// separator or an ensemble's members).
     pub fn device(&self) -> Option<ActiveDevice> {
         match &self.loaded {
             Loaded::Stream(separator) => separator.as_ref().and_then(|s| s.device()),
             Loaded::WholeFile(run) => run.device(),
+            Loaded::Ensemble(ensemble) => ensemble.members.iter().find_map(|m| m.device()),
         }
     }
 
-    /// Chunks its models ran since it was loaded.
+    /// Chunks its models ran since it was loaded (as far as a file does not hold them).
     pub fn model_runs(&self) -> u64 {
         match &self.loaded {
             Loaded::Stream(separator) => separator.as_ref().map_or(0, |s| s.model_runs()),
             Loaded::WholeFile(run) => run.model_runs(),
+            Loaded::Ensemble(ensemble) => ensemble.members.iter().map(|m| m.model_runs()).sum(),
         }
     }
 
@@ -178,7 +203,9 @@ impl WholeFileSeparator {
                     .build_with(self.options.device, look_ahead)
                     .map_err(EngineError::Model),
             },
-            Loaded::WholeFile(_) => unreachable!("only the stream mode streams"),
+            Loaded::WholeFile(_) | Loaded::Ensemble(_) => {
+                unreachable!("only the stream mode streams")
+            }
         }
     }
 }
@@ -217,7 +244,29 @@ fn build_run(
     }
 }
 
-/// The whole-file run of an ensemble: each member's own whole-file run (its `Other` the
+/// An ensemble's members, each loaded as it would be alone (its `Other` the residual).
+fn load_members(
+    spec: &EnsembleSpec,
+    options: &WholeFileOptions,
+) -> Result<EnsembleMembers, ModelError> {
+    let member_options = WholeFileOptions {
+        other: OtherStem::Residual,
+        ..*options
+    };
+    Ok(EnsembleMembers {
+        members: spec
+            .members
+            .iter()
+            .map(|member| {
+                WholeFileSeparator::load(&ModelSpec::One(member.clone()), &member_options)
+            })
+            .collect::<Result<_, _>>()?,
+        method: spec.method.clone(),
+        label: spec.label(),
+    })
+}
+
+/// The whole-file run of a route's ensemble stage: each member's own whole-file run (its `Other` the
 /// residual), their stems combined to the file's last sample.
 fn build_ensemble_run(
     spec: &EnsembleSpec,

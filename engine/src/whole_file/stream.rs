@@ -10,10 +10,14 @@ use crate::offline::{OfflineStream, SeparatedStems, StemFrames, OFFLINE_BLOCK_FR
 use crate::stem::{Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
 use crate::stereo_input::StereoInput;
 
-use super::file_run::{FileRun, FrameQueue, OTHER_PLANE};
+use super::ensemble_run::EnsembleRun;
+use super::file_run::{FileRun, FrameQueue, MIX_PLANE, OTHER_PLANE};
 use super::options::WholeFileOptions;
 use super::resample::FileResampler;
 use super::separator::{Loaded, WholeFileSeparator};
+use crate::hybrid::file_info_at;
+use crate::runtime::devices::ActiveDevice;
+use crate::separator::{stem_channel, SeparatorError, SeparatorInfo};
 
 impl WholeFileSeparator {
     /// Starts separating a file at `sample_rate_hz`: push its frames, then finish.
@@ -63,13 +67,349 @@ pub struct WholeFileStream<'a> {
     state: State,
 }
 
-enum State {
+/// A file's separation by one [`WholeFileSeparator`], which every call is given (a member of
+/// an ensemble owns both).
+pub(super) enum State {
+    /// The stream, as the plugin renders (`None` once finished and handed back).
     Stream(Option<Box<OfflineStream>>),
+    /// The reference's edges at the model's rate.
     WholeFile(Box<FileState>),
+    /// An ensemble: each member separating the file as it would alone, their stems combined at
+    /// the file's rate (`None` once the members are handed back).
+    Ensemble(Option<Box<EnsembleFile>>),
+}
+
+/// An ensemble's file: the members' runs combined, at the file's rate.
+pub(super) struct EnsembleFile {
+    run: EnsembleRun<MemberRun>,
+    file: FileState,
+}
+
+impl<'a> WholeFileStream<'a> {
+    pub(super) fn new(
+        owner: &'a mut WholeFileSeparator,
+        sample_rate_hz: u32,
+    ) -> Result<Self, EngineError> {
+        let state = State::new(owner, sample_rate_hz)?;
+        Ok(Self { owner, state })
+    }
+
+    /// The latency taken off: the stream's (what the plugin reports), 0 for whole files.
+    pub fn latency_samples(&self) -> usize {
+        self.state.latency_samples()
+    }
+
+    /// What the file's separation has counted so far.
+    pub fn stats(&self) -> FileStats {
+        self.state.stats()
+    }
+
+    /// Separates the next frames and hands `sink` every run of
+    /// stems that became final, in order. An error of `sink` stops the call.
+    pub fn push<E: From<EngineError>>(
+        &mut self,
+        input: StereoInput<'_>,
+        sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.state.push(self.owner, input, sink)
+    }
+
+    /// The file ended: separates the rest and hands it to `sink`, so that exactly as many
+    /// frames of stems came out as went in.
+    pub fn finish<E: From<EngineError>>(
+        mut self,
+        sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.state.finish(self.owner, sink)
+    }
+}
+
+impl Drop for WholeFileStream<'_> {
+    fn drop(&mut self) {
+        self.state.put_back(self.owner);
+    }
+}
+
+impl State {
+    /// Starts a file at `sample_rate_hz` with `owner`'s separator.
+    pub(super) fn new(
+        owner: &mut WholeFileSeparator,
+        sample_rate_hz: u32,
+    ) -> Result<Self, EngineError> {
+        crate::error::validate_sample_rate(sample_rate_hz as f32)?;
+        let extra_stems = owner.options.extra_stems;
+        match &mut owner.loaded {
+            Loaded::WholeFile(run) => {
+                run.start();
+                Ok(State::WholeFile(Box::new(FileState::new(
+                    run.as_ref(),
+                    sample_rate_hz,
+                )?)))
+            }
+            Loaded::Ensemble(ensemble) => {
+                let mut runs = Vec::new();
+                for mut member in std::mem::take(&mut ensemble.members) {
+                    member.set_extra_stems(extra_stems);
+                    match State::new(&mut member, sample_rate_hz) {
+                        Ok(state) => runs.push(MemberRun::new(member, state, sample_rate_hz)),
+                        Err(error) => {
+                            // The members go back for the next file, as they came.
+                            ensemble.members =
+                                runs.into_iter().map(MemberRun::into_separator).collect();
+                            ensemble.members.push(member);
+                            return Err(error);
+                        }
+                    }
+                }
+                let run = EnsembleRun::new(ensemble.label.clone(), &ensemble.method, runs)
+                    .map_err(EngineError::Worker)?;
+                let file = FileState::new(&run, sample_rate_hz)?;
+                Ok(State::Ensemble(Some(Box::new(EnsembleFile { run, file }))))
+            }
+            Loaded::Stream(_) => {
+                let separator = owner.take_stream_separator()?;
+                let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
+                stream.set_extra_stems(extra_stems);
+                Ok(State::Stream(Some(Box::new(stream))))
+            }
+        }
+    }
+
+    fn latency_samples(&self) -> usize {
+        match self {
+            State::Stream(stream) => stream.as_ref().map_or(0, |s| s.latency_samples()),
+            State::WholeFile(_) | State::Ensemble(_) => 0,
+        }
+    }
+
+    fn stats(&self) -> FileStats {
+        let of_file = |file: &FileState| FileStats {
+            input_frames: file.input_frames,
+            non_finite_input_samples: file.num_non_finite,
+        };
+        match self {
+            State::Stream(stream) => {
+                stream
+                    .as_ref()
+                    .map_or_else(FileStats::default, |s| FileStats {
+                        input_frames: s.input_frames(),
+                        non_finite_input_samples: s.stats().non_finite_input_samples(),
+                    })
+            }
+            State::WholeFile(file) => of_file(file),
+            State::Ensemble(ensemble) => ensemble
+                .as_ref()
+                .map_or_else(FileStats::default, |e| of_file(&e.file)),
+        }
+    }
+
+    fn push<E: From<EngineError>>(
+        &mut self,
+        owner: &mut WholeFileSeparator,
+        input: StereoInput<'_>,
+        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let options = owner.options;
+        match self {
+            State::Stream(stream) => {
+                let stream = stream.as_mut().expect("the stream runs until finished");
+                stream.push(input, sink)
+            }
+            State::WholeFile(file) => {
+                let Loaded::WholeFile(run) = &mut owner.loaded else {
+                    unreachable!("a whole-file state runs a whole-file separator")
+                };
+                file.push_blocks(run.as_mut(), input, &options, &mut sink)
+            }
+            State::Ensemble(ensemble) => {
+                let ensemble = ensemble.as_mut().expect("the members run until finished");
+                ensemble
+                    .file
+                    .push_blocks(&mut ensemble.run, input, &options, &mut sink)
+            }
+        }
+    }
+
+    fn finish<E: From<EngineError>>(
+        &mut self,
+        owner: &mut WholeFileSeparator,
+        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let options = owner.options;
+        match self {
+            State::Stream(stream) => {
+                let stream = stream.as_mut().expect("the stream runs until finished");
+                stream.finish(&mut sink)
+            }
+            State::WholeFile(file) => {
+                let Loaded::WholeFile(run) = &mut owner.loaded else {
+                    unreachable!("a whole-file state runs a whole-file separator")
+                };
+                file.finish_all(run.as_mut(), &options, &mut sink)
+            }
+            State::Ensemble(ensemble) => {
+                let ensemble = ensemble.as_mut().expect("the members run until finished");
+                ensemble
+                    .file
+                    .finish_all(&mut ensemble.run, &options, &mut sink)
+            }
+        }
+    }
+
+    /// Hands what the file borrowed back to `owner` for the next file: the stream mode's
+    /// separator, an ensemble's members.
+    fn put_back(&mut self, owner: &mut WholeFileSeparator) {
+        match (self, &mut owner.loaded) {
+            (State::Stream(stream), Loaded::Stream(slot)) => {
+                if let Some(stream) = stream.take() {
+                    *slot = stream.into_separator();
+                }
+            }
+            (State::Ensemble(ensemble), Loaded::Ensemble(loaded)) => {
+                if let Some(ensemble) = ensemble.take() {
+                    loaded.members = ensemble
+                        .run
+                        .into_members()
+                        .into_iter()
+                        .map(MemberRun::into_separator)
+                        .collect();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A member of an ensemble over one file: its own [`WholeFileSeparator`] separating the file at
+/// the file's rate exactly as it would alone, as a [`FileRun`] for the combination.
+pub(super) struct MemberRun {
+    separator: WholeFileSeparator,
+    state: State,
+    info: SeparatorInfo,
+    /// The input whose stems have not come out yet, for the mix planes.
+    pending_input: [Vec<f32>; 2],
+    output: FrameQueue,
+}
+
+impl MemberRun {
+    fn new(separator: WholeFileSeparator, state: State, sample_rate_hz: u32) -> Self {
+        let info = file_info_at(
+            sample_rate_hz,
+            separator.name().to_owned(),
+            std::iter::once(separator.info()),
+            Stem::ALL[..NUM_SEPARATED_STEMS]
+                .iter()
+                .copied()
+                .filter(|&stem| separator.delivers_stem(stem)),
+        );
+        Self {
+            separator,
+            state,
+            info,
+            pending_input: [Vec::new(), Vec::new()],
+            output: FrameQueue::new(),
+        }
+    }
+
+    /// The member, its file's borrowings handed back, for the next file.
+    fn into_separator(mut self) -> WholeFileSeparator {
+        self.state.put_back(&mut self.separator);
+        self.separator
+    }
+
+    /// Queues a run of the member's stems with the input they came from.
+    fn queue(output: &mut FrameQueue, pending_input: &mut [Vec<f32>; 2], frames: &StemFrames<'_>) {
+        let count = frames.num_frames();
+        for stem in &Stem::ALL[..NUM_SEPARATED_STEMS] {
+            for channel in 0..2 {
+                output
+                    .plane_mut(stem_channel(stem.index(), channel))
+                    .extend_from_slice(frames.channel(*stem, channel));
+            }
+        }
+        for (channel, input) in pending_input.iter_mut().enumerate() {
+            let taken = count.min(input.len());
+            let mix = output.plane_mut(MIX_PLANE + channel);
+            mix.extend(input.drain(..taken));
+            mix.resize(mix.len() + count - taken, 0.0);
+            let other = output.plane_mut(OTHER_PLANE + channel);
+            other.resize(other.len() + count, 0.0);
+        }
+    }
+
+    fn member_error(&self, error: EngineError) -> SeparatorError {
+        match error {
+            EngineError::Separator(error) => error,
+            other => SeparatorError {
+                separator: self.info.name().to_owned(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
+impl FileRun for MemberRun {
+    fn info(&self) -> &SeparatorInfo {
+        &self.info
+    }
+
+    fn device(&self) -> Option<ActiveDevice> {
+        self.separator.device()
+    }
+
+    fn model_runs(&self) -> u64 {
+        self.separator.model_runs()
+    }
+
+    fn has_model_other(&self) -> bool {
+        false
+    }
+
+    /// A member runs the one file it was made for.
+    fn start(&mut self) {}
+
+    fn push(&mut self, left: &[f32], right: &[f32]) -> Result<(), SeparatorError> {
+        for (input, samples) in self.pending_input.iter_mut().zip([left, right]) {
+            input.extend_from_slice(samples);
+        }
+        let Self {
+            separator,
+            state,
+            pending_input,
+            output,
+            ..
+        } = self;
+        let result = StereoInput::new(left, right).and_then(|input| {
+            state.push(separator, input, |frames| {
+                Self::queue(output, pending_input, &frames);
+                Ok::<(), EngineError>(())
+            })
+        });
+        result.map_err(|error| self.member_error(error))
+    }
+
+    fn finish(&mut self) -> Result<(), SeparatorError> {
+        let Self {
+            separator,
+            state,
+            pending_input,
+            output,
+            ..
+        } = self;
+        let result = state.finish(separator, |frames| {
+            Self::queue(output, pending_input, &frames);
+            Ok::<(), EngineError>(())
+        });
+        result.map_err(|error| self.member_error(error))
+    }
+
+    fn output(&mut self) -> &mut FrameQueue {
+        &mut self.output
+    }
 }
 
 /// A whole-file run's per-file state at the file's rate.
-struct FileState {
+pub(super) struct FileState {
     sample_rate_hz: u32,
     model_rate_hz: u32,
     /// File rate → model rate and back (the planes in `stem_planes`), when they differ.
@@ -87,125 +427,43 @@ struct FileState {
     block: [[Vec<f32>; 2]; NUM_STEMS],
 }
 
-impl<'a> WholeFileStream<'a> {
-    pub(super) fn new(
-        owner: &'a mut WholeFileSeparator,
-        sample_rate_hz: u32,
-    ) -> Result<Self, EngineError> {
-        crate::error::validate_sample_rate(sample_rate_hz as f32)?;
-        let state = if let Loaded::WholeFile(run) = &mut owner.loaded {
-            run.start();
-            State::WholeFile(Box::new(FileState::new(run.as_ref(), sample_rate_hz)?))
-        } else {
-            let separator = owner.take_stream_separator()?;
-            let mut stream = OfflineStream::new(separator, sample_rate_hz)?;
-            stream.set_extra_stems(owner.options.extra_stems);
-            State::Stream(Some(Box::new(stream)))
-        };
-        Ok(Self { owner, state })
-    }
-
-    /// The latency taken off: the stream's (what the plugin reports), 0 for whole files.
-    pub fn latency_samples(&self) -> usize {
-        match &self.state {
-            State::Stream(stream) => stream.as_ref().map_or(0, |s| s.latency_samples()),
-            State::WholeFile(_) => 0,
-        }
-    }
-
-    /// What the file's separation has counted so far.
-    pub fn stats(&self) -> FileStats {
-        match &self.state {
-            State::Stream(stream) => {
-                stream
-                    .as_ref()
-                    .map_or_else(FileStats::default, |s| FileStats {
-                        input_frames: s.input_frames(),
-                        non_finite_input_samples: s.stats().non_finite_input_samples(),
-                    })
-            }
-            State::WholeFile(file) => FileStats {
-                input_frames: file.input_frames,
-                non_finite_input_samples: file.num_non_finite,
-            },
-        }
-    }
-
-    /// Separates the next frames and hands `sink` every run of
-    /// stems that became final, in order. An error of `sink` stops the call.
-    pub fn push<E: From<EngineError>>(
-        &mut self,
-        input: StereoInput<'_>,
-        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        match &mut self.state {
-            State::Stream(stream) => {
-                let stream = stream.as_mut().expect("the stream runs until finished");
-                stream.push(input, sink)
-            }
-            State::WholeFile(file) => {
-                let Loaded::WholeFile(run) = &mut self.owner.loaded else {
-                    unreachable!("a whole-file state runs a whole-file separator")
-                };
-                for block in input.chunks(OFFLINE_BLOCK_FRAMES) {
-                    file.push(run.as_mut(), block)?;
-                    file.hand_out(run.as_mut(), &self.owner.options, &mut sink)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// The file ended: separates the rest and hands it to `sink`, so that exactly as many
-    /// frames of stems came out as went in.
-    pub fn finish<E: From<EngineError>>(
-        mut self,
-        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        match &mut self.state {
-            State::Stream(stream) => {
-                let mut stream = stream.take().expect("the stream runs until finished");
-                let result = stream.finish(&mut sink);
-                self.put_back(*stream);
-                result
-            }
-            State::WholeFile(file) => {
-                let Loaded::WholeFile(run) = &mut self.owner.loaded else {
-                    unreachable!("a whole-file state runs a whole-file separator")
-                };
-                file.finish(run.as_mut())?;
-                file.hand_out(run.as_mut(), &self.owner.options, &mut sink)?;
-                let expected = file.input_frames;
-                if file.handed_out != expected {
-                    return Err(E::from(EngineError::Worker(format!(
-                        "{} frames of stems for {expected} frames of input",
-                        file.handed_out
-                    ))));
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Hands the stream mode's separator back for the next file.
-    fn put_back(&mut self, stream: OfflineStream) {
-        if let Loaded::Stream(slot) = &mut self.owner.loaded {
-            *slot = stream.into_separator();
-        }
-    }
-}
-
-impl Drop for WholeFileStream<'_> {
-    fn drop(&mut self) {
-        if let State::Stream(stream) = &mut self.state {
-            if let Some(stream) = stream.take() {
-                self.put_back(*stream);
-            }
-        }
-    }
-}
-
 impl FileState {
+    /// Separates `input` block by block with `run` and hands `sink` the stems that became
+    /// final.
+    fn push_blocks<E: From<EngineError>>(
+        &mut self,
+        run: &mut dyn FileRun,
+        input: StereoInput<'_>,
+        options: &WholeFileOptions,
+        sink: &mut impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for block in input.chunks(OFFLINE_BLOCK_FRAMES) {
+            self.push(run, block)?;
+            self.hand_out(run, options, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The file ended: separates the rest with `run`, hands it to `sink`, and checks that as
+    /// many frames of stems came out as went in.
+    fn finish_all<E: From<EngineError>>(
+        &mut self,
+        run: &mut dyn FileRun,
+        options: &WholeFileOptions,
+        sink: &mut impl FnMut(StemFrames<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.finish(run)?;
+        self.hand_out(run, options, sink)?;
+        let expected = self.input_frames;
+        if self.handed_out != expected {
+            return Err(E::from(EngineError::Worker(format!(
+                "{} frames of stems for {expected} frames of input",
+                self.handed_out
+            ))));
+        }
+        Ok(())
+    }
+
     fn new(run: &dyn FileRun, sample_rate_hz: u32) -> Result<Self, EngineError> {
         let model_rate_hz = run.info().sample_rate_hz();
         let mut stem_planes: Vec<usize> = Stem::ALL[..NUM_SEPARATED_STEMS]
@@ -369,6 +627,56 @@ fn residual_other(block: &mut [[Vec<f32>; 2]; NUM_STEMS], input: &[Vec<f32>; 2],
                 sum += stem[channel][frame];
             }
             *o = x - sum;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::choice::SeparatorChoice;
+    use crate::ensemble::{EnsembleAlgorithm, EnsembleMethod, EnsembleSpec};
+    use crate::model_spec::ModelSpec;
+    use crate::stem::Stem;
+    use crate::whole_file::{WholeFileOptions, WholeFileSeparator};
+    use stemflow_kit::demo_song::DemoSong;
+
+    #[test]
+    fn an_ensembles_members_separate_the_file_as_they_would_alone() {
+        let options = WholeFileOptions::default();
+        let builtin = ModelSpec::One(SeparatorChoice::Builtin);
+        for rate in [22_050, 44_100, 48_000] {
+            let input = DemoSong::generate(rate, 0.8).mix();
+            let alone = WholeFileSeparator::load(&builtin, &options)
+                .unwrap()
+                .separate(&input, rate, |_| {})
+                .unwrap();
+            for (algorithm, limit) in [
+                (EnsembleAlgorithm::AvgWave, 1e-6),
+                (EnsembleAlgorithm::MaxSpec, 1e-5),
+            ] {
+                let spec = ModelSpec::Ensemble(EnsembleSpec::new(
+                    vec![SeparatorChoice::Builtin, SeparatorChoice::Builtin],
+                    EnsembleMethod::new(algorithm, 2, None).unwrap(),
+                ));
+                let mut ensemble = WholeFileSeparator::load(&spec, &options).unwrap();
+                assert!(ensemble.is_whole_file());
+                // Twice: the members come back for the next file.
+                for _ in 0..2 {
+                    let stems = ensemble.separate(&input, rate, |_| {}).unwrap();
+                    for stem in Stem::ALL {
+                        for channel in 0..2 {
+                            let ours = &stems.stem(stem)[channel];
+                            assert_eq!(ours.len(), input[0].len());
+                            let largest = ours
+                                .iter()
+                                .zip(&alone.stem(stem)[channel])
+                                .map(|(a, b)| (a - b).abs())
+                                .fold(0.0f32, f32::max);
+                            assert!(largest < limit, "{algorithm} {rate} Hz {stem:?}: {largest}");
+                        }
+                    }
+                }
+            }
         }
     }
 }
