@@ -1,19 +1,16 @@
 //! `stemflow`: the command-line tool over Stemflow's engine. One file per subcommand:
 //! `separate/` (with its arguments, the per-file run and the model kept across files),
-//! `models.rs`, `devices.rs`, `bench.rs`, `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
-//! audio files; `progress.rs` and `memory.rs` report; `engine_log.rs` prints the engine's
-//! warnings.
+//! `models.rs`, `devices.rs`, `bench.rs`, `quantize.rs` and `demo.rs`; `stemflow-audio`'s
+//! `decode` and `encode` read and write audio files; `progress.rs` and `memory.rs` report;
+//! `engine_log.rs` prints the engine's warnings.
 //!
 //! Exit codes: 0 success, 1 a failure (an input that could not be separated, an unknown model or
 //! device, an unwritable folder), 2 a usage error.
 
 mod bench;
 mod bench_instances;
-mod decode;
 mod demo;
 mod devices;
-mod disk_space;
-mod encode;
 mod engine_log;
 mod error;
 mod eval;
@@ -39,6 +36,9 @@ mod values;
 mod variant_comparison;
 
 use std::process::ExitCode;
+
+// The audio files' modules, at the paths the subcommands name them by (`crate::decode::…`).
+use stemflow_audio::{decode, disk_space, encode};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
