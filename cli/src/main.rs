@@ -141,24 +141,29 @@ fn main() -> ExitCode {
 }
 
 /// A panic is a bug, but the user gets one line, not a trace: the default hook only runs when
-/// `RUST_BACKTRACE` asks for details. The engine's worker catches its own panics and reports them
-/// as errors.
+/// `RUST_BACKTRACE` asks for details (set, and not `0`). The engine's worker and the decoding
+/// thread catch their own panics and report them as errors (the engine's, or the input's), so
+/// nothing is printed for them.
 fn quiet_panics() {
-    if std::env::var_os("RUST_BACKTRACE").is_some() {
-        return;
-    }
-    std::panic::set_hook(Box::new(|info| {
+    let is_detailed = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_detailed {
+            return default_hook(info);
+        }
+        let thread = std::thread::current();
+        if matches!(thread.name(), Some("stemflow-worker"))
+            || thread.name() == Some(separate::DECODE_THREAD_NAME)
+        {
+            return;
+        }
         let message = info
             .payload()
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
-        if std::thread::current().name() != Some("stemflow-worker") {
-            crate::output::say_err!(
-                "stemflow: error: internal error ({message}); please report it"
-            );
-        }
+        crate::output::say_err!("stemflow: error: internal error ({message}); please report it");
     }));
 }
 

@@ -35,6 +35,7 @@ pub use stemflow_manifest as manifest;
 
 use crate::error::CliError;
 use args::{JobSource, SeparateArgs};
+pub(crate) use decode_ahead::DECODE_THREAD_NAME;
 use jobs::Run;
 use manifest::{BadLine, Job};
 pub use options::{Catalogue, Failure, SeparateOptions};
