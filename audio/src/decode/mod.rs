@@ -209,7 +209,7 @@ impl AudioDecoder {
     ) -> Result<Self, String> {
         // Header fields symphonia 0.5 panics on (a 0 Hz AIFF, an MP4 track with no time scale).
         let aiff = path.and_then(aiff_comm);
-        if aiff.is_some_and(|comm| !(comm.sample_rate_hz >= 1.0)) {
+        if aiff.is_some_and(|comm| comm.sample_rate_hz.is_nan() || comm.sample_rate_hz < 1.0) {
             return Err("a damaged AIFF file: its header says the sample rate is 0 Hz".into());
         }
         if path.is_some_and(mp4_has_a_zero_timescale) {
