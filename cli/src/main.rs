@@ -1,19 +1,15 @@
 //! `stemflow`: the command-line tool over Stemflow's engine. One file per subcommand:
 //! `separate/` (with its arguments, the per-file run and the model kept across files),
 //! `models.rs`, `devices.rs`, `bench/` (speed, memory, instances, the look-ahead curve),
-//! `quantize.rs` and `demo.rs`; `decode/` and `encode.rs` read and write
-//! audio files; `progress.rs` and `memory.rs` report; `engine_log.rs` prints the engine's
-//! warnings.
+//! `quantize.rs` and `demo.rs`; `stemflow-audio`'s `decode` and `encode` read and write audio
+//! files; `progress.rs` and `memory.rs` report; `engine_log.rs` prints the engine's warnings.
 //!
 //! Exit codes: 0 success, 1 a failure (an input that could not be separated, an unknown model or
 //! device, an unwritable folder), 2 a usage error.
 
 mod bench;
-mod decode;
 mod demo;
 mod devices;
-mod disk_space;
-mod encode;
 mod engine_log;
 mod error;
 mod eval;
@@ -35,6 +31,9 @@ mod separate;
 mod values;
 
 use std::process::ExitCode;
+
+// The audio files' modules, at the paths the subcommands name them by (`crate::decode::…`).
+use stemflow_audio::{decode, disk_space, encode};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -137,24 +136,29 @@ fn main() -> ExitCode {
 }
 
 /// A panic is a bug, but the user gets one line, not a trace: the default hook only runs when
-/// `RUST_BACKTRACE` asks for details. The engine's worker catches its own panics and reports them
-/// as errors.
+/// `RUST_BACKTRACE` asks for details (set, and not `0`). The engine's worker and the decoding
+/// thread catch their own panics and report them as errors (the engine's, or the input's), so
+/// nothing is printed for them.
 fn quiet_panics() {
-    if std::env::var_os("RUST_BACKTRACE").is_some() {
-        return;
-    }
-    std::panic::set_hook(Box::new(|info| {
+    let is_detailed = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_detailed {
+            return default_hook(info);
+        }
+        let thread = std::thread::current();
+        if matches!(thread.name(), Some("stemflow-worker"))
+            || thread.name() == Some(separate::DECODE_THREAD_NAME)
+        {
+            return;
+        }
         let message = info
             .payload()
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
-        if std::thread::current().name() != Some("stemflow-worker") {
-            crate::output::say_err!(
-                "stemflow: error: internal error ({message}); please report it"
-            );
-        }
+        crate::output::say_err!("stemflow: error: internal error ({message}); please report it");
     }));
 }
 

@@ -333,6 +333,41 @@ fn a_pipe_is_decoded_as_it_arrives_and_gives_the_files_stems() {
 }
 
 #[test]
+fn a_wav_written_to_a_pipe_by_ffmpeg_gives_the_whole_songs_stems() {
+    // `ffmpeg -i song.flac -f wav - > song.wav`: the RIFF and data sizes are 0xFFFFFFFF.
+    let dir = scratch_dir("ffmpeg-pipe-wav");
+    let (input, channels) = song(&dir, "song.wav", 1.0);
+    let mut bytes = std::fs::read(&input).unwrap();
+    let data_at = bytes.windows(4).position(|w| w == b"data").unwrap();
+    bytes[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    bytes[data_at + 4..data_at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    let saved = dir.join("saved.wav");
+    std::fs::write(&saved, &bytes).unwrap();
+    let (fifo, writer) = fifo_with(&dir, "piped.wav", bytes.clone(), false);
+    let out = dir.join("out");
+    for input in [&saved, &fifo] {
+        let output = run(&["separate", path_str(input), "-o", path_str(&out), "-q"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    writer.join().unwrap();
+    for name in ["saved", "piped"] {
+        let (_, vocals) = read_wav(&out.join(format!("{name}/vocals.wav")));
+        assert_eq!(vocals[0].len(), channels[0].len(), "{name}");
+    }
+    // A 0 Hz header is the input's error, even with backtraces asked for.
+    bytes[24..28].copy_from_slice(&0u32.to_le_bytes());
+    let zero_hz = dir.join("zero-hz.wav");
+    std::fs::write(&zero_hz, &bytes).unwrap();
+    let (output, _) = run_with_pid(
+        &["separate", path_str(&zero_hz), "-o", path_str(&out)],
+        &[("RUST_BACKTRACE", "1")],
+    );
+    let stderr = assert_clean_failure(&output, "a 0 Hz WAV");
+    assert!(stderr.contains("sample rate is 0 Hz"), "{stderr}");
+    assert!(!stderr.contains("decoding thread stopped"), "{stderr}");
+}
+
+#[test]
 fn an_endless_pipe_of_zeros_is_refused_without_copying_it() {
     let dir = scratch_dir("dev-zero");
     let out = dir.join("out");

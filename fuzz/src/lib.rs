@@ -10,27 +10,11 @@
 //!   repository's fixtures and generated files) and every input a fuzzer found that failed
 //!   (`regressions/<target>/`), uninstrumented.
 //!
-//! The CLI is a binary crate and the plugin a cdylib, so the modules fuzzed here are included by
-//! path (they use nothing else of their crate): the decoders, the manifest reader, and the
-//! plugin's saved-state loader.
+//! The parsers of the CLI and the plugin live in small crates of their own, so the fuzzer builds
+//! them, not the CLI or the plugin: `stemflow-audio` (the decoders, without the stem writers),
+//! `stemflow-manifest` and `stemflow-plugin-state`.
 
 use std::path::{Path, PathBuf};
-
-#[allow(dead_code)] // The CLI's decoders use part of it.
-#[path = "../../cli/src/disk_space.rs"]
-mod disk_space;
-
-#[allow(dead_code)] // Only `AudioDecoder` is driven here.
-#[path = "../../cli/src/decode/mod.rs"]
-mod decode;
-
-#[allow(dead_code)] // Only `parse_line` is driven here.
-#[path = "../../cli/src/separate/manifest.rs"]
-mod manifest;
-
-#[allow(dead_code)] // Only the loader is driven here.
-#[path = "../../plugin/src/saved_state.rs"]
-mod saved_state;
 
 mod seeds;
 mod targets;

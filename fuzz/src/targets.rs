@@ -9,8 +9,8 @@ use stemflow_convert::zip::ZipArchive;
 use stemflow_onnx::view::raw_fields;
 use stemflow_onnx::{AttributeView, GraphPart, ModelView};
 
-use crate::decode::AudioDecoder;
-use crate::saved_state::SavedState;
+use stemflow_audio::AudioDecoder;
+use stemflow_plugin_state::SavedState;
 
 /// Most bytes one zip entry is inflated to here (the checkpoint reader has its own budget).
 const MAX_ENTRY_BYTES: u64 = 16 << 20;
@@ -181,7 +181,7 @@ fn scratch_file(extension: &str, data: &[u8]) -> PathBuf {
 pub fn manifest(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     for (index, line) in text.lines().enumerate() {
-        if let Some(Ok(job)) = crate::manifest::parse_line(line, index + 1, Path::new("/base")) {
+        if let Some(Ok(job)) = stemflow_manifest::parse_line(line, index + 1, Path::new("/base")) {
             assert!(!job.given.is_empty());
         }
     }
@@ -199,6 +199,6 @@ pub fn plugin_state(data: &[u8]) {
         assert_eq!(again, state);
         assert_eq!(notice, None);
     } else {
-        assert_eq!(state.version, crate::saved_state::SAVED_STATE_VERSION);
+        assert_eq!(state.version, stemflow_plugin_state::SAVED_STATE_VERSION);
     }
 }

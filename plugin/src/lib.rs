@@ -14,7 +14,6 @@ mod output_stage;
 mod params;
 pub mod port_set;
 mod render_speed;
-mod saved_state;
 pub mod shared;
 mod state;
 pub mod swap;
@@ -36,6 +35,9 @@ use stemflow_engine::{
     BuiltinSeparator, DenormalGuard, ExtraStems, LookAhead, Separator, SeparatorChoice, Stem,
     NUM_STEMS,
 };
+// The saved state and its loader: a crate of their own (the fuzz crate drives the loader),
+// at the path the plugin's modules name them by (`crate::saved_state`).
+use stemflow_plugin_state as saved_state;
 use swap::{stream_swap_channel, StreamSwapHandle};
 
 use look_ahead_change::{apply_look_ahead, PluginTask};

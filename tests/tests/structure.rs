@@ -11,13 +11,16 @@ use stemflow_host_tests::{run_ok, workspace_root};
 const MAX_FILE_LINES: usize = 700;
 
 /// The crates whose module graphs are checked, by source folder.
-const CRATE_SOURCES: [&str; 10] = [
+const CRATE_SOURCES: [&str; 13] = [
     "engine/src",
     "onnx/src",
     "convert/src",
     "fetch/src",
     "paths/src",
     "kit/src",
+    "audio/src",
+    "manifest/src",
+    "plugin-state/src",
     "plugin/src",
     "cli/src",
     "tests/src",
@@ -292,11 +295,14 @@ fn expand_use(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) 
 }
 
 /// The module a path points into (the longest prefix that is a module), from the module
-/// `current`; `None` for paths outside the crate.
+/// `current`; `None` for paths outside the crate, which include paths through a name a module
+/// imports from another crate (`use stemflow_audio::decode;` makes `crate::decode::X` point
+/// outside).
 fn resolve(
     path: &[String],
     current: &[String],
     modules: &BTreeSet<Vec<String>>,
+    imported: &BTreeSet<Vec<String>>,
 ) -> Option<Vec<String>> {
     let mut base: Vec<String>;
     let mut rest = path;
@@ -331,11 +337,81 @@ fn resolve(
         next.push(segment.clone());
         if modules.contains(&next) {
             base = next;
+        } else if imported.contains(&next) {
+            return None;
         } else {
             break;
         }
     }
     Some(base)
+}
+
+/// The names `code`, the module `current`, imports from other crates, each as the path it has
+/// in this crate: `use stemflow_audio::{decode, encode as writers};` in the root gives `decode`
+/// and `writers`; `pub use stemflow_manifest as manifest;` in `separate` gives
+/// `separate::manifest`.
+fn imported_from_other_crates(
+    code: &str,
+    current: &[String],
+    modules: &BTreeSet<Vec<String>>,
+) -> Vec<Vec<String>> {
+    let mut names = Vec::new();
+    let mut rest = code;
+    while let Some(at) = find_keyword(rest, "use") {
+        let after = &rest[at + 3..];
+        let Some(end) = after.find(';') else { break };
+        let tree = after[..end].trim();
+        rest = &after[end..];
+        let first = tree.split("::").next().unwrap_or("").trim();
+        let mut child = current.to_vec();
+        child.push(first.to_owned());
+        if matches!(first, "crate" | "self" | "super" | "std" | "core" | "alloc")
+            || first.is_empty()
+            || modules.contains(&child)
+        {
+            continue;
+        }
+        for leaf in use_leaves(tree) {
+            let mut name = current.to_vec();
+            name.push(leaf);
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The names a `use` tree brings into scope: the last segment of each leaf, or its `as` name.
+fn use_leaves(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let mut leaves = Vec::new();
+        let mut level = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => level += 1,
+                '}' => level -= 1,
+                ',' if level == 0 => {
+                    leaves.extend(use_leaves(&inner[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        leaves.extend(use_leaves(&inner[start..]));
+        leaves
+    } else {
+        let name = match tree.split_once(" as ") {
+            Some((_, alias)) => alias.trim(),
+            None => tree.rsplit("::").next().unwrap_or("").trim(),
+        };
+        if name.is_empty() || name == "*" || name == "self" || name == "_" {
+            Vec::new()
+        } else {
+            vec![name.to_owned()]
+        }
+    }
 }
 
 /// Strongly connected components of more than one module.
@@ -385,15 +461,27 @@ fn module_graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let codes: Vec<(Vec<String>, String)> = files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            (
+                module_of(src, file),
+                without_inline_modules(&code_only(&text)),
+            )
+        })
+        .collect();
+    let imported: BTreeSet<Vec<String>> = codes
+        .iter()
+        .flat_map(|(module, code)| imported_from_other_crates(code, module, &modules))
+        .collect();
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    for file in &files {
-        let module = module_of(src, file);
-        let code = without_inline_modules(&code_only(&std::fs::read_to_string(file).unwrap()));
+    for (module, code) in &codes {
         // A file's own `mod x;` declarations are not imports.
         let targets = edges.entry(module.clone()).or_default();
-        for path in named_paths(&code) {
-            if let Some(target) = resolve(&path, &module, &modules) {
-                if target != module {
+        for path in named_paths(code) {
+            if let Some(target) = resolve(&path, module, &modules, &imported) {
+                if target != *module {
                     targets.insert(target);
                 }
             }
@@ -434,6 +522,59 @@ fn no_crate_has_an_import_cycle() {
 }
 
 #[test]
+fn a_name_imported_from_another_crate_is_not_this_crates_module() {
+    // `use stemflow_audio::{decode, …}` in the root and `pub use stemflow_manifest as manifest;`
+    // in `separate`: paths through them leave the crate, so they draw no edge to the root or
+    // to `separate` (which would close a cycle with every module naming them).
+    let modules: BTreeSet<Vec<String>> = [
+        vec![],
+        vec!["separate".to_owned()],
+        vec!["separate".to_owned(), "args".to_owned()],
+    ]
+    .into();
+    let root = code_only("use stemflow_audio::{decode, disk_space as disk};\nuse std::fs;");
+    let separate = code_only("pub use stemflow_manifest as manifest;\nuse args::Thing;");
+    let mut imported: BTreeSet<Vec<String>> = imported_from_other_crates(&root, &[], &modules)
+        .into_iter()
+        .collect();
+    let separate_module = vec!["separate".to_owned()];
+    imported.extend(imported_from_other_crates(
+        &separate,
+        &separate_module,
+        &modules,
+    ));
+    assert_eq!(
+        imported,
+        [
+            vec!["decode".to_owned()],
+            vec!["disk".to_owned()],
+            vec!["separate".to_owned(), "manifest".to_owned()],
+        ]
+        .into()
+    );
+    let args = vec!["separate".to_owned(), "args".to_owned()];
+    let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        resolve(
+            &path("crate::decode::AudioDecoder"),
+            &args,
+            &modules,
+            &imported
+        ),
+        None
+    );
+    assert_eq!(
+        resolve(&path("super::manifest::Shard"), &args, &modules, &imported),
+        None
+    );
+    // A name of the crate's own still resolves to its module.
+    assert_eq!(
+        resolve(&path("crate::separate::run"), &args, &modules, &imported),
+        Some(separate_module)
+    );
+}
+
+#[test]
 fn the_cycle_check_finds_a_cycle() {
     // The checker itself: two modules that import each other form one component.
     let modules: BTreeSet<Vec<String>> =
@@ -449,7 +590,7 @@ fn the_cycle_check_finds_a_cycle() {
         let module = vec![module.to_owned()];
         let targets: BTreeSet<Vec<String>> = paths
             .iter()
-            .filter_map(|p| resolve(p, &module, &modules))
+            .filter_map(|p| resolve(p, &module, &modules, &BTreeSet::new()))
             .filter(|t| *t != module)
             .collect();
         edges.insert(module, targets);

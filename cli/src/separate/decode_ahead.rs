@@ -41,8 +41,8 @@ impl PendingDecode {
         let (sender, receiver) = sync_channel(MAX_BLOCKS_AHEAD);
         let owned = path.to_path_buf();
         let thread = std::thread::Builder::new()
-            .name("stemflow-decode".into())
-            .spawn(move || decode(&owned, &sender))
+            .name(DECODE_THREAD_NAME.into())
+            .spawn(move || report_a_panic(&sender, || decode(&owned, &sender)))
             .ok();
         Self {
             path: path.to_path_buf(),
@@ -82,6 +82,26 @@ impl PendingDecode {
 impl Drop for PendingDecode {
     fn drop(&mut self) {
         join(&mut self.thread, &mut self.receiver);
+    }
+}
+
+/// The decoding thread's name; the CLI's panic hook prints nothing for it (its panics become
+/// the input's error, see [`report_a_panic`]).
+pub(crate) const DECODE_THREAD_NAME: &str = "stemflow-decode";
+
+/// Runs `work` (the decoding thread's [`decode`]) and sends a panic in it, a bug of a decoder
+/// on a damaged file, as the input's failure: one sentence, no backtrace, and the run goes on
+/// to the next input.
+fn report_a_panic(sender: &SyncSender<Message>, work: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let _ = sender.send(Message::Failed(format!(
+            "the decoder failed on this file, which is probably damaged (internal error: {what}; please report it)"
+        )));
     }
 }
 
@@ -257,6 +277,24 @@ mod tests {
         std::fs::write(&path, b"").unwrap();
         let reason = PendingDecode::start(&path).open().err().unwrap();
         assert_eq!(reason, AudioDecoder::open(&path).err().unwrap());
+    }
+
+    #[test]
+    fn a_panic_while_decoding_is_the_inputs_error() {
+        let (sender, receiver) = sync_channel(MAX_BLOCKS_AHEAD);
+        report_a_panic(&sender, || {
+            panic!("TimeBase cannot have 0 numerator or denominator");
+        });
+        match receiver.try_recv() {
+            Ok(Message::Failed(reason)) => {
+                assert!(reason.contains("probably damaged"), "{reason}");
+                assert!(reason.contains("TimeBase cannot have 0"), "{reason}");
+            }
+            _ => panic!("no failure was sent"),
+        }
+        // Work that ends normally sends nothing of its own.
+        report_a_panic(&sender, || {});
+        assert!(receiver.try_recv().is_err());
     }
 
     #[test]

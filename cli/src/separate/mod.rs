@@ -1,8 +1,9 @@
 //! `stemflow separate`: decode, separate and write each input in turn, streaming all the way.
 //!
 //! Where a run starts: `args.rs` (the arguments, made [`SeparateOptions`] in `options.rs`) and
-//! `manifest.rs` (catalogue input: `--manifest`, `--shard`, standard input). `jobs.rs` then takes
-//! each job through one stage per file, in the order a file is separated:
+//! [`manifest`] (the `stemflow-manifest` crate: catalogue input, `--manifest`, `--shard`,
+//! standard input). `jobs.rs` then takes each job through one stage per file, in the order a
+//! file is separated:
 //!
 //! 1. `destination.rs`: its stem folder, refused if a stem would overwrite an input or another
 //!    job's stems;
@@ -20,7 +21,6 @@ mod decode_ahead;
 mod destination;
 mod file;
 mod jobs;
-pub mod manifest;
 mod new_folder;
 mod options;
 mod record;
@@ -30,8 +30,12 @@ mod stem_files;
 
 use std::path::{Path, PathBuf};
 
+// The manifest reader, at the path the other files name it by (`super::manifest::…`).
+pub use stemflow_manifest as manifest;
+
 use crate::error::CliError;
 use args::{JobSource, SeparateArgs};
+pub(crate) use decode_ahead::DECODE_THREAD_NAME;
 use jobs::Run;
 use manifest::{BadLine, Job};
 pub use options::{Catalogue, Failure, SeparateOptions};

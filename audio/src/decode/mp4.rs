@@ -79,6 +79,22 @@ pub(super) fn mp4_audio_edit(path: &Path, sample_rate_hz: u32) -> Option<Mp4Audi
     edit
 }
 
+/// Whether an MP4 file's movie has a track whose media time scale is 0 (symphonia 0.5 panics
+/// on it). `false` for other files.
+pub(super) fn mp4_has_a_zero_timescale(path: &Path) -> bool {
+    let Some(moov) = read_mp4_box(path, b"moov") else {
+        return false;
+    };
+    let timescale = |trak: &[u8]| {
+        let mdia = children(trak).find(|(k, _)| k == b"mdia")?.1;
+        let (version, mdhd) = full_box(mdia, b"mdhd")?;
+        be_u32(mdhd, if version == 0 { 8 } else { 16 })
+    };
+    let has_one =
+        children(&moov).any(|(kind, trak)| kind == *b"trak" && timescale(trak) == Some(0));
+    has_one
+}
+
 /// The payload of the top-level box `kind` of an MP4 file (at most 64 MB); `None` for files
 /// that do not start with an MP4 `ftyp` box.
 fn read_mp4_box(path: &Path, kind: &[u8; 4]) -> Option<Vec<u8>> {
@@ -218,6 +234,22 @@ mod tests {
             std::fs::write(&path, &bytes[..cut]).unwrap();
             assert_eq!(mp4_audio_edit(&path, 48_000), None, "cut at {cut}");
         }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_track_without_a_time_scale_is_refused_before_symphonia_panics_on_it() {
+        let path = crate::decode::test_path("zero-timescale.m4a");
+        let mut bytes = mp4_v1(482_112, 2112, 6_000);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(!mp4_has_a_zero_timescale(&path));
+        let rate = 48_000u32.to_be_bytes();
+        let at = bytes.windows(4).position(|w| w == rate).unwrap();
+        bytes[at..at + 4].copy_from_slice(&[0; 4]);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(mp4_has_a_zero_timescale(&path));
+        let error = crate::decode::AudioDecoder::open(&path).err().unwrap();
+        assert!(error.contains("time scale is 0"), "{error}");
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -7,7 +7,6 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
 use flacenc::bitsink::ByteSink;
 use flacenc::component::{BitRepr, Stream, StreamInfo};
 use flacenc::error::{Verified, Verify};
@@ -19,7 +18,8 @@ use crate::decode::io_reason;
 const FLAC_BLOCK_FRAMES: usize = 4096;
 
 /// The container and codec of the stem files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum OutputFormat {
     /// RIFF WAVE.
     Wav,
@@ -38,16 +38,17 @@ impl OutputFormat {
 }
 
 /// The sample format of the stem files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum BitDepth {
     /// 16-bit integer.
-    #[value(name = "16")]
+    #[cfg_attr(feature = "clap", value(name = "16"))]
     Int16,
     /// 24-bit integer.
-    #[value(name = "24")]
+    #[cfg_attr(feature = "clap", value(name = "24"))]
     Int24,
     /// 32-bit float (WAV only).
-    #[value(name = "32f")]
+    #[cfg_attr(feature = "clap", value(name = "32f"))]
     Float32,
 }
 

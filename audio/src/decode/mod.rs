@@ -1,8 +1,15 @@
 //! Streaming decode of any supported audio file (WAV, AIFF, FLAC, MP3, OGG/Vorbis, M4A/AAC) into
 //! planar `f32` blocks, through `symphonia`. Memory stays at one decoded packet.
+//!
+//! What symphonia 0.5 would misread or panic on is read first: WAV headers (`wav.rs`: a 0 Hz
+//! rate, the sizes a writer to a pipe leaves open, LIST chunks), AIFF's COMM chunk (`aiff.rs`)
+//! and MP4's edit list and time scales (`mp4.rs`).
 
 mod aiff;
 mod mp4;
+mod pipe;
+mod reason;
+mod wav;
 
 use std::fs::File;
 use std::path::Path;
@@ -16,8 +23,10 @@ use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::SampleFormat;
 
-use aiff::aiff_num_frames;
-use mp4::mp4_audio_edit;
+use aiff::aiff_comm;
+use mp4::{mp4_audio_edit, mp4_has_a_zero_timescale};
+use pipe::{read_head, SpooledPipe, PIPE_HEAD_BYTES};
+pub use reason::io_reason;
 
 /// The container a file's first bytes announce, for messages about damaged files.
 fn container_name(path: &Path) -> Option<&'static str> {
@@ -132,88 +141,6 @@ pub struct AudioDecoder {
 /// not damage but a file Stemflow does not understand.
 const MAX_GAP_FRAMES: u64 = 480_000;
 
-/// What is read of a pipe before deciding how to decode it: enough for every container's
-/// signature.
-const PIPE_HEAD_BYTES: usize = 64 << 10;
-/// The longest M4A/MP4 or AIFF input taken from a pipe: these are copied to a temporary file
-/// first (they need seeking), and a pipe may never end.
-const MAX_SPOOLED_BYTES: u64 = 4 << 30;
-
-/// A piped input copied to a temporary file (removed when dropped), for the containers that
-/// need seeking: M4A/MP4 (its index may come last) and AIFF (its length is read from its chunk
-/// list). Other pipes are decoded as they arrive.
-struct SpooledPipe {
-    path: std::path::PathBuf,
-}
-
-impl SpooledPipe {
-    /// Copies `head` and what follows of `pipe` to a new temporary file, up to
-    /// [`MAX_SPOOLED_BYTES`] and never leaving the temporary folder's disk with less than the
-    /// reserve free ([`crate::disk_space`]).
-    fn read(head: &[u8], mut pipe: File, container: &str) -> Result<Self, String> {
-        use std::io::{Read, Write};
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let folder = std::env::temp_dir();
-        let path = folder.join(format!(
-            "stemflow-pipe-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        // From here on the copy is removed whatever happens.
-        let spooled = Self { path };
-        let cannot_copy = |e: std::io::Error| {
-            format!(
-                "cannot copy the pipe to {}: {}",
-                spooled.path.display(),
-                io_reason(&e)
-            )
-        };
-        let mut copy = File::create(&spooled.path).map_err(cannot_copy)?;
-        let mut disk = crate::disk_space::DiskGuard::new(&folder).map_err(|e| {
-            format!("cannot copy the pipe ({container} is read from a temporary copy): {e}")
-        })?;
-        copy.write_all(head).map_err(cannot_copy)?;
-        let mut copied = head.len() as u64;
-        let mut chunk = vec![0u8; 1 << 20];
-        loop {
-            let read = match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(read) => read,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("reading the pipe failed: {}", io_reason(&e))),
-            };
-            copied += read as u64;
-            if copied > MAX_SPOOLED_BYTES {
-                return Err(format!(
-                    "{container} from a pipe is copied to a temporary file first (it needs seeking), and this one passed {} GB, so it was stopped; save it to a file and separate the file",
-                    MAX_SPOOLED_BYTES >> 30
-                ));
-            }
-            disk.wrote(read as u64).map_err(|e| {
-                format!("stopped copying the pipe ({container} is read from a temporary copy): {e}")
-            })?;
-            copy.write_all(&chunk[..read]).map_err(cannot_copy)?;
-        }
-        Ok(spooled)
-    }
-}
-
-/// Reads up to `limit` bytes from the start of `pipe` (less when it ends first).
-fn read_head(pipe: &mut File, limit: usize) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(limit);
-    pipe.take(limit as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| format!("reading the pipe failed: {}", io_reason(&e)))?;
-    Ok(head)
-}
-
-impl Drop for SpooledPipe {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
 /// Damaged packets in a row after which a file is not audio any more.
 const MAX_DAMAGED_IN_A_ROW: u32 = 64;
 
@@ -228,14 +155,23 @@ impl AudioDecoder {
             if metadata.len() == 0 {
                 return Err("the file is empty".into());
             }
-            let file = File::open(path).map_err(|e| io_reason(&e))?;
-            return Self::open_source(Box::new(file), Some(path), None, None);
+            let mut file = File::open(path).map_err(|e| io_reason(&e))?;
+            // A WAV whose writer left its length open, or with LIST chunks, is read through
+            // a fixed head (see `wav::fixed_file_head`).
+            return match wav::fixed_file_head(&mut file, metadata.len())? {
+                None => Self::open_source(Box::new(file), Some(path), None, None, false),
+                Some((head, is_length_exact)) => {
+                    let stream = std::io::Read::chain(std::io::Cursor::new(head), file);
+                    let source = Box::new(ReadOnlySource::new(stream));
+                    Self::open_source(source, Some(path), None, None, !is_length_exact)
+                }
+            };
         }
         // A pipe (`<(cat song.wav)`, a FIFO, standard input) has no length and cannot seek. It is
         // decoded as it arrives, so an endless one never fills the disk; only the containers
         // that need seeking are copied to a temporary file first, within limits.
         let mut pipe = File::open(path).map_err(|e| io_reason(&e))?;
-        let head = read_head(&mut pipe, PIPE_HEAD_BYTES)?;
+        let mut head = read_head(&mut pipe, PIPE_HEAD_BYTES)?;
         if head.is_empty() {
             return Err("the pipe delivered nothing".into());
         }
@@ -245,25 +181,40 @@ impl AudioDecoder {
                 let spooled = SpooledPipe::read(&head, pipe, container)?;
                 let file = File::open(&spooled.path).map_err(|e| io_reason(&e))?;
                 let copy = spooled.path.clone();
-                Self::open_source(Box::new(file), Some(&copy), None, Some(spooled))
+                Self::open_source(Box::new(file), Some(&copy), None, Some(spooled), false)
             }
             _ => {
+                // A WAV written to a pipe does not know its length (`ffmpeg -f wav -`).
+                let is_length_open = match wav::read_wav_head(&head)? {
+                    Some(wav) if wav.needs_fixing() => !wav.fix(&mut head, None),
+                    _ => false,
+                };
                 let stream =
                     ReadOnlySource::new(std::io::Read::chain(std::io::Cursor::new(head), pipe));
-                Self::open_source(Box::new(stream), None, container, None)
+                Self::open_source(Box::new(stream), None, container, None, is_length_open)
             }
         }
     }
 
     /// Probes `source` and decodes its first packet. `path` is the file it reads (for the
     /// readers that look at the file itself: AIFF's length, MP4's edit list); a pipe decoded as
-    /// it arrives has none, and `container` is what its first bytes announce.
+    /// it arrives has none, and `container` is what its first bytes announce. With
+    /// `is_length_open` the header's frame count is no length (a WAV from a pipe).
     fn open_source(
         source: Box<dyn MediaSource>,
         path: Option<&Path>,
         container: Option<&'static str>,
         spooled: Option<SpooledPipe>,
+        is_length_open: bool,
     ) -> Result<Self, String> {
+        // Header fields symphonia 0.5 panics on (a 0 Hz AIFF, an MP4 track with no time scale).
+        let aiff = path.and_then(aiff_comm);
+        if aiff.is_some_and(|comm| comm.sample_rate_hz.is_nan() || comm.sample_rate_hz < 1.0) {
+            return Err("a damaged AIFF file: its header says the sample rate is 0 Hz".into());
+        }
+        if path.is_some_and(mp4_has_a_zero_timescale) {
+            return Err("a damaged M4A/MP4 file: a track's time scale is 0".into());
+        }
         let stream = MediaSourceStream::new(source, Default::default());
         let mut hint = Hint::new();
         let extension = match path {
@@ -295,7 +246,13 @@ impl AudioDecoder {
                     }
                 }
                 SymphoniaError::IoError(e) => io_reason(&e),
-                _ => format!("not a supported audio file (expected {SUPPORTED_FORMATS})"),
+                other => match path.and_then(container_name).or(container) {
+                    Some(container) => format!(
+                        "an unsupported or damaged {container} file ({})",
+                        symphonia_reason(&other)
+                    ),
+                    None => format!("not a supported audio file (expected {SUPPORTED_FORMATS})"),
+                },
             })?;
         let format = probed.format;
         let track = format
@@ -321,7 +278,7 @@ impl AudioDecoder {
         if let Some(channels) = params.channels {
             check_channel_count(channels.count())?;
         }
-        let aiff_frames = path.and_then(aiff_num_frames);
+        let aiff_frames = aiff.map(|comm| comm.num_frames);
         let mp4_edit = path.and_then(|path| mp4_audio_edit(path, params.sample_rate.unwrap_or(0)));
         let is_pcm = codec.starts_with("pcm");
         let is_length_exact = is_pcm || codec == "flac";
@@ -340,8 +297,8 @@ impl AudioDecoder {
             // FLAC writes 0 when the encoder did not know the length.
             num_frames: aiff_frames
                 .or(mp4_edit.map(|edit| edit.num_frames))
-                .or(params.n_frames.filter(|&n| n > 0)),
-            is_length_exact,
+                .or(params.n_frames.filter(|&n| n > 0 && !is_length_open)),
+            is_length_exact: is_length_exact && !is_length_open,
             codec,
             integer_bits,
         };
@@ -630,21 +587,6 @@ fn check_channel_count(num_channels: usize) -> Result<(), String> {
     }
 }
 
-/// An I/O error as a short reason, without Rust's `(os error N)` noise.
-pub fn io_reason(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => {
-            let text = error.to_string();
-            match text.find(" (os error") {
-                Some(end) => text[..end].to_owned(),
-                None => text,
-            }
-        }
-    }
-}
-
 fn symphonia_reason(error: &SymphoniaError) -> String {
     match error {
         SymphoniaError::IoError(e) => io_reason(e),
@@ -731,6 +673,166 @@ mod tests {
         let error = decode_all(&path).unwrap_err();
         assert!(error.contains("truncated"), "{error}");
         assert!(error.contains("20000 frames"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A 16-bit stereo WAV of `num_frames` frames (a ramp), as hound writes it: the canonical
+    /// 44-byte header (sample rate at 24, data size at 40).
+    fn canonical_wav(path: &Path, num_frames: usize) -> Vec<u8> {
+        let samples: Vec<i16> = (0..2 * num_frames).map(|i| (i % 30_000) as i16).collect();
+        write_wav(path, 2, &samples);
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(&bytes[36..40], b"data");
+        bytes
+    }
+
+    #[test]
+    fn a_0_hz_wav_is_an_error_not_a_panic() {
+        let path = test_path("zero-hz.wav");
+        let mut bytes = canonical_wav(&path, 100);
+        bytes[24..28].copy_from_slice(&0u32.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let error = decode_all(&path).unwrap_err();
+        assert!(error.contains("sample rate is 0 Hz"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Why the header checks exist: symphonia 0.5 panics on a 0 Hz WAV (`TimeBase::new`). When
+    /// this fails, symphonia stopped panicking, and the rate checks could go.
+    #[test]
+    fn symphonia_itself_panics_on_a_0_hz_wav() {
+        let path = test_path("zero-hz-raw.wav");
+        let mut bytes = canonical_wav(&path, 10);
+        bytes[24..28].copy_from_slice(&0u32.to_le_bytes());
+        let outcome = std::panic::catch_unwind(|| {
+            let source = Box::new(std::io::Cursor::new(bytes));
+            let _ = symphonia::default::get_probe().format(
+                &Hint::new(),
+                MediaSourceStream::new(source, Default::default()),
+                &FormatOptions::default(),
+                &MetadataOptions::default(),
+            );
+        });
+        assert!(outcome.is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn hostile_wav_headers_are_clear_errors() {
+        let path = test_path("hostile.wav");
+        let good = canonical_wav(&path, 1_000);
+        let with = |at: usize, field: &[u8]| {
+            let mut bytes = good.clone();
+            bytes[at..at + field.len()].copy_from_slice(field);
+            bytes
+        };
+        // A 4 GB LIST chunk (an INFO list) before the data: symphonia would allocate it.
+        let list = [&b"LIST"[..], &0xF000_0000u32.to_le_bytes(), b"INFOINAM"].concat();
+        let mut huge_list = with(4, &u32::MAX.to_le_bytes());
+        huge_list.splice(
+            36..36,
+            [list, 0xEFFF_FFF0u32.to_le_bytes().to_vec()].concat(),
+        );
+        // 2,000 frames announced, 1,000 there.
+        let mut lying_size = with(40, &8_000u32.to_le_bytes());
+        lying_size[4..8].copy_from_slice(&8_036u32.to_le_bytes());
+        for (what, bytes, expected) in [
+            (
+                "65,535 channels",
+                with(22, &u16::MAX.to_le_bytes()),
+                "damaged WAV file (riff: invalid channel count)",
+            ),
+            (
+                "7-bit",
+                with(34, &7u16.to_le_bytes()),
+                "unsupported or damaged WAV file",
+            ),
+            ("a data size past the end", lying_size, "truncated"),
+            ("a 4 GB LIST chunk", huge_list, "truncated or damaged WAV"),
+        ] {
+            std::fs::write(&path, &bytes).unwrap();
+            let error = decode_all(&path).unwrap_err();
+            assert!(error.contains(expected), "{what}: {error}");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_wav_of_unknown_length_decodes_to_its_end() {
+        // ffmpeg to a pipe: RIFF and data sizes 0xFFFFFFFF; other streaming writers: data 0.
+        let path = test_path("streamed.wav");
+        let good = canonical_wav(&path, 22_050);
+        let (_, expected) = decode_all(&path).unwrap();
+        for data_size in [u32::MAX, 0] {
+            let mut bytes = good.clone();
+            bytes[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+            bytes[40..44].copy_from_slice(&data_size.to_le_bytes());
+            std::fs::write(&path, &bytes).unwrap();
+            let (info, channels) = decode_all(&path).unwrap();
+            assert_eq!(info.num_frames, Some(22_050), "data size {data_size:#x}");
+            assert!(info.is_length_exact);
+            assert_eq!(channels, expected, "data size {data_size:#x}");
+        }
+        // The header exactly as `ffmpeg -i song.flac -f wav - > song.wav` writes it: a LIST
+        // chunk naming the encoder before the data.
+        let mut ffmpeg = good.clone();
+        ffmpeg[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        ffmpeg[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+        let list = [&b"LIST\x1a\0\0\0INFOISFT\x0e\0\0\0"[..], b"Lavf59.27.100\0"].concat();
+        ffmpeg.splice(36..36, list);
+        std::fs::write(&path, &ffmpeg).unwrap();
+        let (info, channels) = decode_all(&path).unwrap();
+        assert_eq!(info.num_frames, Some(22_050));
+        assert_eq!(channels, expected);
+        // A real announced size larger than what the file holds is still a truncation.
+        let mut truncated = good.clone();
+        truncated.truncate(44 + 4 * 11_000);
+        std::fs::write(&path, &truncated).unwrap();
+        let error = decode_all(&path).unwrap_err();
+        assert!(error.contains("announces 22050 frames"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// `bytes` written into a new FIFO by a thread, as `ffmpeg … - | stemflow` or `<(…)` do.
+    #[cfg(unix)]
+    fn fifo_with(name: &str, bytes: Vec<u8>) -> (std::path::PathBuf, std::thread::JoinHandle<()>) {
+        let path = test_path(name);
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo keeps nothing.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let writer_path = path.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            // The reader may stop early (an error); a broken pipe is not this test's concern.
+            if let Ok(mut fifo) = File::create(&writer_path) {
+                let _ = fifo.write_all(&bytes);
+            }
+        });
+        (path, writer)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_wav_of_unknown_length_from_a_pipe_decodes_to_its_end() {
+        let path = test_path("streamed-source.wav");
+        let mut bytes = canonical_wav(&path, 30_001);
+        let (_, expected) = decode_all(&path).unwrap();
+        bytes[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        bytes[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+        let (fifo, writer) = fifo_with("streamed.fifo", bytes);
+        let (info, channels) = decode_all(&fifo).unwrap();
+        writer.join().unwrap();
+        assert_eq!(info.num_frames, None);
+        assert!(!info.is_length_exact);
+        assert_eq!(channels[0].len(), 30_001);
+        assert_eq!(channels, expected);
+        // A 0 Hz header from a pipe is refused before symphonia sees it.
+        let mut zero_hz = std::fs::read(&path).unwrap();
+        zero_hz[24..28].copy_from_slice(&0u32.to_le_bytes());
+        let (fifo, writer) = fifo_with("zero-hz.fifo", zero_hz);
+        let error = decode_all(&fifo).unwrap_err();
+        writer.join().unwrap();
+        assert!(error.contains("0 Hz"), "{error}");
         std::fs::remove_file(&path).unwrap();
     }
 
