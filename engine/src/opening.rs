@@ -80,10 +80,11 @@ impl ModelSpec {
         device: DeviceChoice,
         look_ahead: LookAhead,
     ) -> Result<Box<dyn Separator>, ModelError> {
-        match self {
-            ModelSpec::One(choice) => choice.build_with(device, look_ahead),
-            ModelSpec::Ensemble(spec) => Ok(Box::new(spec.build_with(device, look_ahead)?)),
-        }
+        let ensemble = match self {
+            ModelSpec::One(choice) => return choice.build_with(device, look_ahead),
+            ModelSpec::Ensemble(spec) => spec.build_with(device, look_ahead)?,
+        };
+        Ok(Box::new(ensemble))
     }
 }
 

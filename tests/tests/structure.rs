@@ -251,6 +251,26 @@ fn find_keyword(text: &str, keyword: &str) -> Option<usize> {
     None
 }
 
+/// The parts of a `use` group's inside (`a, b::{c, d}`), split at its top-level commas.
+fn top_level_parts(inner: &str) -> impl Iterator<Item = &str> {
+    let mut level = 0;
+    let mut start = 0;
+    let mut parts = Vec::new();
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => level += 1,
+            '}' => level -= 1,
+            ',' if level == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts.into_iter()
+}
+
 fn expand_use(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     let tree = tree.trim();
     if let Some(open) = tree.find('{') {
@@ -263,20 +283,9 @@ fn expand_use(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) 
         let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
         let depth = prefix.len();
         prefix.extend(head);
-        let mut level = 0;
-        let mut start = 0;
-        for (i, c) in inner.char_indices() {
-            match c {
-                '{' => level += 1,
-                '}' => level -= 1,
-                ',' if level == 0 => {
-                    expand_use(&inner[start..i], prefix, out);
-                    start = i + 1;
-                }
-                _ => {}
-            }
+        for part in top_level_parts(inner) {
+            expand_use(part, prefix, out);
         }
-        expand_use(&inner[start..], prefix, out);
         prefix.truncate(depth);
     } else {
         let path: Vec<String> = tree
@@ -385,22 +394,7 @@ fn use_leaves(tree: &str) -> Vec<String> {
     let tree = tree.trim();
     if let Some(open) = tree.find('{') {
         let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
-        let mut leaves = Vec::new();
-        let mut level = 0;
-        let mut start = 0;
-        for (i, c) in inner.char_indices() {
-            match c {
-                '{' => level += 1,
-                '}' => level -= 1,
-                ',' if level == 0 => {
-                    leaves.extend(use_leaves(&inner[start..i]));
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        leaves.extend(use_leaves(&inner[start..]));
-        leaves
+        top_level_parts(inner).flat_map(use_leaves).collect()
     } else {
         let name = match tree.split_once(" as ") {
             Some((_, alias)) => alias.trim(),

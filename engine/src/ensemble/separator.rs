@@ -89,22 +89,17 @@ impl EnsembleSeparator {
 impl Separator for EnsembleSeparator {
     combined_separator_methods!(members);
 
-    fn reset(&mut self) {
-        self.frames_before_start = self.slowest_latency_frames;
-        for member in &mut self.members {
-            member.runner.separator.reset();
-            member.delay.reset();
-        }
-        self.combination.reset();
-    }
-
     fn process_hop(
         &mut self,
         input: &PlanarBlock,
         stems: &mut PlanarBlock,
     ) -> Result<(), SeparatorError> {
-        let mut first_error = None;
+        // Before the input's first frame every member's stems are silent; the combiners start
+        // with it.
+        let skip = self.frames_before_start.min(self.info.hop_frames());
+        self.frames_before_start -= skip;
         let frames = self.info.hop_frames();
+        let mut first_error = None;
         for member in &mut self.members {
             if let Err(error) = member.runner.run(input, frames, &mut member.stems) {
                 first_error.get_or_insert(error);
@@ -117,10 +112,6 @@ impl Separator for EnsembleSeparator {
             member.delay.advance(frames);
         }
         let members = &self.members;
-        // Before the input's first frame every member's stems are silent; the combiners start
-        // with it.
-        let skip = self.frames_before_start.min(frames);
-        self.frames_before_start -= skip;
         self.combination.process(
             |member, index| members[member].stems.channel(index),
             skip,
@@ -128,6 +119,15 @@ impl Separator for EnsembleSeparator {
             stems,
         );
         combined_result(self.info.name(), first_error)
+    }
+
+    fn reset(&mut self) {
+        self.frames_before_start = self.slowest_latency_frames;
+        for member in &mut self.members {
+            member.runner.separator.reset();
+            member.delay.reset();
+        }
+        self.combination.reset();
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::dsp::sanitize_into;
 use crate::error::EngineError;
 use crate::offline::{OfflineStream, SeparatedStems, StemFrames, OFFLINE_BLOCK_FRAMES};
-use crate::stem::{Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
+use crate::stem::{ExtraStems, Stem, NUM_SEPARATED_STEMS, NUM_STEMS};
 use crate::stereo_input::StereoInput;
 
 use super::ensemble_run::EnsembleRun;
@@ -111,7 +111,7 @@ impl<'a> WholeFileStream<'a> {
         input: StereoInput<'_>,
         sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.state.push(self.owner, input, sink)
+        self.state.advance(self.owner, Some(input), sink)
     }
 
     /// The file ended: separates the rest and hands it to `sink`, so that exactly as many
@@ -120,7 +120,7 @@ impl<'a> WholeFileStream<'a> {
         mut self,
         sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.state.finish(self.owner, sink)
+        self.state.advance(self.owner, None, sink)
     }
 }
 
@@ -203,56 +203,37 @@ impl State {
         }
     }
 
-    fn push<E: From<EngineError>>(
+    /// Separates the next frames of `input` (`None`: the file ended, the rest) with `owner`'s
+    /// separator and hands `sink` the stems that became final.
+    fn advance<E: From<EngineError>>(
         &mut self,
         owner: &mut WholeFileSeparator,
-        input: StereoInput<'_>,
+        input: Option<StereoInput<'_>>,
         mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let options = owner.options;
-        match self {
+        let (file, run): (&mut FileState, &mut dyn FileRun) = match self {
             State::Stream(stream) => {
                 let stream = stream.as_mut().expect("the stream runs until finished");
-                stream.push(input, sink)
+                return match input {
+                    Some(input) => stream.push(input, sink),
+                    None => stream.finish(sink),
+                };
             }
             State::WholeFile(file) => {
                 let Loaded::WholeFile(run) = &mut owner.loaded else {
                     unreachable!("a whole-file state runs a whole-file separator")
                 };
-                file.push_blocks(run.as_mut(), input, &options, &mut sink)
+                (file, run.as_mut())
             }
             State::Ensemble(ensemble) => {
                 let ensemble = ensemble.as_mut().expect("the members run until finished");
-                ensemble
-                    .file
-                    .push_blocks(&mut ensemble.run, input, &options, &mut sink)
+                (&mut ensemble.file, &mut ensemble.run)
             }
-        }
-    }
-
-    fn finish<E: From<EngineError>>(
-        &mut self,
-        owner: &mut WholeFileSeparator,
-        mut sink: impl FnMut(StemFrames<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let options = owner.options;
-        match self {
-            State::Stream(stream) => {
-                let stream = stream.as_mut().expect("the stream runs until finished");
-                stream.finish(&mut sink)
-            }
-            State::WholeFile(file) => {
-                let Loaded::WholeFile(run) = &mut owner.loaded else {
-                    unreachable!("a whole-file state runs a whole-file separator")
-                };
-                file.finish_all(run.as_mut(), &options, &mut sink)
-            }
-            State::Ensemble(ensemble) => {
-                let ensemble = ensemble.as_mut().expect("the members run until finished");
-                ensemble
-                    .file
-                    .finish_all(&mut ensemble.run, &options, &mut sink)
-            }
+        };
+        match input {
+            Some(input) => file.push_blocks(run, input, &options, &mut sink),
+            None => file.finish_all(run, &options, &mut sink),
         }
     }
 
@@ -279,6 +260,9 @@ impl State {
         }
     }
 }
+
+/// What a member's stems go to.
+type MemberSink<'a> = dyn FnMut(StemFrames<'_>) -> Result<(), EngineError> + 'a;
 
 /// A member of an ensemble over one file: its own [`WholeFileSeparator`] separating the file at
 /// the file's rate exactly as it would alone, as a [`FileRun`] for the combination.
@@ -337,6 +321,29 @@ impl MemberRun {
         }
     }
 
+    /// Runs `step` of the member's file with a sink that queues the stems it hands out.
+    fn run_step(
+        &mut self,
+        step: impl FnOnce(
+            &mut State,
+            &mut WholeFileSeparator,
+            &mut MemberSink<'_>,
+        ) -> Result<(), EngineError>,
+    ) -> Result<(), SeparatorError> {
+        let Self {
+            separator,
+            state,
+            pending_input,
+            output,
+            ..
+        } = self;
+        let mut sink = |frames: StemFrames<'_>| {
+            Self::queue(output, pending_input, &frames);
+            Ok(())
+        };
+        step(state, separator, &mut sink).map_err(|error| self.member_error(error))
+    }
+
     fn member_error(&self, error: EngineError) -> SeparatorError {
         match error {
             EngineError::Separator(error) => error,
@@ -361,46 +368,24 @@ impl FileRun for MemberRun {
         self.separator.model_runs()
     }
 
+    /// A member runs the one file it was made for.
+    fn start(&mut self) {}
+
     fn has_model_other(&self) -> bool {
         false
     }
-
-    /// A member runs the one file it was made for.
-    fn start(&mut self) {}
 
     fn push(&mut self, left: &[f32], right: &[f32]) -> Result<(), SeparatorError> {
         for (input, samples) in self.pending_input.iter_mut().zip([left, right]) {
             input.extend_from_slice(samples);
         }
-        let Self {
-            separator,
-            state,
-            pending_input,
-            output,
-            ..
-        } = self;
-        let result = StereoInput::new(left, right).and_then(|input| {
-            state.push(separator, input, |frames| {
-                Self::queue(output, pending_input, &frames);
-                Ok::<(), EngineError>(())
-            })
-        });
-        result.map_err(|error| self.member_error(error))
+        self.run_step(|state, separator, sink| {
+            state.advance(separator, Some(StereoInput::new(left, right)?), sink)
+        })
     }
 
     fn finish(&mut self) -> Result<(), SeparatorError> {
-        let Self {
-            separator,
-            state,
-            pending_input,
-            output,
-            ..
-        } = self;
-        let result = state.finish(separator, |frames| {
-            Self::queue(output, pending_input, &frames);
-            Ok::<(), EngineError>(())
-        });
-        result.map_err(|error| self.member_error(error))
+        self.run_step(|state, separator, sink| state.advance(separator, None, sink))
     }
 
     fn output(&mut self) -> &mut FrameQueue {
@@ -439,7 +424,7 @@ impl FileState {
     ) -> Result<(), E> {
         for block in input.chunks(OFFLINE_BLOCK_FRAMES) {
             self.push(run, block)?;
-            self.hand_out(run, options, sink)?;
+            self.hand_out(run, options.extra_stems, sink)?;
         }
         Ok(())
     }
@@ -453,7 +438,7 @@ impl FileState {
         sink: &mut impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         self.finish(run)?;
-        self.hand_out(run, options, sink)?;
+        self.hand_out(run, options.extra_stems, sink)?;
         let expected = self.input_frames;
         if self.handed_out != expected {
             return Err(E::from(EngineError::Worker(format!(
@@ -561,11 +546,11 @@ impl FileState {
     }
 
     /// Hands `sink` the stems ready at the file's rate, with `Other` (the residual of the
-    /// input, or the model's own) and guitar and piano where `options` puts them.
+    /// input, or the model's own) and guitar and piano where `extra_stems` puts them.
     fn hand_out<E: From<EngineError>>(
         &mut self,
         run: &mut dyn FileRun,
-        options: &WholeFileOptions,
+        extra_stems: ExtraStems,
         sink: &mut impl FnMut(StemFrames<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let ready = match &self.from_model {
@@ -602,7 +587,7 @@ impl FileState {
         if !has_model_other {
             residual_other(&mut self.block, &self.input, frames);
         }
-        options.extra_stems.apply(&mut self.block, 0..frames);
+        extra_stems.apply(&mut self.block, 0..frames);
         let first_frame = self.handed_out;
         self.handed_out += frames as u64;
         for channel in &mut self.input {
