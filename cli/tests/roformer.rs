@@ -169,6 +169,65 @@ fn configs_that_do_not_fit_the_checkpoint_are_refused_by_name() {
 }
 
 #[test]
+fn a_wrong_config_is_reported_as_the_config_s_error_before_any_conversion() {
+    let dir = scratch_dir("roformer-wrong-config");
+    let models = dir.join("models");
+    let checkpoint = dir.join("bs_tiny.ckpt");
+    std::fs::copy(fixture("bs_tiny.ckpt"), &checkpoint).unwrap();
+    let yaml = std::fs::read_to_string(fixture("bs_tiny.yaml")).unwrap();
+    let dim_line = 1 + yaml[..yaml.find("  dim: 16\n").unwrap()]
+        .matches('\n')
+        .count();
+    let anchor =
+        format!("YAML anchors and aliases (`&name`, `*name`) are not supported (line {dim_line})");
+    let cases = [
+        ("  dim: 16\n", "  dim: &width 16\n", anchor.as_str()),
+        (
+            "  chunk_size: 8192\n",
+            "  chunk_size: 100000000000\n",
+            "`audio.chunk_size` 100000000000 is larger than 4194304",
+        ),
+        (
+            "  hop_length: 64\n",
+            "  hop_length: 0\n",
+            "`audio.hop_length` is 0",
+        ),
+        (
+            "  stft_hop_length: 64\n",
+            "  stft_hop_length: 0\n",
+            "`model.stft_hop_length` is 0",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let changed = yaml.replacen(from, to, 1);
+        assert_ne!(changed, yaml, "{from}");
+        let config = dir.join("wrong.yaml");
+        std::fs::write(&config, changed).unwrap();
+        let output = run(&[
+            "models",
+            "import",
+            path_str(&checkpoint),
+            "--config",
+            path_str(&config),
+            "--models-dir",
+            path_str(&models),
+        ]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{}: {expected}", config.display())),
+            "{expected}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("checkpoint layout") && !stderr.contains("graph for GPUs"),
+            "{stderr}"
+        );
+        let installed = std::fs::read_dir(&models).map_or(0, |entries| entries.count());
+        assert_eq!(installed, 0, "nothing is installed for a wrong config");
+    }
+}
+
+#[test]
 fn a_converted_roformer_quantizes_to_int8_and_float16_and_stays_close() {
     use stemflow_convert::float16::convert_model;
     use stemflow_convert::quantize::{quantize_model, QuantizeOptions};

@@ -11,6 +11,10 @@ pub enum ConvertError {
     /// The file or its arrays are not the layout the reader or converter expects (not a torch
     /// checkpoint, a missing storage or key, a wrong size or shape).
     Layout(String),
+    /// A config given with a checkpoint (an MSST `.yaml`) is wrong: unreadable YAML, a key out
+    /// of range or one the converter does not build. The message names the key; the caller
+    /// names the file.
+    Config(String),
     /// A model cannot be quantized (not a model, already quantized, nothing to quantize).
     Quantize(String),
     /// A model cannot be converted to float16 (not a model, already converted, sub-graphs).
@@ -25,6 +29,7 @@ impl std::fmt::Display for ConvertError {
             ConvertError::Zip(m) => write!(f, "damaged archive: {m}"),
             ConvertError::Pickle(m) => write!(f, "refused checkpoint: {m}"),
             ConvertError::Layout(m) => write!(f, "unexpected checkpoint layout: {m}"),
+            ConvertError::Config(m) => f.write_str(m),
             ConvertError::Quantize(m) => write!(f, "cannot quantize: {m}"),
             ConvertError::Float16(m) => write!(f, "cannot convert to float16: {m}"),
             ConvertError::Cancelled => f.write_str("the conversion was cancelled"),
@@ -40,6 +45,7 @@ impl ConvertError {
             ConvertError::Zip(m) => ConvertError::Zip(wrap(m)),
             ConvertError::Pickle(m) => ConvertError::Pickle(wrap(m)),
             ConvertError::Layout(m) => ConvertError::Layout(wrap(m)),
+            ConvertError::Config(m) => ConvertError::Config(wrap(m)),
             ConvertError::Quantize(m) => ConvertError::Quantize(wrap(m)),
             ConvertError::Float16(m) => ConvertError::Float16(wrap(m)),
             ConvertError::Cancelled => ConvertError::Cancelled,

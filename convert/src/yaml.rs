@@ -40,10 +40,10 @@ pub fn read_yaml(text: &str) -> Result<Value, String> {
         let value = match event {
             Event::StreamEnd | Event::DocumentEnd => return Ok(Value::Null),
             Event::Nothing | Event::StreamStart | Event::DocumentStart => continue,
-            Event::Alias(_) => return Err(format!("line {line}: aliases (`*name`) are not read")),
+            Event::Alias(_) => return Err(anchors_refused(line)),
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 if anchor != 0 {
-                    return Err(format!("line {line}: anchors (`&name`) are not read"));
+                    return Err(anchors_refused(line));
                 }
                 if open.len() == MAX_DEPTH {
                     return Err(format!(
@@ -67,7 +67,7 @@ pub fn read_yaml(text: &str) -> Result<Value, String> {
             },
             Event::Scalar(text, style, anchor, _) => {
                 if anchor != 0 {
-                    return Err(format!("line {line}: anchors (`&name`) are not read"));
+                    return Err(anchors_refused(line));
                 }
                 nodes += 1;
                 match style {
@@ -96,6 +96,14 @@ pub fn read_yaml(text: &str) -> Result<Value, String> {
             },
         }
     }
+}
+
+/// Why a document with an anchor or alias found on `line` is refused.
+fn anchors_refused(line: usize) -> String {
+    format!(
+        "YAML anchors and aliases (`&name`, `*name`) are not supported (line {line}); write the \
+         values out"
+    )
 }
 
 /// A plain (unquoted) scalar, typed by PyYAML's (YAML 1.1) resolvers, which MSST and demucs
@@ -285,8 +293,16 @@ mod tests {
         let bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n\
                     c: [*b, *b, *b, *b, *b, *b, *b, *b]\n";
         let error = read_yaml(bomb).unwrap_err();
-        assert!(error.contains("anchors"), "{error}");
-        assert!(read_yaml("a: [*x]\n").is_err());
+        assert!(error.contains("anchors and aliases"), "{error}");
+        assert!(error.contains("(line 1)"), "{error}");
+        let error = read_yaml("a: 1\nb: &x [1]\nc: *x\n").unwrap_err();
+        assert!(error.contains("not supported (line 2)"), "{error}");
+        // An alias of no anchor is the parser's error, with its line too.
+        let error = read_yaml("a: 1\nb: [*x]\n").unwrap_err();
+        assert!(
+            error.contains("anchor") && error.contains("line 2"),
+            "{error}"
+        );
         let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
         assert!(read_yaml(&deep).unwrap_err().contains("deeper"));
         let deepest = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));

@@ -53,6 +53,14 @@ pub enum ModelError {
         /// The graph's signature.
         found: String,
     },
+    /// The graph is of a supported family, but one of its dimensions (its segment, stems, bins,
+    /// frames or batch) is outside the range Stemflow accepts.
+    OutOfRange {
+        /// The model's file name.
+        model: String,
+        /// Which dimension, its value and the limit.
+        message: String,
+    },
     /// The model's parameters (UVR table, sidecar, MSST config) are missing, unreadable,
     /// inconsistent with the graph or out of range.
     Params {
@@ -91,6 +99,7 @@ impl ModelError {
             ModelError::NotOnnx { .. } => "not an ONNX model",
             ModelError::ExternalData { .. } => "weights in external files",
             ModelError::SignatureMismatch { .. } => "unsupported model (signature mismatch)",
+            ModelError::OutOfRange { .. } => "unsupported model (a dimension out of range)",
             ModelError::Params { .. } => "model parameters missing or invalid",
             ModelError::Runtime(_) => "ONNX Runtime not loaded",
             ModelError::Session { .. } => "model could not run on any device",
@@ -150,6 +159,7 @@ impl std::fmt::Display for ModelError {
                 f,
                 "{model}: signature mismatch: expected one of: {expected}; found {found}"
             ),
+            ModelError::OutOfRange { model, message } => write!(f, "{model}: {message}"),
             ModelError::Params { model, message } => write!(f, "{model}: {message}"),
             ModelError::Runtime(message) => f.write_str(message),
             ModelError::Session { model, reason } => {

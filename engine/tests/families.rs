@@ -357,6 +357,40 @@ fn a_multi_stem_roformer_without_config_asks_for_it() {
 }
 
 #[test]
+fn a_segment_too_long_is_refused_as_too_long_not_as_a_mismatch() {
+    use stemflow_onnx::{Dim, OnnxGraph};
+    // HTDemucs as demucs-onnx exports it, with a segment of 2^40 samples: the signature is
+    // read from the file, no session is built (so no ONNX Runtime is needed).
+    let segment = 1usize << 40;
+    let mut graph = OnnxGraph::new("long");
+    graph.add_input(
+        "mix",
+        vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Fixed(segment)],
+    );
+    graph.add_node("Identity", "copy", &["mix"], &["stems"], vec![]);
+    let stems = [1, 4, 2, segment].map(Dim::Fixed).to_vec();
+    graph.add_output("stems", stems);
+    let dir = scratch_dir("segment-too-long");
+    let path = dir.join("long.onnx");
+    std::fs::write(&path, graph.to_model_bytes()).unwrap();
+    let model = read_model_file(&path).unwrap();
+    let error = describe_model(&path, &model).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(error, stemflow_engine::ModelError::OutOfRange { .. }),
+        "{message}"
+    );
+    let expected = format!(
+        "long.onnx: its segment is {segment} samples (`mix` [1, 2, {segment}]), longer than the \
+         {} samples Stemflow accepts",
+        stemflow_engine::families::MAX_CHUNK_FRAMES
+    );
+    assert!(message.contains(&expected), "{message}");
+    assert!(!message.contains("mismatch"), "{message}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn truncated_and_external_data_models_are_refused_cleanly() {
     let dir = scratch_dir("hostile");
     let bytes = std::fs::read(fixtures_dir().join("roformer_test.onnx")).unwrap();

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use stemflow_convert::htdemucs::{demucs_to_onnx, demucs_to_onnx_for};
 use stemflow_convert::mdx::{mdx_gpu_graph, MdxStft};
-use stemflow_convert::roformer::{roformer_to_onnx, roformer_to_onnx_for};
+use stemflow_convert::roformer::{read_config, roformer_to_onnx, roformer_to_onnx_for};
 use stemflow_convert::torch::load_torch_checkpoint;
 use stemflow_convert::yaml::read_yaml;
-use stemflow_convert::Target;
+use stemflow_convert::{ConvertError, Target};
 
 use crate::error::FetchError;
 use crate::files::{read_limited, sha256_hex, write_all_or_none};
@@ -288,10 +288,21 @@ fn msst_checkpoint(
             }
         )));
     }
+    let config_error = |message: String| {
+        FetchError::Convert(ConvertError::Config(format!(
+            "{}: {message}",
+            config.display()
+        )))
+    };
     let yaml = String::from_utf8(read_limited(&config, MAX_BAG_YAML_BYTES)?)
-        .map_err(|_| FetchError::layout(format!("{} is not text", config.display())))?;
+        .map_err(|_| config_error("not a YAML config: it is not UTF-8 text".into()))?;
     let bytes = read_limited(file, MAX_IMPORT_BYTES)?;
     let context = format!("{} with {}: ", file.display(), config.display());
+    // A wrong config is the config's error, named by its file, before any graph is built.
+    read_config(&bytes, &yaml).map_err(|error| match error {
+        ConvertError::Config(message) => config_error(message),
+        error => FetchError::from(error).with_context(&context, ""),
+    })?;
     let gpu_graphs = PendingGpuGraphs::convert(model_path, &|target| {
         Ok(Some(roformer_to_onnx_for(&bytes, &yaml, target)?.onnx))
     })

@@ -1,8 +1,9 @@
 //! The project's tasks: `cargo xtask install`, `cargo xtask test`, `cargo xtask lint`,
 //! `cargo xtask soak`, `cargo xtask fuzz` (the hosted plugin), `cargo xtask fuzz-parsers` (the
 //! parsers, see `fuzz_parsers.rs`), `cargo xtask vendor` (see `vendor.rs`), plus nice-plug's
-//! `bundle`.
+//! `bundle` (release bundles on Linux with their line tables beside them, see `debug_info.rs`).
 
+mod debug_info;
 mod fuzz_parsers;
 mod setup;
 mod tools;
@@ -24,6 +25,7 @@ fn main() -> Result<()> {
     nice_plug_xtask::chdir_workspace_root()?;
     match args.first().map(String::as_str) {
         Some("install") => install(),
+        Some("bundle") => debug_info::bundle(&args),
         Some("test") => test(&args[1..]),
         Some("lint") => lint(),
         Some("soak") => soak(&args[1..]),
@@ -71,10 +73,7 @@ fn plugin_folders() -> Result<(PathBuf, PathBuf)> {
 
 /// README command 1: build the release bundles, install them, separate the demo song.
 fn install() -> Result<()> {
-    nice_plug_xtask::main_with_args(
-        "cargo xtask",
-        ["bundle", PLUGIN_PACKAGE, "--release"].map(String::from),
-    )?;
+    debug_info::bundle(&["bundle", PLUGIN_PACKAGE, "--release"].map(String::from))?;
     let bundled = Path::new("target/bundled");
     let (clap_dir, vst3_dir) = plugin_folders()?;
     std::fs::create_dir_all(&clap_dir)?;

@@ -122,6 +122,9 @@ const DEFAULT_FREQS_PER_BANDS: [usize; 62] = [
 
 /// The largest width, depth or count a config may ask for (a bound against absurd graphs).
 const MAX_SIZE: usize = 1 << 16;
+/// The largest number a config may give at all, a chunk's samples included (the engine's
+/// `MAX_CHUNK_FRAMES`, 2^22 samples: 95 s at 44.1 kHz).
+const MAX_LENGTH: usize = MAX_SIZE * 64;
 
 /// The config's values with typed getters that name the key in their errors.
 struct Keys<'a>(&'a BTreeMap<String, Value>);
@@ -130,17 +133,17 @@ impl Keys<'_> {
     fn size(&self, key: &str, default: Option<usize>) -> Result<usize, ConvertError> {
         match self.0.get(key) {
             None | Some(Value::Null) => default.ok_or_else(|| {
-                ConvertError::Layout(format!("the config has no {key}, which the model needs"))
+                ConvertError::Config(format!("the config has no `{key}`, which the model needs"))
             }),
-            Some(value) => value
-                .as_u64()
-                .map(|v| v as usize)
-                .filter(|&v| v <= MAX_SIZE * 64)
-                .ok_or_else(|| {
-                    ConvertError::Layout(format!(
-                        "config {key} must be a whole number, found {value}"
-                    ))
-                }),
+            Some(value) => match value.as_u64() {
+                Some(v) if v <= MAX_LENGTH as u64 => Ok(v as usize),
+                Some(v) => Err(ConvertError::Config(format!(
+                    "`{key}` {v} is larger than {MAX_LENGTH}, the most this converter takes"
+                ))),
+                None => Err(ConvertError::Config(format!(
+                    "`{key}` must be a whole number, found {value}"
+                ))),
+            },
         }
     }
 
@@ -148,8 +151,8 @@ impl Keys<'_> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(value) => Err(ConvertError::Layout(format!(
-                "config {key} must be true or false, found {value}"
+            Some(value) => Err(ConvertError::Config(format!(
+                "`{key}` must be true or false, found {value}"
             ))),
         }
     }
@@ -161,13 +164,13 @@ impl Keys<'_> {
                 .iter()
                 .map(|v| {
                     v.as_u64().map(|v| v as usize).ok_or_else(|| {
-                        ConvertError::Layout(format!("config {key} must list whole numbers"))
+                        ConvertError::Config(format!("`{key}` must list whole numbers"))
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
-            Some(value) => Err(ConvertError::Layout(format!(
-                "config {key} must be a list, found {value}"
+            Some(value) => Err(ConvertError::Config(format!(
+                "`{key}` must be a list, found {value}"
             ))),
         }
     }
@@ -188,66 +191,78 @@ impl Keys<'_> {
 
 impl RoFormerConfig {
     /// The config of a checkpoint; `is_band_split` says which model the checkpoint holds
-    /// (BS-RoFormer has a `final_norm`, Mel-RoFormer none). Fails naming the key for anything
-    /// not built here (`use_pope`, a mono model, a window other than Hann over `n_fft`,
-    /// unknown keys), and for bands that do not cover the spectrum.
+    /// (BS-RoFormer has a `final_norm`, Mel-RoFormer none). Fails with
+    /// [`ConvertError::Config`] naming the key for anything not built here (`use_pope`, a mono
+    /// model, a window other than Hann over `n_fft`, unknown keys), a value out of range, bands
+    /// that do not cover the spectrum, and YAML it does not read (anchors, with their line).
     pub fn from_yaml(text: &str, is_band_split: bool) -> Result<Self, ConvertError> {
-        let values = read_msst_yaml(text).map_err(ConvertError::Layout)?;
+        let values = read_msst_yaml(text).map_err(ConvertError::Config)?;
         let keys = Keys(&values);
         let model = |key: &str| format!("model.{key}");
         for key in values.keys().filter_map(|k| k.strip_prefix("model.")) {
             if !NO_EFFECT_KEYS.contains(&key) && !BUILT_KEYS.contains(&key) {
-                return Err(ConvertError::Layout(format!(
-                    "config model.{key} is not a RoFormer option this converter knows; it may \
+                return Err(ConvertError::Config(format!(
+                    "`model.{key}` is not a RoFormer option this converter knows; it may \
                      change the network, so the model is not converted"
                 )));
             }
         }
         if !values.keys().any(|k| k.starts_with("model.")) {
-            return Err(ConvertError::Layout(
+            return Err(ConvertError::Config(
                 "the config has no model: section (is it an MSST RoFormer config?)".into(),
             ));
         }
         if keys.flag(&model("use_pope"), false)? {
-            return Err(ConvertError::Layout(
-                "config model.use_pope: PoPE embeddings are not built by this converter".into(),
+            return Err(ConvertError::Config(
+                "`model.use_pope`: PoPE embeddings are not built by this converter".into(),
             ));
         }
         if !keys.flag(&model("stereo"), false)? {
-            return Err(ConvertError::Layout(
-                "config model.stereo is false: Stemflow's RoFormer graphs are stereo; a mono \
+            return Err(ConvertError::Config(
+                "`model.stereo` is false: Stemflow's RoFormer graphs are stereo; a mono \
                  RoFormer is not converted"
                     .into(),
             ));
         }
         if keys.flag(&model("stft_normalized"), false)? {
-            return Err(ConvertError::Layout(
-                "config model.stft_normalized: a normalised STFT is not what Stemflow computes"
-                    .into(),
+            return Err(ConvertError::Config(
+                "`model.stft_normalized`: a normalised STFT is not what Stemflow computes".into(),
             ));
         }
         if values
             .get(&model("stft_window_fn"))
             .is_some_and(|v| !v.is_null())
         {
-            return Err(ConvertError::Layout(
-                "config model.stft_window_fn: only the default Hann window is built".into(),
+            return Err(ConvertError::Config(
+                "`model.stft_window_fn`: only the default Hann window is built".into(),
             ));
         }
         let n_fft = keys.size(&model("stft_n_fft"), Some(2048))?;
         let hop_frames = keys.size(&model("stft_hop_length"), Some(512))?;
         let win = keys.size(&model("stft_win_length"), Some(2048))?;
         if win != n_fft {
-            return Err(ConvertError::Layout(format!(
-                "config model.stft_win_length {win} differs from stft_n_fft {n_fft}: only a \
+            return Err(ConvertError::Config(format!(
+                "`model.stft_win_length` {win} differs from stft_n_fft {n_fft}: only a \
                  window as long as the FFT is built"
             )));
         }
+        for (key, value) in [("stft_n_fft", n_fft), ("stft_hop_length", hop_frames)] {
+            if value == 0 {
+                return Err(ConvertError::Config(format!(
+                    "`model.{key}` is 0; it must be at least 1 sample"
+                )));
+            }
+        }
         for (audio_key, value) in [("audio.n_fft", n_fft), ("audio.hop_length", hop_frames)] {
             if let Some(given) = values.get(audio_key).and_then(Value::as_u64) {
-                if given as usize != value {
-                    return Err(ConvertError::Layout(format!(
-                        "config {audio_key} {given} differs from the model's {value} \
+                if given == 0 {
+                    return Err(ConvertError::Config(format!(
+                        "`{audio_key}` is 0; it must be at least 1 sample"
+                    )));
+                }
+                if given != value as u64 {
+                    return Err(ConvertError::Config(format!(
+                        "`{audio_key}` {given} differs from the model's {value} \
                          (model.stft_*): which one the model was trained with is unclear"
                     )));
                 }
@@ -256,7 +271,7 @@ impl RoFormerConfig {
         let num_bins = n_fft / 2 + 1;
         let variant = if is_band_split {
             if values.contains_key(&model("num_bands")) {
-                return Err(ConvertError::Layout(
+                return Err(ConvertError::Config(
                     "the checkpoint is a BS-RoFormer (it has final_norm) but its config sets \
                      model.num_bands, a Mel-RoFormer key"
                         .into(),
@@ -267,8 +282,8 @@ impl RoFormerConfig {
                 .unwrap_or_else(|| DEFAULT_FREQS_PER_BANDS.to_vec());
             let total: usize = freqs_per_bands.iter().sum();
             if total != num_bins || freqs_per_bands.len() < 2 || freqs_per_bands.contains(&0) {
-                return Err(ConvertError::Layout(format!(
-                    "config model.freqs_per_bands: {} bands of {total} bins in all; n_fft \
+                return Err(ConvertError::Config(format!(
+                    "`model.freqs_per_bands`: {} bands of {total} bins in all; n_fft \
                      {n_fft} makes {num_bins} bins, to be split into at least 2 non-empty bands",
                     freqs_per_bands.len()
                 )));
@@ -276,7 +291,7 @@ impl RoFormerConfig {
             Variant::BandSplit { freqs_per_bands }
         } else {
             if values.contains_key(&model("freqs_per_bands")) {
-                return Err(ConvertError::Layout(
+                return Err(ConvertError::Config(
                     "the checkpoint is a Mel-RoFormer (it has no final_norm) but its config sets \
                      model.freqs_per_bands, a BS-RoFormer key"
                         .into(),
@@ -326,7 +341,7 @@ impl RoFormerConfig {
         let stems = match values.get("training.target_instrument") {
             Some(Value::String(target)) => vec![target.clone()],
             _ => keys.names("training.instruments").ok_or_else(|| {
-                ConvertError::Layout("the config names no training.instruments".into())
+                ConvertError::Config("the config names no `training.instruments`".into())
             })?,
         };
         config.check(stems)
@@ -345,33 +360,39 @@ impl RoFormerConfig {
             ("stft_hop_length", self.hop_frames),
         ];
         for (key, value) in sizes {
-            if value == 0 || value > MAX_SIZE {
-                return Err(ConvertError::Layout(format!(
-                    "config model.{key} {value} is out of range"
+            if value == 0 {
+                return Err(ConvertError::Config(format!(
+                    "`model.{key}` is 0; it must be 1 to {MAX_SIZE}"
+                )));
+            }
+            if value > MAX_SIZE {
+                return Err(ConvertError::Config(format!(
+                    "`model.{key}` {value} is larger than {MAX_SIZE}, the most this converter \
+                     takes"
                 )));
             }
         }
         if !self.dim_head.is_multiple_of(2) {
-            return Err(ConvertError::Layout(format!(
-                "config model.dim_head {} must be even for rotary embeddings",
+            return Err(ConvertError::Config(format!(
+                "`model.dim_head` {} must be even for rotary embeddings",
                 self.dim_head
             )));
         }
         if self.n_fft < 4 || !self.n_fft.is_multiple_of(2) || self.n_fft > MAX_SIZE {
-            return Err(ConvertError::Layout(format!(
-                "config model.stft_n_fft {} is not an even FFT size",
+            return Err(ConvertError::Config(format!(
+                "`model.stft_n_fft` {} is not an even FFT size",
                 self.n_fft
             )));
         }
         if !self.chunk_frames.is_multiple_of(self.hop_frames) || self.chunk_frames <= self.n_fft {
-            return Err(ConvertError::Layout(format!(
-                "config audio.chunk_size {} must be a multiple of the hop {} and longer than the \
+            return Err(ConvertError::Config(format!(
+                "`audio.chunk_size` {} must be a multiple of the hop {} and longer than the \
                  FFT",
                 self.chunk_frames, self.hop_frames
             )));
         }
         if stems.len() != self.num_stems {
-            return Err(ConvertError::Layout(format!(
+            return Err(ConvertError::Config(format!(
                 "the config names {} stems ({}) for a model of num_stems {}",
                 stems.len(),
                 stems.join(", "),
@@ -426,6 +447,41 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_config_is_a_config_error_naming_the_key() {
+        let cases = [
+            (
+                "  chunk_size: 352800\n",
+                "  chunk_size: 100000000000\n",
+                "`audio.chunk_size` 100000000000 is larger than 4194304",
+            ),
+            (
+                "  hop_length: 441 # hop\n",
+                "  hop_length: 0\n",
+                "`audio.hop_length` is 0",
+            ),
+            (
+                "  stft_hop_length: 441\n",
+                "  stft_hop_length: 0\n",
+                "`model.stft_hop_length` is 0",
+            ),
+            (
+                "  dim: 512\n",
+                "  dim: &width 512\n",
+                "YAML anchors and aliases (`&name`, `*name`) are not supported (line 6)",
+            ),
+        ];
+        for (from, to, expected) in cases {
+            let yaml = BS.replacen(from, to, 1);
+            assert_ne!(yaml, BS, "{from}");
+            let error = RoFormerConfig::from_yaml(&yaml, true).unwrap_err();
+            assert!(
+                matches!(&error, ConvertError::Config(m) if m.contains(expected)),
+                "{expected}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
     fn what_is_not_built_is_refused_by_name() {
         let cases = [
             (
@@ -454,7 +510,7 @@ mod tests {
             (
                 "  hop_length: 441",
                 "  hop_length: 512",
-                "audio.hop_length 512",
+                "`audio.hop_length` 512",
             ),
         ];
         for (from, to, expected) in cases {

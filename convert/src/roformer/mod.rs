@@ -28,7 +28,7 @@ use self::network::Network;
 use crate::error::ConvertError;
 use crate::ops::{Builder, Target, T};
 use crate::state::ModelState;
-use crate::torch::load_torch_checkpoint;
+use crate::torch::{load_torch_checkpoint, TorchCheckpoint, Value};
 
 /// `stemflow.family` of the graphs written here.
 pub const FAMILY_NAME: &str = "roformer";
@@ -53,14 +53,35 @@ pub struct ConvertedRoFormer {
 /// Converts an MSST RoFormer checkpoint (the `.ckpt` bytes) with its YAML config.
 ///
 /// BS-RoFormer or Mel-RoFormer is told by the checkpoint (BS-RoFormer has a `final_norm`).
-/// Fails with [`ConvertError::Layout`] naming what it does not understand (a config key that
-/// changes the network and is not built here, a missing, unused or mis-shaped tensor), and
+/// Fails with [`ConvertError::Config`] naming a config key that is wrong or changes the network
+/// and is not built here, [`ConvertError::Layout`] naming a missing, unused or mis-shaped
+/// tensor, and
 /// with the checkpoint reader's errors for a damaged or refused file. Not realtime-safe.
 pub fn roformer_to_onnx(
     checkpoint: &[u8],
     config_yaml: &str,
 ) -> Result<ConvertedRoFormer, ConvertError> {
     roformer_to_onnx_for(checkpoint, config_yaml, Target::Cpu)
+}
+
+/// Reads and checks the MSST config `config_yaml` for `checkpoint` (whose tensors tell BS- from
+/// Mel-RoFormer) without building a graph, so that a wrong config is reported as such before
+/// any conversion: [`ConvertError::Config`] naming the key (the caller names the file), or the
+/// checkpoint reader's errors for a damaged or refused checkpoint. Not realtime-safe.
+pub fn read_config(checkpoint: &[u8], config_yaml: &str) -> Result<RoFormerConfig, ConvertError> {
+    let loaded = load_torch_checkpoint(checkpoint)?;
+    let tensors = loaded.state_dict(state_root(&loaded))?;
+    let is_band_split = tensors.iter().any(|(name, _)| *name == "final_norm.gamma");
+    RoFormerConfig::from_yaml(config_yaml, is_band_split)
+}
+
+/// The state dict of `loaded`: MSST's loader accepts a bare state dict or one under `state` /
+/// `state_dict`.
+fn state_root<'c>(loaded: &'c TorchCheckpoint<'_>) -> &'c Value {
+    ["state_dict", "state"]
+        .iter()
+        .find_map(|key| loaded.root.get(key).filter(|v| v.as_dict().is_some()))
+        .unwrap_or(&loaded.root)
 }
 
 /// [`roformer_to_onnx`] for `target`: the CPU graph (the STFT outside it), or a GPU graph (a
@@ -71,12 +92,7 @@ pub fn roformer_to_onnx_for(
     target: Target,
 ) -> Result<ConvertedRoFormer, ConvertError> {
     let loaded = load_torch_checkpoint(checkpoint)?;
-    // MSST's loader accepts a bare state dict or one under `state` / `state_dict`.
-    let root = ["state_dict", "state"]
-        .iter()
-        .find_map(|key| loaded.root.get(key).filter(|v| v.as_dict().is_some()))
-        .unwrap_or(&loaded.root);
-    let tensors = loaded.state_dict(root)?;
+    let tensors = loaded.state_dict(state_root(&loaded))?;
     let is_band_split = tensors.iter().any(|(name, _)| *name == "final_norm.gamma");
     let config = RoFormerConfig::from_yaml(config_yaml, is_band_split)?;
     let variant = if is_band_split {

@@ -196,6 +196,48 @@ pub(super) fn is_fixed(dim: i64, max: i64) -> bool {
     dim > 0 && dim <= max
 }
 
+/// A dimension a family reads from its graph, for range checks: what it is, in what unit, and
+/// the most accepted.
+pub(super) struct DimRange {
+    /// What the dimension is ("segment").
+    pub what: &'static str,
+    /// Its unit ("samples").
+    pub unit: &'static str,
+    /// "longer than", "more than".
+    pub beyond: &'static str,
+    /// The largest value accepted.
+    pub max: i64,
+}
+
+/// A chunk of audio, in samples ([`MAX_CHUNK_FRAMES`]: 95 s at 44.1 kHz).
+pub(super) const SEGMENT_RANGE: DimRange = DimRange {
+    what: "segment",
+    unit: "samples",
+    beyond: "longer than",
+    max: MAX_CHUNK_FRAMES as i64,
+};
+/// The stems a graph returns ([`MAX_MODEL_STEMS`]).
+pub(super) const STEMS_RANGE: DimRange = DimRange {
+    what: "number of stems",
+    unit: "stems",
+    beyond: "more than",
+    max: MAX_MODEL_STEMS,
+};
+/// A spectrogram's frequency bins ([`MAX_SPECTRAL_DIM`]).
+pub(super) const BINS_RANGE: DimRange = DimRange {
+    what: "number of frequency bins",
+    unit: "bins",
+    beyond: "more than",
+    max: MAX_SPECTRAL_DIM,
+};
+/// A spectrogram's frames ([`MAX_SPECTRAL_DIM`]).
+pub(super) const FRAMES_RANGE: DimRange = DimRange {
+    what: "number of STFT frames",
+    unit: "frames",
+    beyond: "more than",
+    max: MAX_SPECTRAL_DIM,
+};
+
 /// What the family recognisers look at.
 pub(super) struct Recognition<'a> {
     pub signature: &'a GraphSignature,
@@ -214,6 +256,38 @@ impl Recognition<'_> {
             expected: EXPECTED_SIGNATURES.to_owned(),
             found: self.signature.to_string(),
         }
+    }
+
+    /// Refuses the graph when axis `axis` of `tensor`, the family's `range`, is fixed but
+    /// outside `1..=range.max`: [`ModelError::OutOfRange`] with the number and the limit. A
+    /// symbolic dimension (negative) or a missing axis passes, for the family's signature check
+    /// to judge.
+    pub fn check_range(
+        &self,
+        range: &DimRange,
+        tensor: &TensorSignature,
+        axis: usize,
+    ) -> Result<(), ModelError> {
+        let Some(&dim) = tensor.dims.get(axis) else {
+            return Ok(());
+        };
+        let DimRange {
+            what,
+            unit,
+            beyond,
+            max,
+        } = range;
+        let message = match dim {
+            0 => format!("its {what} is 0 {unit} ({tensor}); it must be at least 1"),
+            d if d > *max => format!(
+                "its {what} is {d} {unit} ({tensor}), {beyond} the {max} {unit} Stemflow accepts"
+            ),
+            _ => return Ok(()),
+        };
+        Err(ModelError::OutOfRange {
+            model: self.model_name.to_owned(),
+            message,
+        })
     }
 
     pub fn params_error(&self, message: String) -> ModelError {

@@ -11,7 +11,8 @@
 
 use super::description::{
     is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription, Recognition,
-    MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
+    BINS_RANGE, FRAMES_RANGE, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, SEGMENT_RANGE,
+    STEMS_RANGE,
 };
 use super::file_edges::FileEdges;
 use super::htdemucs::{demucs_setup, windows, DemucsEdges};
@@ -52,6 +53,23 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
         named_tensors(recognition.signature).ok_or_else(|| recognition.mismatch())?;
     let all_f32 = [mix, spec, wave_stems, spec_stems].iter().all(|t| t.is_f32);
     let (m, s, w, o) = (&mix.dims, &spec.dims, &wave_stems.dims, &spec_stems.dims);
+    let shaped = m.len() == 3
+        && s.len() == 4
+        && w.len() == 4
+        && o.len() == 5
+        && m[..2] == [1, 2]
+        && s[..2] == [1, 4]
+        && w[0] == 1
+        && w[2..] == [2, m[2]]
+        && o[..2] == w[..2]
+        && o[2..] == s[1..];
+    // The family's shape with a size out of range: say which, not "mismatch".
+    if all_f32 && shaped {
+        recognition.check_range(&SEGMENT_RANGE, mix, 2)?;
+        recognition.check_range(&BINS_RANGE, spec, 2)?;
+        recognition.check_range(&FRAMES_RANGE, spec, 3)?;
+        recognition.check_range(&STEMS_RANGE, wave_stems, 1)?;
+    }
     let shapes_ok = m.len() == 3
         && s.len() == 4
         && w.len() == 4

@@ -9,7 +9,8 @@
 
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
-    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    ModelFamily, Recognition, BINS_RANGE, FRAMES_RANGE, MAX_CHUNK_FRAMES, MAX_SPECTRAL_DIM,
+    MODEL_SAMPLE_RATE_HZ,
 };
 use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
@@ -56,6 +57,11 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let (dim_f, dim_t) = (i[2], i[3]);
+    // The family's shape with a size out of range: say which, not "mismatch".
+    if o[1..] == i[1..] {
+        recognition.check_range(&BINS_RANGE, input, 2)?;
+        recognition.check_range(&FRAMES_RANGE, input, 3)?;
+    }
     if !(is_fixed(dim_f, MAX_SPECTRAL_DIM) && is_fixed(dim_t, MAX_SPECTRAL_DIM) && o[1..] == i[1..])
     {
         return Err(recognition.mismatch());

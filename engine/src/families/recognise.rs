@@ -116,9 +116,7 @@ pub fn describe_signature(
         }
         _ => return Err(mismatch()),
     };
-    // A dynamic batch dimension runs with batch 1.
-    let is_batch_ok = |dims: &[i64]| dims.first().is_some_and(|&d| d == 1 || d < 0);
-    if !input.is_f32 || !output.is_f32 || !is_batch_ok(&input.dims) || !is_batch_ok(&output.dims) {
+    if !input.is_f32 || !output.is_f32 {
         return Err(mismatch());
     }
     let sidecar = params::read_sidecar(path).map_err(|message| ModelError::Params {
@@ -139,12 +137,154 @@ pub fn describe_signature(
     } else {
         &ONE_INPUT_FAMILIES
     };
-    families
+    let family = families
         .iter()
         .find(|family| (family.claims)(&recognition))
-        .map_or_else(|| Err(mismatch()), |family| (family.describe)(&recognition))
-        .map(|description| ModelDescription {
-            is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
-            ..description
-        })
+        .ok_or_else(mismatch)?;
+    // A dynamic batch dimension runs with batch 1; a family's graph with another batch is
+    // refused as such.
+    let is_batch_ok =
+        |tensor: &TensorSignature| tensor.dims.first().is_some_and(|&d| d == 1 || d < 0);
+    if let Some(tensor) = [input, output].into_iter().find(|t| !is_batch_ok(t)) {
+        return Err(ModelError::OutOfRange {
+            model: model_name.to_owned(),
+            message: format!(
+                "its batch is {} ({tensor}); Stemflow runs graphs whose batch is 1 or symbolic",
+                tensor
+                    .dims
+                    .first()
+                    .map_or("missing".to_owned(), i64::to_string)
+            ),
+        });
+    }
+    (family.describe)(&recognition).map(|description| ModelDescription {
+        is_float16: signature.metadata.contains_key(FLOAT16_METADATA_KEY),
+        ..description
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(name: &str, dims: &[i64]) -> TensorSignature {
+        TensorSignature {
+            name: name.to_owned(),
+            is_f32: true,
+            dims: dims.to_vec(),
+        }
+    }
+
+    /// What recognising a graph of these inputs and outputs says, for a model with no sidecar.
+    fn recognised(inputs: &[(&str, &[i64])], outputs: &[(&str, &[i64])]) -> ModelError {
+        let signature = GraphSignature {
+            inputs: inputs.iter().map(|(n, d)| tensor(n, d)).collect(),
+            outputs: outputs.iter().map(|(n, d)| tensor(n, d)).collect(),
+            metadata: BTreeMap::new(),
+        };
+        let path = Path::new("/no/such/folder/model.onnx");
+        describe_signature(&signature, path, "model.onnx", &[]).expect_err("the graph is refused")
+    }
+
+    /// Asserts `error` is an out-of-range refusal whose message holds each of `words`.
+    fn assert_out_of_range(error: ModelError, words: &[&str]) {
+        let text = error.to_string();
+        assert!(matches!(error, ModelError::OutOfRange { .. }), "{text}");
+        for word in words {
+            assert!(text.contains(word), "{word}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_dimension_out_of_range_is_named_with_its_value_and_the_limit() {
+        let long = 1i64 << 40;
+        // HTDemucs as demucs-onnx exports it (the model).
+        assert_out_of_range(
+            recognised(&[("mix", &[1, 2, long])], &[("stems", &[1, 4, 2, long])]),
+            &[
+                "model.onnx: its segment is 1099511627776 samples (`mix` [1, 2, 1099511627776])",
+                "longer than the 4194304 samples Stemflow accepts",
+            ],
+        );
+        assert_out_of_range(
+            recognised(&[("mix", &[1, 2, 0])], &[("stems", &[1, 4, 2, 0])]),
+            &["its segment is 0 samples", "at least 1"],
+        );
+        assert_out_of_range(
+            recognised(&[("mix", &[1, 2, 44100])], &[("stems", &[1, 17, 2, 44100])]),
+            &["its number of stems is 17 stems", "more than the 16 stems"],
+        );
+        // Converted HTDemucs: segment, bins, frames.
+        let converted = |t: i64, bins: i64, frames: i64| {
+            recognised(
+                &[("mix", &[1, 2, t]), ("spec", &[1, 4, bins, frames])],
+                &[
+                    ("wave_stems", &[1, 4, 2, t]),
+                    ("spec_stems", &[1, 4, 4, bins, frames]),
+                ],
+            )
+        };
+        assert_out_of_range(converted(long, 2048, 336), &["segment is 1099511627776"]);
+        assert_out_of_range(
+            converted(343980, 1 << 15, 336),
+            &["frequency bins is 32768 bins", "the 16384 bins"],
+        );
+        assert_out_of_range(
+            converted(343980, 2048, 1 << 20),
+            &["STFT frames is 1048576 frames", "the 16384 frames"],
+        );
+        // MDX-Net, RoFormer and Spleeter.
+        assert_out_of_range(
+            recognised(
+                &[("input", &[1, 4, 3072, 1 << 15])],
+                &[("output", &[1, 4, 3072, 1 << 15])],
+            ),
+            &["STFT frames is 32768"],
+        );
+        assert_out_of_range(
+            recognised(
+                &[("spec", &[1, 1 << 16, 256, 2])],
+                &[("mask", &[1, 1, 1 << 16, 256, 2])],
+            ),
+            &["spectrum rows", "is 65536 rows", "the 32768 rows"],
+        );
+        assert_out_of_range(
+            recognised(
+                &[("magnitude", &[1, 2, 1 << 15, 1024])],
+                &[("masked", &[1, 2, 2, 1 << 15, 1024])],
+            ),
+            &["STFT frames is 32768"],
+        );
+        // A batch other than 1 or symbolic.
+        assert_out_of_range(
+            recognised(&[("mix", &[3, 2, 44100])], &[("stems", &[3, 4, 2, 44100])]),
+            &["its batch is 3 (`mix` [3, 2, 44100])"],
+        );
+    }
+
+    #[test]
+    fn a_graph_of_no_family_and_a_symbolic_segment_are_still_mismatches() {
+        let mismatch = |error: ModelError| {
+            assert!(
+                matches!(error, ModelError::SignatureMismatch { .. }),
+                "{error}"
+            )
+        };
+        // Dynamic T: Stemflow needs the segment fixed in the graph.
+        mismatch(recognised(
+            &[("mix", &[1, 2, -1])],
+            &[("stems", &[1, 4, 2, -1])],
+        ));
+        // Wrong names with a huge T: not the family's graph, so not its range.
+        mismatch(recognised(
+            &[("x", &[1, 2, 1 << 40])],
+            &[("y", &[1, 4, 2, 1 << 40])],
+        ));
+        // Output length differs from the input's.
+        mismatch(recognised(
+            &[("mix", &[1, 2, 1 << 40])],
+            &[("stems", &[1, 4, 2, 7])],
+        ));
+        mismatch(recognised(&[("a", &[5])], &[("b", &[5])]));
+    }
 }

@@ -9,9 +9,9 @@
 //! models Stemflow converted from checkpoints, the graph's [`PARAMS_METADATA_KEY`] metadata.
 
 use super::description::{
-    check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
-    ModelFamily, Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
-    MODEL_SAMPLE_RATE_HZ,
+    check_output_len, is_fixed, ChunkCodec, ChunkRun, DimRange, FamilyPipeline, GraphIo,
+    ModelDescription, ModelFamily, Recognition, FRAMES_RANGE, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS,
+    MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ, STEMS_RANGE,
 };
 use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, Fill, PlannedChunk};
@@ -39,6 +39,14 @@ pub struct RoFormerParams {
     pub msst_batch_size: usize,
 }
 
+/// The spectrum's rows: both channels of each STFT bin.
+const SPECTRUM_ROWS_RANGE: DimRange = DimRange {
+    what: "number of spectrum rows (2 per STFT bin)",
+    unit: "rows",
+    beyond: "more than",
+    max: 2 * MAX_SPECTRAL_DIM,
+};
+
 /// Whether a graph is a RoFormer's, by its shapes.
 pub(super) fn claims(recognition: &Recognition<'_>) -> bool {
     let (i, o) = (&recognition.input.dims, &recognition.output.dims);
@@ -49,6 +57,12 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let (bins2, frames, num_stems) = (i[1], i[2], o[1]);
+    // The family's shape with a size out of range: say which, not "mismatch".
+    if bins2 % 2 == 0 && o[2] == bins2 && o[3] == frames {
+        recognition.check_range(&SPECTRUM_ROWS_RANGE, input, 1)?;
+        recognition.check_range(&FRAMES_RANGE, input, 2)?;
+        recognition.check_range(&STEMS_RANGE, output, 1)?;
+    }
     if !(is_fixed(bins2, 2 * MAX_SPECTRAL_DIM)
         && bins2 % 2 == 0
         && is_fixed(frames, MAX_SPECTRAL_DIM)

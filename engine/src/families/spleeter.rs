@@ -21,7 +21,8 @@
 
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
-    ModelFamily, Recognition, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM, MODEL_SAMPLE_RATE_HZ,
+    ModelFamily, Recognition, FRAMES_RANGE, MAX_MODEL_STEMS, MAX_SPECTRAL_DIM,
+    MODEL_SAMPLE_RATE_HZ, STEMS_RANGE,
 };
 use super::family_setup::FamilySetup;
 use super::file_edges::{window_f32, FileEdges, FileLength, FilePadding, PlannedChunk};
@@ -75,6 +76,11 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
         return Err(recognition.mismatch());
     }
     let (frames, num_stems) = (i[2], o[1]);
+    // The family's shape with a size out of range: say which, not "mismatch".
+    if o[2] == 2 && o[3] == frames && o[4] == bins {
+        recognition.check_range(&FRAMES_RANGE, input, 2)?;
+        recognition.check_range(&STEMS_RANGE, output, 1)?;
+    }
     if !(is_fixed(frames, MAX_SPECTRAL_DIM)
         && (frames as usize).is_multiple_of(SPLEETER_FRAMES_MULTIPLE)
         && is_fixed(num_stems, MAX_MODEL_STEMS)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::description::{
     check_output_len, is_fixed, ChunkCodec, ChunkRun, FamilyPipeline, GraphIo, ModelDescription,
-    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS,
+    Recognition, MAX_CHUNK_FRAMES, MAX_MODEL_STEMS, SEGMENT_RANGE, STEMS_RANGE,
 };
 use super::file_edges::FileEdges;
 use super::htdemucs::{demucs_setup, DemucsEdges};
@@ -40,6 +40,18 @@ pub(super) fn describe(recognition: &Recognition<'_>) -> Result<ModelDescription
     let (input, output) = (recognition.input, recognition.output);
     let (i, o) = (&input.dims, &output.dims);
     let t = i[2];
+    let is_batch_ok = i[0] == o[0] || (i[0] < 0 && o[0] < 0);
+    let shaped = input.name == MIX
+        && output.name == STEMS
+        && i[1] == 2
+        && o[2] == 2
+        && o[3] == t
+        && is_batch_ok;
+    // The family's shape with a size out of range: say which, not "mismatch".
+    if shaped {
+        recognition.check_range(&SEGMENT_RANGE, input, 2)?;
+        recognition.check_range(&STEMS_RANGE, output, 1)?;
+    }
     let valid = input.name == MIX
         && output.name == STEMS
         && i[1] == 2

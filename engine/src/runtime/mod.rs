@@ -46,13 +46,13 @@ pub use devices::{
 pub use fold_plan::{plan as plan_folding, FoldPlan};
 pub use gpu_tuning::{override_setting, ConvSearch, GpuTuning, TF32_ENV};
 pub use graph_cache::{cached_graph_path, folded_graph_path, partial_path, CacheEntry};
-pub use graph_files::{gpu_graph_path, GraphChoice};
+pub use graph_files::{gpu_graph_path, graph_for, GraphChoice};
 pub use library::{
     library_candidates, runtime, LibraryCandidate, LibrarySource, Runtime, RuntimeError, FIX_HINT,
     REQUIRED_RUNTIME, RUNTIME_LIBRARY_ENV, SETTINGS_LIBRARY_KEY,
 };
 pub use model_file::{read_model_file, ModelBytes};
 pub use runner::{run_graph, run_graph_io, GraphIo, ModelRunner};
-pub use session::{live_session_count, Precision};
+pub use session::{live_session_count, Precision, DEFAULT_GPU_PRECISION};
 pub use session_slot::SessionSlot;
 pub use signature::{GraphSignature, TensorSignature};
