@@ -38,7 +38,8 @@ mod state;
 #[cfg(any(test, feature = "test-writers"))]
 pub mod testing;
 pub mod torch;
-pub mod yaml;
+/// The one YAML reader (the `stemflow-yaml` crate).
+pub use stemflow_yaml as yaml;
 pub mod zip;
 
 pub use error::ConvertError;

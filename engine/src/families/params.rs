@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
 use serde_json::Value;
-use stemflow_convert::yaml::read_msst_yaml;
+use stemflow_yaml::read_msst_yaml;
 
 /// UVR's `mdx_model_data/model_data_new.json` (TRvlvr/application_data, commit 3826b05).
 const UVR_MDX_TABLE: &str = include_str!("../../data/uvr_mdx_model_data.json");
