@@ -147,24 +147,41 @@ impl State {
                 )?)))
             }
             Loaded::Ensemble(ensemble) => {
+                let mut members = std::mem::take(&mut ensemble.members).into_iter();
                 let mut runs = Vec::new();
-                for mut member in std::mem::take(&mut ensemble.members) {
+                let failure = loop {
+                    let Some(mut member) = members.next() else {
+                        break None;
+                    };
                     member.set_extra_stems(extra_stems);
                     match State::new(&mut member, sample_rate_hz) {
                         Ok(state) => runs.push(MemberRun::new(member, state, sample_rate_hz)),
-                        Err(error) => {
-                            // The members go back for the next file, as they came.
-                            ensemble.members =
-                                runs.into_iter().map(MemberRun::into_separator).collect();
-                            ensemble.members.push(member);
-                            return Err(error);
-                        }
+                        Err(error) => break Some((member, error)),
                     }
+                };
+                if let Some((member, error)) = failure {
+                    // The members go back for the next file, in their order.
+                    ensemble.members = runs
+                        .into_iter()
+                        .map(MemberRun::into_separator)
+                        .chain(std::iter::once(member))
+                        .chain(members)
+                        .collect();
+                    return Err(error);
                 }
                 let run = EnsembleRun::new(ensemble.label.clone(), &ensemble.method, runs)
                     .map_err(EngineError::Worker)?;
-                let file = FileState::new(&run, sample_rate_hz)?;
-                Ok(State::Ensemble(Some(Box::new(EnsembleFile { run, file }))))
+                match FileState::new(&run, sample_rate_hz) {
+                    Ok(file) => Ok(State::Ensemble(Some(Box::new(EnsembleFile { run, file })))),
+                    Err(error) => {
+                        ensemble.members = run
+                            .into_members()
+                            .into_iter()
+                            .map(MemberRun::into_separator)
+                            .collect();
+                        Err(error)
+                    }
+                }
             }
             Loaded::Stream(_) => {
                 let separator = owner.take_stream_separator()?;
