@@ -643,6 +643,23 @@ mod tests {
     use stemflow_kit::demo_song::DemoSong;
 
     #[test]
+    fn a_file_the_members_cannot_start_leaves_every_member_for_the_next() {
+        let spec = ModelSpec::Ensemble(EnsembleSpec::new(
+            vec![
+                SeparatorChoice::Builtin,
+                SeparatorChoice::Builtin,
+                SeparatorChoice::Builtin,
+            ],
+            EnsembleMethod::new(EnsembleAlgorithm::AvgWave, 3, None).unwrap(),
+        ));
+        let mut ensemble = WholeFileSeparator::load(&spec, &WholeFileOptions::default()).unwrap();
+        assert!(ensemble.stream(0).is_err());
+        let input = DemoSong::generate(44_100, 0.2).mix();
+        let stems = ensemble.separate(&input, 44_100, |_| {}).unwrap();
+        assert_eq!(stems.stem(Stem::Vocals)[0].len(), input[0].len());
+    }
+
+    #[test]
     fn an_ensembles_members_separate_the_file_as_they_would_alone() {
         let options = WholeFileOptions::default();
         let builtin = ModelSpec::One(SeparatorChoice::Builtin);
