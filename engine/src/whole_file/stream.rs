@@ -643,7 +643,7 @@ mod tests {
     use stemflow_kit::demo_song::DemoSong;
 
     #[test]
-    fn a_file_the_members_cannot_start_leaves_every_member_for_the_next() {
+    fn a_file_that_cannot_start_leaves_the_ensemble_whole_for_the_next() {
         let spec = ModelSpec::Ensemble(EnsembleSpec::new(
             vec![
                 SeparatorChoice::Builtin,
