@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use super::description::ModelDescription;
 use super::look_ahead_schedule::look_ahead_schedule;
 use super::model_core::ModelCore;
 use super::overlap_add::{OverlapAdd, ReadyChunk};
 use super::stem_sources::StemSource;
-use super::ModelDescription;
 use crate::look_ahead::LookAhead;
 use crate::model_error::ModelError;
 use crate::planar::PlanarBlock;
