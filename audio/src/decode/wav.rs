@@ -105,6 +105,20 @@ pub(super) fn read_wav_head(head: &[u8]) -> Result<Option<WavHead>, String> {
                 if channels == 0 {
                     return Err("a damaged WAV file: its header says it has 0 channels".into());
                 }
+                // WAVE_FORMAT_EXTENSIBLE's channel mask: symphonia 0.5 adds the ones a mask
+                // lacks above its highest one, with shifts that overflow (a panic) when 32 or
+                // more are missing or the mask's bit 31 is already set.
+                if format_tag == 0xfffe {
+                    if let Some(mask) = le_u32(head, body + 20) {
+                        let missing = i64::from(channels) - i64::from(mask.count_ones());
+                        if missing >= 32 || (missing > 0 && mask & 0x8000_0000 != 0) {
+                            return Err(format!(
+                                "a damaged WAV file: its channel mask {mask:#010x} does not fit its \
+                                 {channels} channels"
+                            ));
+                        }
+                    }
+                }
                 // PCM, IEEE float and WAVE_FORMAT_EXTENSIBLE: one frame per block.
                 if matches!(format_tag, 1 | 3 | 0xfffe) && block_align > 0 {
                     wav.frame_bytes = Some(block_align);
@@ -191,6 +205,24 @@ mod tests {
         bytes.extend_from_slice(&data_size.to_le_bytes());
         bytes.extend_from_slice(data);
         bytes
+    }
+
+    #[test]
+    fn a_channel_mask_symphonia_cannot_fix_is_an_error() {
+        // The fuzzer's input: extensible, 2 channels, a mask whose bit 31 is set and one of
+        // whose ones is missing.
+        let mut head = wav(44_100, 100, 0, &[]);
+        let fmt = 20;
+        head[fmt..fmt + 2].copy_from_slice(&0xfffeu16.to_le_bytes());
+        head.splice(fmt + 16..fmt + 16, [0u8; 24]);
+        head[fmt + 16..fmt + 18].copy_from_slice(&22u16.to_le_bytes());
+        head[fmt + 20..fmt + 24].copy_from_slice(&0x8000_0000u32.to_le_bytes());
+        head[16..20].copy_from_slice(&40u32.to_le_bytes());
+        let error = read_wav_head(&head).err().expect("refused");
+        assert!(error.contains("channel mask 0x80000000"), "{error}");
+        // A mask with its ones all there is read.
+        head[fmt + 20..fmt + 24].copy_from_slice(&3u32.to_le_bytes());
+        assert!(read_wav_head(&head).is_ok());
     }
 
     #[test]
