@@ -471,14 +471,19 @@ mod tests {
             ),
         ];
         for (from, to, expected) in cases {
-            let yaml = BS.replacen(from, to, 1);
-            assert_ne!(yaml, BS, "{from}");
-            let error = RoFormerConfig::from_yaml(&yaml, true).unwrap_err();
+            let error = edited_config_error(from, to);
             assert!(
                 matches!(&error, ConvertError::Config(m) if m.contains(expected)),
                 "{expected}: {error:?}"
             );
         }
+    }
+
+    /// The error of the BS-RoFormer config with its first `from` replaced by `to`.
+    fn edited_config_error(from: &str, to: &str) -> ConvertError {
+        let yaml = BS.replacen(from, to, 1);
+        assert_ne!(yaml, BS, "{from}");
+        RoFormerConfig::from_yaml(&yaml, true).unwrap_err()
     }
 
     #[test]
@@ -514,11 +519,7 @@ mod tests {
             ),
         ];
         for (from, to, expected) in cases {
-            let yaml = BS.replacen(from, to, 1);
-            assert_ne!(yaml, BS, "{from}");
-            let error = RoFormerConfig::from_yaml(&yaml, true)
-                .unwrap_err()
-                .to_string();
+            let error = edited_config_error(from, to).to_string();
             assert!(error.contains(expected), "{expected}: {error}");
         }
         let error = RoFormerConfig::from_yaml(BS, false)
